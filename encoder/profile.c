@@ -1,0 +1,618 @@
+/*
+ * profile.c builds a perftools.profiles.Profile message (profile.proto): the
+ * deduplicated string table, mappings, functions, locations and samples, and
+ * the header fields. Strings, functions and locations are found again through
+ * open-addressing hash tables, so building and serializing stay O(n) for
+ * hundreds of thousands of samples. Locations and samples are encoded into
+ * their own buffers as they are added (nothing later changes them); the
+ * pieces are concatenated by profile_serialize().
+ *
+ * It is entered only from the agent's own threads (HTTP workers) while they
+ * answer a request, one thread per profile; it never runs in a signal
+ * handler. All memory comes from plain malloc/realloc/free, which reach the
+ * host allocator directly on those threads. An allocation failure is
+ * remembered and reported once, by profile_serialize(), as -ENOMEM.
+ */
+#include "encoder/encoder.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Field numbers from profile.proto (package perftools.profiles). */
+enum {
+    PROFILE_F_SAMPLE_TYPE = 1,
+    PROFILE_F_SAMPLE = 2,
+    PROFILE_F_MAPPING = 3,
+    PROFILE_F_LOCATION = 4,
+    PROFILE_F_FUNCTION = 5,
+    PROFILE_F_STRING_TABLE = 6,
+    PROFILE_F_DROP_FRAMES = 7,
+    PROFILE_F_KEEP_FRAMES = 8,
+    PROFILE_F_TIME_NANOS = 9,
+    PROFILE_F_DURATION_NANOS = 10,
+    PROFILE_F_PERIOD_TYPE = 11,
+    PROFILE_F_PERIOD = 12,
+    PROFILE_F_COMMENT = 13,
+    PROFILE_F_DEFAULT_SAMPLE_TYPE = 14,
+};
+enum { VALUETYPE_F_TYPE = 1, VALUETYPE_F_UNIT = 2 };
+enum {
+    SAMPLE_F_LOCATION_ID = 1,
+    SAMPLE_F_VALUE = 2,
+    SAMPLE_F_LABEL = 3,
+};
+enum {
+    LABEL_F_KEY = 1,
+    LABEL_F_STR = 2,
+    LABEL_F_NUM = 3,
+    LABEL_F_NUM_UNIT = 4,
+};
+enum {
+    MAPPING_F_ID = 1,
+    MAPPING_F_MEMORY_START = 2,
+    MAPPING_F_MEMORY_LIMIT = 3,
+    MAPPING_F_FILE_OFFSET = 4,
+    MAPPING_F_FILENAME = 5,
+    MAPPING_F_BUILD_ID = 6,
+    MAPPING_F_HAS_FUNCTIONS = 7,
+    MAPPING_F_HAS_FILENAMES = 8,
+    MAPPING_F_HAS_LINE_NUMBERS = 9,
+    MAPPING_F_HAS_INLINE_FRAMES = 10,
+};
+enum {
+    LOCATION_F_ID = 1,
+    LOCATION_F_MAPPING_ID = 2,
+    LOCATION_F_ADDRESS = 3,
+    LOCATION_F_LINE = 4,
+};
+enum { LINE_F_FUNCTION_ID = 1, LINE_F_LINE = 2 };
+enum {
+    FUNCTION_F_ID = 1,
+    FUNCTION_F_NAME = 2,
+    FUNCTION_F_SYSTEM_NAME = 3,
+    FUNCTION_F_FILENAME = 4,
+    FUNCTION_F_START_LINE = 5,
+};
+
+/*
+ * An open-addressing hash table of indexes into one of the profile's arrays.
+ * A slot keeps the full hash so that growing never needs the keys, and
+ * index + 1 so that zero marks an empty slot.
+ */
+struct slot {
+    uint64_t hash;
+    size_t idx1;
+};
+
+struct htab {
+    struct slot *slots;
+    size_t cap; /* a power of two, or 0 before the first insert */
+    size_t count;
+};
+
+typedef int (*key_eq_fn)(const struct profile *p, size_t idx,
+                         const void *key);
+
+struct str_ent {
+    size_t off; /* into str_arena */
+    size_t len; /* without the NUL */
+};
+
+struct value_type {
+    int64_t type;
+    int64_t unit;
+};
+
+struct mapping {
+    uint64_t start, limit, offset;
+    int64_t filename, build_id;
+    int flags;
+};
+
+struct function {
+    int64_t name, system_name, filename, start_line;
+};
+
+struct profile {
+    int oom;
+
+    /* String table: NUL-terminated strings packed into one arena, found by
+     * offset (the arena moves when it grows). */
+    struct pbuf str_arena;
+    struct str_ent *strs;
+    size_t nstr, str_cap;
+    struct htab str_index;
+
+    struct value_type *sample_types;
+    size_t nsample_types, sample_types_cap;
+    int has_period;
+    struct value_type period_type;
+    int64_t period;
+    int64_t time_nanos, duration_nanos;
+    int64_t default_sample_type;
+    int64_t drop_frames;
+    int64_t *comments;
+    size_t ncomments, comments_cap;
+
+    struct mapping *mappings;
+    size_t nmappings, mappings_cap;
+
+    struct function *functions;
+    size_t nfunctions, functions_cap;
+    struct htab function_index;
+
+    /* Location i has id i + 1; only its address is kept for lookups, the
+     * rest is encoded straight into `locations`. */
+    uint64_t *loc_addr;
+    size_t nlocs, loc_cap;
+    struct htab loc_index;
+    struct pbuf locations;
+
+    struct pbuf samples;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* Grows *arr (elements of `size` bytes) so that one more fits; 0 or -1. */
+static int grow_array(struct profile *p, void **arr, size_t *cap, size_t n,
+                      size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    if (ncap > SIZE_MAX / size) {
+        p->oom = 1;
+        return -1;
+    }
+    void *a = realloc(*arr, ncap * size);
+    if (!a) {
+        p->oom = 1;
+        return -1;
+    }
+    *arr = a;
+    *cap = ncap;
+    return 0;
+}
+
+#define GROW(p, arr, cap, n)                                                   \
+    grow_array((p), (void **)&(arr), &(cap), (n), sizeof *(arr))
+
+/* The splitmix64 finalizer: cheap and spreads nearby addresses well. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/* FNV-1a over the bytes, finished with mix64 for the low bits we mask. */
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3ULL;
+    }
+    return mix64(h);
+}
+
+/* ---- hash table ------------------------------------------------------------ */
+
+static int htab_grow(struct profile *p, struct htab *t)
+{
+    size_t ncap = t->cap ? t->cap * 2 : 64;
+    struct slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns) {
+        p->oom = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].idx1)
+            continue;
+        size_t j = t->slots[i].hash & (ncap - 1);
+        while (ns[j].idx1)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = ns;
+    t->cap = ncap;
+    return 0;
+}
+
+/* Returns the slot holding an entry equal to key, or the empty slot where
+ * it belongs; NULL only when the table is still unallocated. */
+static struct slot *htab_find(const struct profile *p, const struct htab *t,
+                              uint64_t hash, key_eq_fn eq, const void *key)
+{
+    if (!t->cap)
+        return NULL;
+    size_t i = hash & (t->cap - 1);
+    while (t->slots[i].idx1) {
+        if (t->slots[i].hash == hash && eq(p, t->slots[i].idx1 - 1, key))
+            return &t->slots[i];
+        i = (i + 1) & (t->cap - 1);
+    }
+    return &t->slots[i];
+}
+
+/* Like htab_find, but first makes sure an insert will fit (load <= 1/2). */
+static struct slot *htab_find_for_insert(struct profile *p, struct htab *t,
+                                         uint64_t hash, key_eq_fn eq,
+                                         const void *key)
+{
+    if ((t->count + 1) * 2 > t->cap && htab_grow(p, t) != 0)
+        return NULL;
+    return htab_find(p, t, hash, eq, key);
+}
+
+static void htab_set(struct htab *t, struct slot *s, uint64_t hash,
+                     size_t idx)
+{
+    s->hash = hash;
+    s->idx1 = idx + 1;
+    t->count++;
+}
+
+/* ---- lifecycle ------------------------------------------------------------- */
+
+struct profile *profile_new(void)
+{
+    struct profile *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    /* string_table[0] must be "" in every profile. It never enters the
+     * index: profile_string answers 0 for "" before hashing. */
+    pbuf_append(&p->str_arena, "", 1);
+    if (GROW(p, p->strs, p->str_cap, 0) != 0 || p->str_arena.oom) {
+        profile_free(p);
+        return NULL;
+    }
+    p->strs[0].off = 0;
+    p->strs[0].len = 0;
+    p->nstr = 1;
+    return p;
+}
+
+void profile_free(struct profile *p)
+{
+    if (!p)
+        return;
+    pbuf_free(&p->str_arena);
+    free(p->strs);
+    free(p->str_index.slots);
+    free(p->sample_types);
+    free(p->comments);
+    free(p->mappings);
+    free(p->functions);
+    free(p->function_index.slots);
+    free(p->loc_addr);
+    free(p->loc_index.slots);
+    pbuf_free(&p->locations);
+    pbuf_free(&p->samples);
+    free(p);
+}
+
+/* ---- strings --------------------------------------------------------------- */
+
+struct str_key {
+    const char *s;
+    size_t n;
+};
+
+static int str_eq(const struct profile *p, size_t idx, const void *key)
+{
+    const struct str_key *k = key;
+    return p->strs[idx].len == k->n &&
+           memcmp(p->str_arena.data + p->strs[idx].off, k->s, k->n) == 0;
+}
+
+int64_t profile_string(struct profile *p, const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    struct str_key k = {s, strlen(s)};
+    uint64_t h = hash_bytes(s, k.n);
+    struct slot *sl = htab_find_for_insert(p, &p->str_index, h, str_eq, &k);
+    if (!sl)
+        return 0;
+    if (sl->idx1)
+        return (int64_t)(sl->idx1 - 1);
+
+    if (GROW(p, p->strs, p->str_cap, p->nstr) != 0)
+        return 0;
+    size_t off = p->str_arena.len;
+    pbuf_append(&p->str_arena, s, k.n + 1);
+    if (p->str_arena.oom) {
+        p->oom = 1;
+        return 0;
+    }
+    size_t idx = p->nstr++;
+    p->strs[idx].off = off;
+    p->strs[idx].len = k.n;
+    htab_set(&p->str_index, sl, h, idx);
+    return (int64_t)idx;
+}
+
+/* ---- header fields --------------------------------------------------------- */
+
+void profile_sample_type(struct profile *p, const char *type, const char *unit)
+{
+    if (GROW(p, p->sample_types, p->sample_types_cap, p->nsample_types) != 0)
+        return;
+    struct value_type vt = {profile_string(p, type), profile_string(p, unit)};
+    p->sample_types[p->nsample_types++] = vt;
+}
+
+void profile_period(struct profile *p, const char *type, const char *unit,
+                    int64_t period)
+{
+    p->has_period = 1;
+    p->period_type.type = profile_string(p, type);
+    p->period_type.unit = profile_string(p, unit);
+    p->period = period;
+}
+
+void profile_time(struct profile *p, int64_t time_nanos,
+                  int64_t duration_nanos)
+{
+    /* Stored, not appended: time_nanos must appear once in the message
+     * (pprof reads a second one as concatenated profiles). */
+    p->time_nanos = time_nanos;
+    p->duration_nanos = duration_nanos;
+}
+
+void profile_default_sample_type(struct profile *p, const char *type)
+{
+    p->default_sample_type = profile_string(p, type);
+}
+
+void profile_comment(struct profile *p, const char *text)
+{
+    if (GROW(p, p->comments, p->comments_cap, p->ncomments) != 0)
+        return;
+    p->comments[p->ncomments++] = profile_string(p, text);
+}
+
+void profile_drop_frames(struct profile *p, const char *regex)
+{
+    p->drop_frames = profile_string(p, regex);
+}
+
+/* ---- mappings -------------------------------------------------------------- */
+
+uint64_t profile_mapping(struct profile *p, uint64_t start, uint64_t limit,
+                         uint64_t offset, const char *filename,
+                         const char *build_id)
+{
+    if (GROW(p, p->mappings, p->mappings_cap, p->nmappings) != 0)
+        return 0;
+    struct mapping m = {
+        .start = start,
+        .limit = limit,
+        .offset = offset,
+        .filename = profile_string(p, filename),
+        .build_id = profile_string(p, build_id),
+        .flags = 0,
+    };
+    p->mappings[p->nmappings++] = m;
+    return p->nmappings;
+}
+
+void profile_mapping_flags(struct profile *p, uint64_t mapping_id, int flags)
+{
+    if (mapping_id == 0 || mapping_id > p->nmappings)
+        return;
+    p->mappings[mapping_id - 1].flags |= flags;
+}
+
+/* ---- functions ------------------------------------------------------------- */
+
+static int function_eq(const struct profile *p, size_t idx, const void *key)
+{
+    const struct function *a = &p->functions[idx], *b = key;
+    return a->name == b->name && a->system_name == b->system_name &&
+           a->filename == b->filename && a->start_line == b->start_line;
+}
+
+uint64_t profile_function(struct profile *p, const char *name,
+                          const char *system_name, const char *filename,
+                          int64_t start_line)
+{
+    /* Equal strings intern to equal indexes, so comparing the indexes is
+     * comparing the strings. */
+    struct function f = {
+        .name = profile_string(p, name),
+        .system_name = profile_string(p, system_name),
+        .filename = profile_string(p, filename),
+        .start_line = start_line,
+    };
+    uint64_t h = mix64(mix64(mix64(mix64((uint64_t)f.name) ^
+                                   (uint64_t)f.system_name) ^
+                             (uint64_t)f.filename) ^
+                       (uint64_t)f.start_line);
+    struct slot *sl =
+        htab_find_for_insert(p, &p->function_index, h, function_eq, &f);
+    if (!sl)
+        return 0;
+    if (sl->idx1)
+        return sl->idx1;
+    if (GROW(p, p->functions, p->functions_cap, p->nfunctions) != 0)
+        return 0;
+    size_t idx = p->nfunctions++;
+    p->functions[idx] = f;
+    htab_set(&p->function_index, sl, h, idx);
+    return idx + 1;
+}
+
+/* ---- locations ------------------------------------------------------------- */
+
+static int loc_eq(const struct profile *p, size_t idx, const void *key)
+{
+    return p->loc_addr[idx] == *(const uint64_t *)key;
+}
+
+uint64_t profile_find_location(struct profile *p, uint64_t address)
+{
+    if (address == 0)
+        return 0;
+    struct slot *sl =
+        htab_find(p, &p->loc_index, mix64(address), loc_eq, &address);
+    return sl && sl->idx1 ? sl->idx1 : 0;
+}
+
+uint64_t profile_location(struct profile *p, uint64_t mapping_id,
+                          uint64_t address, const struct profile_line *lines,
+                          size_t nlines)
+{
+    struct slot *sl = NULL;
+    uint64_t h = mix64(address);
+    /* Address 0 marks a pseudo frame (e.g. lost samples): each one is its
+     * own location, so it never enters the index. */
+    if (address != 0) {
+        sl = htab_find_for_insert(p, &p->loc_index, h, loc_eq, &address);
+        if (!sl)
+            return 0;
+        if (sl->idx1)
+            return sl->idx1;
+    }
+    if (GROW(p, p->loc_addr, p->loc_cap, p->nlocs) != 0)
+        return 0;
+    size_t idx = p->nlocs++;
+    p->loc_addr[idx] = address;
+    if (sl)
+        htab_set(&p->loc_index, sl, h, idx);
+
+    uint64_t id = idx + 1;
+    struct pbuf *b = &p->locations;
+    size_t m = pb_begin(b, PROFILE_F_LOCATION);
+    pb_uint64(b, LOCATION_F_ID, id);
+    pb_uint64(b, LOCATION_F_MAPPING_ID, mapping_id);
+    pb_uint64(b, LOCATION_F_ADDRESS, address);
+    for (size_t i = 0; i < nlines; i++) {
+        size_t lm = pb_begin(b, LOCATION_F_LINE);
+        pb_uint64(b, LINE_F_FUNCTION_ID, lines[i].function_id);
+        pb_int64(b, LINE_F_LINE, lines[i].line);
+        pb_end(b, lm);
+    }
+    pb_end(b, m);
+    return id;
+}
+
+/* ---- samples --------------------------------------------------------------- */
+
+void profile_sample(struct profile *p, const uint64_t *location_ids,
+                    size_t nlocs, const int64_t *values, size_t nvalues,
+                    const struct profile_label *labels, size_t nlabels)
+{
+    /* Label strings are interned while the message is open: that only
+     * touches the string table, never this buffer, so the mark stays valid.
+     * The value count is the caller's contract (one per sample type); pprof
+     * rejects a mismatch when it reads the profile. */
+    struct pbuf *b = &p->samples;
+    size_t m = pb_begin(b, PROFILE_F_SAMPLE);
+    pb_packed_uint64(b, SAMPLE_F_LOCATION_ID, location_ids, nlocs);
+    pb_packed_int64(b, SAMPLE_F_VALUE, values, nvalues);
+    for (size_t i = 0; i < nlabels; i++) {
+        const struct profile_label *l = &labels[i];
+        size_t lm = pb_begin(b, SAMPLE_F_LABEL);
+        pb_int64(b, LABEL_F_KEY, profile_string(p, l->key));
+        if (l->str) {
+            pb_int64(b, LABEL_F_STR, profile_string(p, l->str));
+        } else {
+            pb_int64(b, LABEL_F_NUM, l->num);
+            pb_int64(b, LABEL_F_NUM_UNIT, profile_string(p, l->num_unit));
+        }
+        pb_end(b, lm);
+    }
+    pb_end(b, m);
+}
+
+/* ---- serialization --------------------------------------------------------- */
+
+static void put_value_type(struct pbuf *b, int field,
+                           const struct value_type *vt)
+{
+    size_t m = pb_begin(b, field);
+    pb_int64(b, VALUETYPE_F_TYPE, vt->type);
+    pb_int64(b, VALUETYPE_F_UNIT, vt->unit);
+    pb_end(b, m);
+}
+
+int profile_serialize(struct profile *p, struct pbuf *out)
+{
+    if (p->oom || p->str_arena.oom || p->locations.oom || p->samples.oom)
+        return -ENOMEM;
+
+    /* The order follows Go's writer: the bulk first, the string table after
+     * everything that refers to it, then the scalar header fields. */
+    for (size_t i = 0; i < p->nsample_types; i++)
+        put_value_type(out, PROFILE_F_SAMPLE_TYPE, &p->sample_types[i]);
+
+    pbuf_append(out, p->samples.data, p->samples.len);
+
+    for (size_t i = 0; i < p->nmappings; i++) {
+        const struct mapping *mp = &p->mappings[i];
+        size_t m = pb_begin(out, PROFILE_F_MAPPING);
+        pb_uint64(out, MAPPING_F_ID, i + 1);
+        pb_uint64(out, MAPPING_F_MEMORY_START, mp->start);
+        pb_uint64(out, MAPPING_F_MEMORY_LIMIT, mp->limit);
+        pb_uint64(out, MAPPING_F_FILE_OFFSET, mp->offset);
+        pb_int64(out, MAPPING_F_FILENAME, mp->filename);
+        pb_int64(out, MAPPING_F_BUILD_ID, mp->build_id);
+        pb_bool(out, MAPPING_F_HAS_FUNCTIONS,
+                mp->flags & PROFILE_HAS_FUNCTIONS);
+        pb_bool(out, MAPPING_F_HAS_FILENAMES,
+                mp->flags & PROFILE_HAS_FILENAMES);
+        pb_bool(out, MAPPING_F_HAS_LINE_NUMBERS,
+                mp->flags & PROFILE_HAS_LINE_NUMBERS);
+        pb_bool(out, MAPPING_F_HAS_INLINE_FRAMES,
+                mp->flags & PROFILE_HAS_INLINE_FRAMES);
+        pb_end(out, m);
+    }
+
+    pbuf_append(out, p->locations.data, p->locations.len);
+
+    for (size_t i = 0; i < p->nfunctions; i++) {
+        const struct function *f = &p->functions[i];
+        size_t m = pb_begin(out, PROFILE_F_FUNCTION);
+        pb_uint64(out, FUNCTION_F_ID, i + 1);
+        pb_int64(out, FUNCTION_F_NAME, f->name);
+        pb_int64(out, FUNCTION_F_SYSTEM_NAME, f->system_name);
+        pb_int64(out, FUNCTION_F_FILENAME, f->filename);
+        pb_int64(out, FUNCTION_F_START_LINE, f->start_line);
+        pb_end(out, m);
+    }
+
+    /* pb_bytes writes empty strings too, so string_table[0] == "" is
+     * always present. */
+    for (size_t i = 0; i < p->nstr; i++)
+        pb_bytes(out, PROFILE_F_STRING_TABLE,
+                 p->str_arena.data + p->strs[i].off, p->strs[i].len);
+
+    pb_int64(out, PROFILE_F_DROP_FRAMES, p->drop_frames);
+    pb_int64(out, PROFILE_F_TIME_NANOS, p->time_nanos);
+    pb_int64(out, PROFILE_F_DURATION_NANOS, p->duration_nanos);
+    if (p->has_period) {
+        put_value_type(out, PROFILE_F_PERIOD_TYPE, &p->period_type);
+        pb_int64(out, PROFILE_F_PERIOD, p->period);
+    }
+    pb_packed_int64(out, PROFILE_F_COMMENT, p->comments, p->ncomments);
+    pb_int64(out, PROFILE_F_DEFAULT_SAMPLE_TYPE, p->default_sample_type);
+
+    return out->oom ? -ENOMEM : 0;
+}
+
+int profile_write_gzip(struct profile *p, struct pbuf *out)
+{
+    struct pbuf raw = {0};
+    int rc = profile_serialize(p, &raw);
+    if (rc == 0)
+        rc = gzip_compress(raw.data, raw.len, out);
+    pbuf_free(&raw);
+    return rc;
+}
