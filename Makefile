@@ -1,0 +1,113 @@
+# pprofagent: build, test, benchmark, install.
+#
+#   make            build build/libpprofagent.so
+#   make demo       run a demo service under the agent and print a profile
+#   make test       build and run every test; ends with "N passed, N failed"
+#   make bench      side-by-side cost measurements
+#   make install    PREFIX=/usr/local DESTDIR=
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+CC      ?= cc
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes \
+        -Wmissing-prototypes -Wpointer-arith -Wundef
+ifneq ($(CI),)
+WARN += -Werror
+endif
+ifneq ($(WERROR),)
+WARN += -Werror
+endif
+
+# Every agent object: hidden by default, initial-exec TLS (no __tls_get_addr,
+# which can allocate), no builtin malloc folding (gcc would turn malloc+memset
+# into calloc inside the calloc interposer), frame pointers kept.
+CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
+        -fvisibility=hidden -ftls-model=initial-exec \
+        -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc \
+        -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS)
+LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
+        -Wl,--version-script=agent/exports.map
+LIBS_AGENT := -lcivetweb -lunwind -lz -ldw -lelf -l:libiberty.a -ldl \
+        -lpthread -lrt
+
+SRCS := $(wildcard agent/*.c encoder/*.c http/*.c)
+OBJS := $(SRCS:%.c=$(BUILD)/%.o)
+LIB  := $(BUILD)/libpprofagent.so
+
+# Objects that define interposed C-library names or run at load time stay
+# out of the archive that unit tests link against.
+UNIT_OBJS := $(filter-out $(BUILD)/agent/%_hooks.o $(BUILD)/agent/init.o,$(OBJS))
+UNIT_LIB  := $(BUILD)/libpprof_unit.a
+
+UNIT_SRCS := $(wildcard test/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
+PROG_SRCS := $(wildcard test/programs/*.c test/programs/*.cc)
+PROG_BINS := $(patsubst test/programs/%,$(BUILD)/test/programs/%,$(basename $(PROG_SRCS)))
+
+DEPS_STAMP := $(BUILD)/.deps-installed
+
+.PHONY: all deps demo test test-bins bench install uninstall clean format
+
+all: $(LIB)
+
+# Installs missing system packages once per build tree.
+$(DEPS_STAMP): scripts/install-deps
+	@sh scripts/install-deps
+	@mkdir -p $(BUILD) && touch $@
+
+deps: $(DEPS_STAMP)
+
+$(BUILD)/%.o: %.c $(wildcard agent/*.h encoder/*.h http/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_AGENT) -c $< -o $@
+
+$(LIB): $(OBJS) agent/exports.map
+	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(LIBS_AGENT)
+
+$(UNIT_LIB): $(UNIT_OBJS)
+	@rm -f $@
+	ar rcs $@ $(UNIT_OBJS)
+
+$(BUILD)/test/unit/%: test/unit/%.c test/unit/harness.h $(UNIT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -D_GNU_SOURCE -pthread -I. -Itest/unit $(WARN) \
+	    $< -o $@ $(UNIT_LIB) $(LIBS_AGENT)
+
+# Test programs: plain host programs, built with symbols and frame pointers
+# the way a typical service is; they never link against the agent.
+$(BUILD)/test/programs/%: test/programs/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -D_GNU_SOURCE \
+	    -pthread -I. $< -o $@ -ldl -lm
+
+$(BUILD)/test/programs/%: test/programs/%.cc | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $< -o $@ -ldl
+
+test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS)
+
+test: test-bins
+	@sh test/run-tests $(BUILD)
+
+demo: $(LIB) $(BUILD)/test/programs/demo_service
+	@sh scripts/demo $(BUILD)
+
+bench: $(LIB)
+	@sh test/bench/run $(BUILD)
+
+install: $(LIB)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libpprofagent.so
+	install -m 0644 agent/pprofagent.h $(DESTDIR)$(PREFIX)/include/pprofagent.h
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libpprofagent.so \
+	      $(DESTDIR)$(PREFIX)/include/pprofagent.h
+
+format:
+	clang-format -i agent/*.[ch] encoder/*.[ch] http/*.[ch] test/unit/*.[ch]
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,215 @@
+/*
+ * agent/ records: configuration, logging, the reentrancy guard, stack
+ * capture, the stack table, the thread registry and the interposers that
+ * feed them. This header is the contract between those files and the
+ * encoder/ and http/ folders that read the tables.
+ *
+ * Contexts: interposed calls run on the host's threads (hot paths: never
+ * block, never allocate through the hooks, never log in a loop); signal
+ * handlers run anywhere (only functions marked Async-signal-safe); the
+ * agent's own threads (HTTP workers) keep the reentrancy flag set so every
+ * call they make goes straight to the real C library.
+ */
+#ifndef PPROF_AGENT_H
+#define PPROF_AGENT_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Marks code that runs in signal context; see the file comments. */
+#define PPROF_SIGNAL_SAFE
+
+/* ---- configuration (config.c), read once by the constructor ------------- */
+
+enum log_level { LOG_QUIET = 0, LOG_INFO = 1, LOG_DEBUG = 2 };
+
+extern int opt_enable;           /* PPROF_ENABLE: 0 = pure pass-through */
+extern int opt_serve;            /* 0 when PPROF_ADDR=off */
+extern char opt_addr[256];       /* PPROF_ADDR as civetweb wants it */
+extern char opt_addr_shown[256]; /* PPROF_ADDR as the user wrote it */
+extern int opt_addr_loopback;    /* the address is on the loopback */
+extern char opt_port_file[1024]; /* PPROF_PORT_FILE or "" */
+extern char opt_token[256];      /* PPROF_TOKEN or "" */
+extern int opt_log_level;        /* PPROF_LOG */
+extern long opt_heap_rate;       /* PPROF_HEAP_RATE, bytes; 0 = off */
+extern int opt_cpu_hz;           /* PPROF_CPU_HZ */
+extern long opt_mutex_fraction;  /* PPROF_MUTEX_FRACTION; 0 = off */
+extern long opt_block_rate;      /* PPROF_BLOCK_RATE, ns; 0 = off */
+
+/* Reads and validates every PPROF_* variable; a bad value is reported in
+ * one line and replaced by its default. Not async-signal-safe. */
+void config_load(void);
+
+/* Parses a decimal integer in [min, max] from s (whole string).
+ * Returns 0 or -EINVAL. Async-signal-safe. Does not allocate. */
+int config_parse_long(const char *s, long min, long max, long *out);
+
+/* ---- logging (log.c) ----------------------------------------------------- */
+
+/* Formats "pprofagent: <message>\n" into a stack buffer and write(2)s it to
+ * stderr. Supports %s %c %d %i %u %x %p %% with l, ll, z modifiers. Never
+ * allocates, preserves errno. Async-signal-safe. */
+void log_msg(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* Formats into buf (always NUL-terminated); returns the length written.
+ * Async-signal-safe. Does not allocate. */
+size_t log_format(char *buf, size_t size, const char *fmt, va_list ap);
+size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- reentrancy guard (guard.c) ------------------------------------------ */
+
+/*
+ * Per-thread state in initial-exec TLS (never allocates). in_agent > 0 means
+ * "this thread is inside the agent": every interposer then forwards straight
+ * to the real function, and signal handlers drop their sample. The agent's
+ * own threads keep agent_thread set for their whole life.
+ */
+struct agent_tls {
+    int in_agent;
+    int agent_thread;
+};
+extern __thread struct agent_tls agent_tls
+    __attribute__((tls_model("initial-exec")));
+
+static inline int guard_active(void)
+{
+    return agent_tls.in_agent | agent_tls.agent_thread;
+}
+static inline void guard_enter(void) { agent_tls.in_agent++; }
+static inline void guard_leave(void) { agent_tls.in_agent--; }
+
+/* 1 once the constructor has finished and the agent is enabled. */
+extern volatile int agent_ready;
+
+/* ---- stack capture (stack.c) --------------------------------------------- */
+
+#define STACK_MAX 128
+
+/*
+ * Captures the calling thread's stack as location addresses (callers'
+ * return addresses minus one), leaf first, leaving out the agent's own
+ * frames. When the stack is deeper than max, the last entry is
+ * FRAME_TRUNCATED. Returns the number of entries. Not async-signal-safe
+ * (libunwind may take the loader lock here); call with the guard entered.
+ */
+int stack_capture(uintptr_t *pcs, int max);
+
+/* Address range of the agent's own code, to strip its frames. */
+extern uintptr_t stack_self_start, stack_self_end;
+/* Records the agent's own text range. Not async-signal-safe. */
+void stack_init(void);
+
+/* ---- stack table (stack_table.c) ----------------------------------------- */
+
+/*
+ * Interns stacks (plus an optional integer key, such as an allocation size)
+ * and keeps nvalues int64 counters per distinct entry. Memory comes from
+ * mmap, never from the host allocator; entries are never removed, so a
+ * profile can read them while threads keep adding.
+ */
+struct stack_table;
+
+struct stack_entry {
+    struct stack_entry *next_all; /* list of every entry, newest first */
+    uint64_t hash;
+    uint64_t key;
+    int depth;
+    int64_t *values;    /* nvalues counters, updated with atomics */
+    uintptr_t pcs[];    /* depth entries, leaf first */
+};
+
+/* Creates a table with nvalues counters per entry and room for about
+ * capacity entries. NULL on failure. Not async-signal-safe. */
+struct stack_table *stack_table_create(int nvalues, size_t capacity);
+/* Returns the entry for (pcs, key), adding it if new; NULL when the table is
+ * full (the caller counts a loss). Thread-safe; takes a spinlock only to
+ * insert. Not async-signal-safe. Does not allocate. */
+struct stack_entry *stack_table_get(struct stack_table *t,
+                                    const uintptr_t *pcs, int depth,
+                                    uint64_t key);
+/* First entry of the list of all entries (read with acquire). */
+struct stack_entry *stack_table_first(struct stack_table *t);
+/* Number of entries. */
+size_t stack_table_count(struct stack_table *t);
+/* Adds v to counter i of e atomically. Async-signal-safe. */
+static inline void stack_entry_add(struct stack_entry *e, int i, int64_t v)
+{
+    __atomic_fetch_add(&e->values[i], v, __ATOMIC_RELAXED);
+}
+static inline int64_t stack_entry_value(const struct stack_entry *e, int i)
+{
+    return __atomic_load_n(&e->values[i], __ATOMIC_RELAXED);
+}
+
+/*
+ * A copy of a table's counters at one moment, for encoding and for deltas
+ * (?seconds=N). Entries are never removed from a table, so an entry pointer
+ * identifies the same stack in two snapshots. Memory from malloc (taken on
+ * the agent's threads only).
+ */
+struct stack_snapshot {
+    struct stack_entry **entries;
+    int64_t *values; /* n * nvalues */
+    size_t n;
+    int nvalues;
+};
+/* Copies every entry's counters. Returns 0 or -ENOMEM.
+ * Not async-signal-safe. */
+int stack_table_snapshot(struct stack_table *t, struct stack_snapshot *out);
+/* Subtracts earlier from later, entry by entry (entries new in later keep
+ * their values). Not async-signal-safe. */
+void stack_snapshot_subtract(struct stack_snapshot *later,
+                             const struct stack_snapshot *earlier);
+/* Frees a snapshot. Not async-signal-safe. */
+void stack_snapshot_free(struct stack_snapshot *s);
+
+/* ---- small internal allocator (arena.c) ---------------------------------- */
+
+/* Returns zeroed memory from mmap that is never freed; NULL on failure.
+ * Thread-safe. Not async-signal-safe. Does not allocate through malloc. */
+void *arena_alloc(size_t size);
+
+/* ---- spinlock for the agent's tables ------------------------------------- */
+
+/* The agent never uses the host's (interposed) pthread mutexes for its own
+ * tables: a spinlock that yields is enough for the short insert paths. */
+typedef struct {
+    int locked;
+} spinlock_t;
+void spin_lock(spinlock_t *l);
+static inline void spin_unlock(spinlock_t *l)
+{
+    __atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- threads (thread_hooks.c, threads.c) --------------------------------- */
+
+/* Stacks that created threads: one counter (threads created). */
+extern struct stack_table *threadcreate_table;
+/* Number of host threads created since the agent loaded. */
+extern long threads_created;
+
+/* Real pthread_create, resolved on first use. */
+extern int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
+                                  void *(*)(void *), void *);
+/* Resolves the real_* pointers of this file. Not async-signal-safe. */
+void thread_hooks_init(void);
+
+/* ---- lifecycle (init.c) -------------------------------------------------- */
+
+/* Seconds since the Unix epoch, in ns. Async-signal-safe. */
+int64_t agent_now_ns(void);
+/* Time the agent loaded, in ns since the epoch. */
+extern int64_t agent_start_ns;
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * Configuration: every PPROF_* environment variable, read once by the
+ * constructor into opt_* globals. Nothing else in the agent calls getenv.
+ *
+ * A bad value never stops the host: it is reported in one line naming the
+ * variable, the value and what is accepted, and the default is used.
+ */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+int opt_enable = 1;
+int opt_serve = 1;
+char opt_addr[256] = "127.0.0.1:6060";
+char opt_addr_shown[256] = "127.0.0.1:6060";
+int opt_addr_loopback = 1;
+char opt_port_file[1024];
+char opt_token[256];
+int opt_log_level = LOG_INFO;
+long opt_heap_rate = 524288;
+int opt_cpu_hz = 100;
+long opt_mutex_fraction = 5;
+long opt_block_rate = 10000;
+
+int config_parse_long(const char *s, long min, long max, long *out)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    long v = 0;
+    int neg = 0;
+    const char *p = s;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    } else if (*p == '+') {
+        p++;
+    }
+    if (!*p)
+        return -EINVAL;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        if (v > (LONG_MAX - (*p - '0')) / 10)
+            return -EINVAL;
+        v = v * 10 + (*p - '0');
+    }
+    if (neg)
+        v = -v;
+    if (v < min || v > max)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static void load_long(const char *name, long *opt, long min, long max)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return;
+    long v;
+    if (config_parse_long(s, min, max, &v) == 0) {
+        *opt = v;
+        return;
+    }
+    log_info("%s=\"%s\" is not an integer in [%ld, %ld]; using %ld", name, s,
+             min, max, *opt);
+}
+
+static int is_ipv4(const char *h)
+{
+    int dots = 0, digits = 0;
+    for (; *h; h++) {
+        if (*h == '.') {
+            if (!digits)
+                return 0;
+            dots++;
+            digits = 0;
+        } else if (*h >= '0' && *h <= '9') {
+            if (++digits > 3)
+                return 0;
+        } else {
+            return 0;
+        }
+    }
+    return dots == 3 && digits > 0;
+}
+
+/*
+ * Parses host:port into civetweb's listening_ports syntax. Accepts an IPv4
+ * literal, "localhost", "[::1]"-style IPv6 literals or an empty host (all
+ * interfaces) and a port in [0, 65535]. Returns 0 or -EINVAL.
+ */
+static int parse_addr(const char *s, char *civet, size_t size, int *loopback)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon[1] == '\0')
+        return -EINVAL;
+    long port;
+    if (config_parse_long(colon + 1, 0, 65535, &port) != 0)
+        return -EINVAL;
+    char host[200];
+    size_t hl = (size_t)(colon - s);
+    if (hl >= sizeof host)
+        return -EINVAL;
+    memcpy(host, s, hl);
+    host[hl] = '\0';
+
+    if (strcmp(host, "localhost") == 0)
+        copy_str(host, sizeof host, "127.0.0.1");
+    if (host[0] == '[') {
+        if (hl < 3 || host[hl - 1] != ']')
+            return -EINVAL;
+        for (size_t i = 1; i + 1 < hl; i++)
+            if (!strchr("0123456789abcdefABCDEF:.", host[i]))
+                return -EINVAL;
+        *loopback = strcmp(host, "[::1]") == 0;
+        /* civetweb marks IPv6 listeners with a '+' before the port only for
+         * dual stack; a bracketed literal is accepted as it is. */
+    } else if (host[0] == '\0') {
+        *loopback = 0;
+    } else if (is_ipv4(host)) {
+        *loopback = strncmp(host, "127.", 4) == 0;
+    } else {
+        return -EINVAL;
+    }
+    if (host[0])
+        log_snprintf(civet, size, "%s:%ld", host, port);
+    else
+        log_snprintf(civet, size, "%ld", port);
+    return 0;
+}
+
+static void load_addr(void)
+{
+    const char *s = getenv("PPROF_ADDR");
+    if (!s)
+        return;
+    if (strcmp(s, "off") == 0) {
+        opt_serve = 0;
+        copy_str(opt_addr_shown, sizeof opt_addr_shown, s);
+        return;
+    }
+    char civet[256];
+    int loopback = 1;
+    if (strncmp(s, "unix:", 5) == 0) {
+        log_info("PPROF_ADDR=\"%s\": unix sockets are not supported by this "
+                 "build's HTTP library; using %s",
+                 s, opt_addr_shown);
+        return;
+    }
+    if (parse_addr(s, civet, sizeof civet, &loopback) != 0) {
+        log_info("PPROF_ADDR=\"%s\" is not host:port (an IP address or "
+                 "localhost, a port 0-65535) or off; using %s",
+                 s, opt_addr_shown);
+        return;
+    }
+    copy_str(opt_addr, sizeof opt_addr, civet);
+    copy_str(opt_addr_shown, sizeof opt_addr_shown, s);
+    opt_addr_loopback = loopback;
+}
+
+void config_load(void)
+{
+    const char *s = getenv("PPROF_LOG");
+    if (s) {
+        if (strcmp(s, "quiet") == 0)
+            opt_log_level = LOG_QUIET;
+        else if (strcmp(s, "info") == 0)
+            opt_log_level = LOG_INFO;
+        else if (strcmp(s, "debug") == 0)
+            opt_log_level = LOG_DEBUG;
+        else
+            log_info("PPROF_LOG=\"%s\" is not quiet, info or debug; using info",
+                     s);
+    }
+
+    s = getenv("PPROF_ENABLE");
+    if (s) {
+        if (strcmp(s, "0") == 0)
+            opt_enable = 0;
+        else if (strcmp(s, "1") != 0)
+            log_info("PPROF_ENABLE=\"%s\" is not 0 or 1; using 1", s);
+    }
+
+    load_addr();
+
+    s = getenv("PPROF_PORT_FILE");
+    if (s) {
+        if (s[0] && strlen(s) < sizeof opt_port_file)
+            copy_str(opt_port_file, sizeof opt_port_file, s);
+        else
+            log_info("PPROF_PORT_FILE=\"%s\" is empty or too long; not writing "
+                     "the port",
+                     s);
+    }
+
+    s = getenv("PPROF_TOKEN");
+    if (s) {
+        size_t n = strlen(s);
+        int printable = 1;
+        for (size_t i = 0; i < n; i++)
+            if (s[i] <= ' ' || s[i] == 127)
+                printable = 0;
+        if (n > 0 && n < sizeof opt_token && printable)
+            copy_str(opt_token, sizeof opt_token, s);
+        else
+            log_info("PPROF_TOKEN is empty, longer than %zu characters or has "
+                     "spaces or control characters; ignoring it",
+                     sizeof opt_token - 1);
+    }
+
+    if (opt_serve && !opt_addr_loopback && !opt_token[0]) {
+        log_info("refusing to serve on %s without PPROF_TOKEN: the endpoints "
+                 "reveal code, command line and memory layout; set "
+                 "PPROF_TOKEN or use a loopback address",
+                 opt_addr_shown);
+        opt_serve = 0;
+    }
+
+    load_long("PPROF_HEAP_RATE", &opt_heap_rate, 0, 1L << 40);
+    long hz = opt_cpu_hz;
+    load_long("PPROF_CPU_HZ", &hz, 1, 10000);
+    opt_cpu_hz = (int)hz;
+    load_long("PPROF_MUTEX_FRACTION", &opt_mutex_fraction, 0, 1000000000L);
+    load_long("PPROF_BLOCK_RATE", &opt_block_rate, 0, 1000000000000L);
+}

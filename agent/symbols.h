@@ -1,0 +1,186 @@
+/*
+ * Symbolization: which object covers an address, and what function, file
+ * and line it is. Owned by agent/symbols.c (mappings from /proc/self/maps,
+ * GNU build IDs, ELF .symtab/.dynsym, demangling) and agent/symbols_dwarf.c
+ * (file:line through libdw).
+ *
+ * Entered only from the agent's own threads, while a profile is encoded or
+ * /debug/pprof/symbol is answered; never from a signal handler and never
+ * from inside an interposed call, except symbols_invalidate(). Everything
+ * is resolved lazily and cached per object; the cache is dropped for objects
+ * that were unloaded.
+ */
+#ifndef PPROF_SYMBOLS_H
+#define PPROF_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Pseudo frames: stack entries below 4096 are never code addresses. */
+#define FRAME_TRUNCATED 1 /* the stack was deeper than the agent keeps */
+#define FRAME_LOST 2      /* samples that could not be taken or stored */
+#define FRAME_UNKNOWN 3   /* no stack could be captured */
+#define FRAME_PSEUDO_MAX 4096
+
+/* Returns the display name of a pseudo frame ("[truncated]", ...), or NULL
+ * when pc is a real address. Async-signal-safe. Does not allocate. */
+const char *symbols_pseudo_name(uintptr_t pc);
+
+/* One executable segment of a loaded object, as in /proc/self/maps. */
+struct sym_mapping {
+    uintptr_t start;
+    uintptr_t limit;
+    uintptr_t offset;
+    const char *path;     /* " (deleted)" removed; "[vdso]" kept */
+    const char *build_id; /* lowercase hex of NT_GNU_BUILD_ID, "" if none */
+    int has_symbols;      /* the object has a symbol table we could read */
+};
+
+/* One frame of an address; several when functions were inlined. */
+struct sym_frame {
+    const char *name;        /* demangled */
+    const char *system_name; /* as in the symbol table (mangled) */
+    const char *file;        /* source file, NULL when unknown */
+    int line;                /* 0 when unknown */
+    int start_line;          /* line of the function's declaration, or 0 */
+    uintptr_t sym_start;     /* runtime address of the symbol, or 0 */
+};
+
+/* The symbolizer is shared by all HTTP workers: hold the lock from refresh
+ * to the last use of any string it returned. Not async-signal-safe. */
+void symbols_lock(void);
+void symbols_unlock(void);
+
+/* Re-reads the mappings when objects were loaded or unloaded since the last
+ * refresh (or on first use). Returns 0 or -errno. Lock held.
+ * Not async-signal-safe. */
+int symbols_refresh(void);
+
+/* The executable mappings, main executable first. Lock held.
+ * Not async-signal-safe. */
+size_t symbols_mapping_count(void);
+const struct sym_mapping *symbols_mapping_at(size_t i);
+/* Index of the mapping that covers addr, or -1. Lock held.
+ * Not async-signal-safe. */
+int symbols_mapping_index(uintptr_t addr);
+
+/* Resolves addr into at most max frames, innermost inlined function first,
+ * and returns how many were written (0: unknown). Strings stay valid until
+ * the next refresh. Lock held. Not async-signal-safe. */
+int symbols_resolve(uintptr_t addr, struct sym_frame *out, int max);
+
+/* Tells the symbolizer that objects were loaded or unloaded (called from
+ * the dlopen/dlclose interposers). Async-signal-safe. Does not allocate. */
+void symbols_invalidate(void);
+
+
+/* ---- internal to agent/symbols*.c and agent/maps.c ----------------------- */
+
+/* Demangles a C++ or Rust symbol with libiberty. Returns a malloc'd string,
+ * or NULL when name is not mangled (or on OOM). Not async-signal-safe. */
+char *symbols_demangle(const char *name);
+
+/* One executable entry of /proc/self/maps (maps.c). */
+struct maps_entry {
+    uintptr_t start;
+    uintptr_t limit;
+    uintptr_t offset;
+    uint64_t dev;
+    uint64_t inode;
+    int deleted; /* the path ended in " (deleted)", now removed */
+    char *path;  /* "" for an unnamed entry */
+};
+
+/* Reads the executable entries of /proc/self/maps in maps order, skipping
+ * unnamed inode-0 ones. On success *out is a malloc'd array of *n entries
+ * for maps_free(). Returns 0 or -errno. Not async-signal-safe. */
+int maps_read(struct maps_entry **out, size_t *n);
+void maps_free(struct maps_entry *e, size_t n);
+
+/* A function symbol, at a link-time (file) address. */
+struct sym_func {
+    uint64_t addr;
+    uint64_t size; /* 0: unknown, runs to the next symbol */
+    const char *name;
+};
+
+/* An executable PT_LOAD segment. */
+struct sym_segment {
+    uint64_t vaddr;
+    uint64_t memsz;
+    uint64_t offset;
+    uint64_t filesz;
+};
+
+/* A DWARF frame (symbols_dwarf.c); strings live as long as the object. */
+struct dwarf_frame {
+    const char *name; /* linkage name when there is one, NULL if unknown */
+    const char *file;
+    int line;
+    int decl_line;
+};
+
+struct Elf;
+struct Dwarf;
+struct name_cache_slot;
+
+/* One loaded object (executable, shared library, [vdso]), shared by every
+ * mapping of it and cached across refreshes while it stays mapped. */
+struct sym_object {
+    char *path;
+    char *build_id; /* lowercase hex, "" when none */
+    uint64_t dev;
+    uint64_t inode;
+    struct Elf *elf;  /* mmap'd by libelf; NULL when the file is unreadable */
+    void *image;      /* private copy of an in-memory object ([vdso]) */
+    int has_symbols;  /* a .symtab or .dynsym section exists */
+    struct sym_segment *segs;
+    size_t nsegs;
+
+    int loaded; /* symbol table and DWARF were tried (lazily) */
+    struct sym_func *funcs;
+    size_t nfuncs;
+    int debug_fd;
+    struct Elf *debug_elf; /* separate debug file found by build ID */
+    struct Dwarf *dwarf;
+
+    struct name_cache_slot *names; /* mangled pointer -> demangled */
+    size_t names_cap;
+    size_t names_count;
+    int mark; /* still mapped, during a refresh */
+};
+
+/* symbols_elf.c: opens path (falling back to alt_path when not NULL),
+ * reads its build ID and executable segments. Returns 0 or -errno; on
+ * error the object stays usable with no symbols. Not async-signal-safe. */
+int symbols_elf_open(struct sym_object *o, const char *path,
+                     const char *alt_path);
+/* Same for an object already in memory (the [vdso] image, size bytes).
+ * Not async-signal-safe. */
+int symbols_elf_open_memory(struct sym_object *o, const void *image,
+                            size_t size);
+/* Computes runtime minus file address for a mapping of o that starts at
+ * start with file offset offset. Returns 0 or -ENOENT. Not async-signal-safe. */
+int symbols_elf_bias(const struct sym_object *o, uintptr_t start,
+                     uintptr_t offset, uintptr_t *bias);
+/* Builds the function table and finds separate debug info (first use).
+ * Not async-signal-safe. */
+void symbols_elf_load(struct sym_object *o);
+/* The function symbol covering file address addr, or NULL.
+ * Not async-signal-safe. Does not allocate. */
+const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
+                                          uint64_t addr);
+/* Releases everything symbols_elf_* and symbols_dwarf_* attached to o.
+ * Not async-signal-safe. */
+void symbols_elf_close(struct sym_object *o);
+
+/* symbols_dwarf.c: opens the DWARF of o (its debug file when there is one).
+ * Not async-signal-safe. */
+void symbols_dwarf_load(struct sym_object *o);
+/* Frames at file address addr, innermost inlined function first; returns
+ * how many were written (0: no DWARF covers addr). Not async-signal-safe. */
+int symbols_dwarf_frames(struct sym_object *o, uint64_t addr,
+                         struct dwarf_frame *out, int max);
+void symbols_dwarf_close(struct sym_object *o);
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * encoder/ turns a snapshot of the agent's tables into bytes: the protobuf
+ * wire writer (pb.c), the profile.proto builder (profile.c), the glue that
+ * turns raw stacks into symbolized locations (stacks.c), gzip (gzip.c) and
+ * the legacy text forms (text.c).
+ *
+ * Everything here runs on the agent's own threads (HTTP workers), never in a
+ * signal handler and never inside an interposed call: it may allocate (the
+ * caller's thread has the agent's reentrancy flag set, so its allocations go
+ * straight to the host's allocator and are never sampled).
+ */
+#ifndef PPROF_ENCODER_H
+#define PPROF_ENCODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- growable byte buffer ---------------------------------------------- */
+
+/*
+ * A byte buffer that grows as needed. A failed allocation sets `oom` and
+ * turns every later append into a no-op, so writers check once at the end.
+ */
+struct pbuf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+    int oom;
+};
+
+/* Appends n bytes. Not async-signal-safe. */
+void pbuf_append(struct pbuf *b, const void *p, size_t n);
+/* Appends a NUL-terminated string without its NUL. Not async-signal-safe. */
+void pbuf_puts(struct pbuf *b, const char *s);
+/* Appends printf-style text. Not async-signal-safe. */
+void pbuf_printf(struct pbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Frees the storage and resets the buffer to empty. Not async-signal-safe. */
+void pbuf_free(struct pbuf *b);
+
+/* ---- protobuf wire writer (pb.c) ---------------------------------------- */
+
+/* Appends a base-128 varint. Not async-signal-safe. */
+void pb_varint(struct pbuf *b, uint64_t v);
+/* Appends field `field` as a varint; skipped when v is 0 (proto3 default).
+ * Negative int64 values are written as 10-byte two's complement varints.
+ * Not async-signal-safe. */
+void pb_uint64(struct pbuf *b, int field, uint64_t v);
+void pb_int64(struct pbuf *b, int field, int64_t v);
+void pb_bool(struct pbuf *b, int field, int v);
+/* Appends a length-delimited field (always written, even when empty, so
+ * string_table[0] == "" survives). Not async-signal-safe. */
+void pb_bytes(struct pbuf *b, int field, const void *p, size_t n);
+/* Packed repeated fields; nothing is written for n == 0.
+ * Not async-signal-safe. */
+void pb_packed_uint64(struct pbuf *b, int field, const uint64_t *v, size_t n);
+void pb_packed_int64(struct pbuf *b, int field, const int64_t *v, size_t n);
+/* Nested message: pb_begin() returns a mark; the body is written after it;
+ * pb_end() moves the body right and puts its length varint in front.
+ * Not async-signal-safe. */
+size_t pb_begin(struct pbuf *b, int field);
+void pb_end(struct pbuf *b, size_t mark);
+
+/* ---- profile.proto builder (profile.c) ----------------------------------- */
+
+struct profile;
+
+struct profile_label {
+    const char *key;      /* required, non-empty */
+    const char *str;      /* string label, or NULL for a numeric one */
+    int64_t num;          /* used when str == NULL */
+    const char *num_unit; /* optional, with num only */
+};
+
+struct profile_line {
+    uint64_t function_id;
+    int64_t line;
+};
+
+/* Mapping flags for profile_mapping_flags(). */
+#define PROFILE_HAS_FUNCTIONS 1
+#define PROFILE_HAS_FILENAMES 2
+#define PROFILE_HAS_LINE_NUMBERS 4
+#define PROFILE_HAS_INLINE_FRAMES 8
+
+/* Creates an empty profile. Returns NULL when out of memory.
+ * Not async-signal-safe. */
+struct profile *profile_new(void);
+/* Frees a profile and everything it owns. Not async-signal-safe. */
+void profile_free(struct profile *p);
+
+/* Interns s in the string table and returns its index; "" and NULL are 0.
+ * Not async-signal-safe. */
+int64_t profile_string(struct profile *p, const char *s);
+
+/* Header fields. Strings are copied. Not async-signal-safe. */
+void profile_sample_type(struct profile *p, const char *type, const char *unit);
+void profile_period(struct profile *p, const char *type, const char *unit,
+                    int64_t period);
+void profile_time(struct profile *p, int64_t time_nanos,
+                  int64_t duration_nanos);
+void profile_default_sample_type(struct profile *p, const char *type);
+void profile_comment(struct profile *p, const char *text);
+void profile_drop_frames(struct profile *p, const char *regex);
+
+/* Adds a mapping; ids are 1..N in the order of the calls. Mappings are not
+ * deduplicated (the caller adds each object once). build_id is lowercase hex
+ * or NULL. Returns the id, 0 when out of memory. Not async-signal-safe. */
+uint64_t profile_mapping(struct profile *p, uint64_t start, uint64_t limit,
+                         uint64_t offset, const char *filename,
+                         const char *build_id);
+/* Sets PROFILE_HAS_* flags on a mapping. Not async-signal-safe. */
+void profile_mapping_flags(struct profile *p, uint64_t mapping_id, int flags);
+
+/* Returns the id of the function with these names, file and start line,
+ * adding it if it is new (ids 1..N in order of first use).
+ * Not async-signal-safe. */
+uint64_t profile_function(struct profile *p, const char *name,
+                          const char *system_name, const char *filename,
+                          int64_t start_line);
+
+/* Returns the id of the location at `address` in `mapping_id` (0: none),
+ * adding it with these lines (innermost inlined first) if the address is
+ * new; an existing location keeps its first lines. Address 0 never
+ * deduplicates (pseudo frames). Not async-signal-safe. */
+uint64_t profile_location(struct profile *p, uint64_t mapping_id,
+                          uint64_t address, const struct profile_line *lines,
+                          size_t nlines);
+/* Looks up an existing location by address; 0 when absent.
+ * Not async-signal-safe. */
+uint64_t profile_find_location(struct profile *p, uint64_t address);
+
+/* Adds a sample: location ids leaf first, exactly one value per sample
+ * type, labels copied. Samples are not merged. Not async-signal-safe. */
+void profile_sample(struct profile *p, const uint64_t *location_ids,
+                    size_t nlocs, const int64_t *values, size_t nvalues,
+                    const struct profile_label *labels, size_t nlabels);
+
+/* Serializes the profile as an uncompressed profile.proto message into out.
+ * Returns 0 or -ENOMEM. Not async-signal-safe. */
+int profile_serialize(struct profile *p, struct pbuf *out);
+
+/* ---- gzip (gzip.c) ------------------------------------------------------- */
+
+/* Compresses in (n bytes) as one gzip member appended to out, at zlib's
+ * best-speed level as Go does. Returns 0, -ENOMEM or -EIO.
+ * Not async-signal-safe. */
+int gzip_compress(const void *in, size_t n, struct pbuf *out);
+
+/* Serializes and gzips in one step. Returns 0 or -errno.
+ * Not async-signal-safe. */
+int profile_write_gzip(struct profile *p, struct pbuf *out);
+
+
+/* ---- count profiles (count.c): threadcreate, goroutine, custom ------------ */
+
+/* One distinct stack and how many entries share it. */
+struct count_record {
+    const uintptr_t *pcs; /* leaf first, location addresses */
+    int depth;
+    int64_t count;
+};
+
+/* Encodes a count profile as Go does (sample type and period type
+ * "<name>/count", period 1) into a gzipped proto. duration_nanos is set for
+ * deltas, 0 otherwise. Returns 0 or -errno. Not async-signal-safe. */
+int count_profile_proto(const char *name, const struct count_record *recs,
+                        size_t n, int64_t time_nanos, int64_t duration_nanos,
+                        struct pbuf *out);
+/* The debug=1 text form: "<name> profile: total N", then per record
+ * "<count> @ 0x... 0x..." and its symbolized frames, most frequent first.
+ * Returns 0 or -errno. Not async-signal-safe. */
+int count_profile_text(const char *name, const struct count_record *recs,
+                       size_t n, struct pbuf *out);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * http/ serves: the civetweb lifecycle (server.c), the response helpers and
+ * parameter parsing (respond.c), and one file per endpoint. Every function
+ * here runs on the agent's own server threads, which keep the reentrancy
+ * flag set: they may allocate and block, and are never sampled.
+ */
+#ifndef PPROF_HTTP_H
+#define PPROF_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mg_connection;
+struct pbuf;
+
+/* One request to /debug/pprof/... */
+struct request {
+    struct mg_connection *conn;
+    const char *method;
+    const char *name;  /* the part after /debug/pprof/ ("" for the index) */
+    const char *query; /* raw query string, "" when absent */
+    char *body;        /* request body (POST), NUL-terminated; may be NULL */
+    size_t body_len;
+    int form_body;     /* body is application/x-www-form-urlencoded */
+};
+
+/* Starts the server on opt_addr, writes PPROF_PORT_FILE. On failure logs
+ * one line and returns -errno; the host goes on. Not async-signal-safe. */
+int server_start(void);
+
+/* ---- responses (respond.c) ----------------------------------------------- */
+
+/* Go's serveError: status, text/plain, X-Go-Pprof: 1, body msg + "\n". */
+void http_error(struct request *r, int status, const char *msg);
+/* Sends a complete response with Content-Length. disposition_name, when not
+ * NULL, adds Content-Disposition: attachment; filename="NAME". */
+void http_send(struct request *r, int status, const char *content_type,
+               const char *disposition_name, const void *body, size_t len);
+/* Sends a gzipped profile as Go does (application/octet-stream). */
+void http_send_profile(struct request *r, const char *filename,
+                       const struct pbuf *gz);
+/* Sends text/plain; charset=utf-8. */
+void http_send_text(struct request *r, const struct pbuf *text);
+
+/* Reads parameter `name` from the query string or a urlencoded body.
+ * Returns 1 and fills out (NUL-terminated) when present, 0 when absent. */
+int http_param(struct request *r, const char *name, char *out, size_t size);
+
+/* Go's Atoi-style "debug" parameter: absent or invalid is 0. */
+int http_param_debug(struct request *r);
+
+/*
+ * The checks of Go's delta profiles (?seconds=N on a named profile):
+ * returns 0 and *seconds = 0 when absent, 0 and *seconds > 0 when valid,
+ * and -1 after answering 400 with Go's message otherwise. delta_ok says
+ * whether this profile supports deltas.
+ */
+int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
+                             long *seconds);
+
+/* Sleeps for seconds, returning early (and -1) when the client went away.
+ * Returns 0 after the full time. */
+int http_wait(struct request *r, long seconds);
+
+/* ---- endpoints ----------------------------------------------------------- */
+
+void handle_index(struct request *r);
+void handle_cmdline(struct request *r);
+void handle_symbol(struct request *r);
+void handle_threadcreate(struct request *r);
+
+/* Serves a count profile (one counter per stack) from a stack table:
+ * debug=0 proto, debug=1 text, seconds=N delta. */
+struct stack_table;
+void serve_count_table(struct request *r, const char *name,
+                       struct stack_table *t);
+
+/* A row of the index page and a route: name, handler, one-line
+ * description, and a function giving the count shown (NULL: 0). */
+struct route {
+    const char *name;
+    void (*handle)(struct request *r);
+    const char *description;
+    long (*count)(void);
+    int listed; /* shown in the index table */
+};
+extern const struct route routes[];
+extern const size_t route_count;
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * /debug/pprof/: the HTML index, laid out as Go's (every profile with its
+ * count and a link to its text form, sorted by name, then the
+ * descriptions), followed by the settings in force, which Go has no need
+ * to show but an operator of a native process does.
+ */
+#include "http/http.h"
+
+#include "agent/agent.h"
+#include "encoder/encoder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void put_escaped(struct pbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': pbuf_puts(b, "&lt;"); break;
+        case '>': pbuf_puts(b, "&gt;"); break;
+        case '&': pbuf_puts(b, "&amp;"); break;
+        case '\'': pbuf_puts(b, "&#39;"); break;
+        case '"': pbuf_puts(b, "&#34;"); break;
+        default: pbuf_append(b, s, 1);
+        }
+    }
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const struct route *x = *(const struct route *const *)a;
+    const struct route *y = *(const struct route *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static void put_setting(struct pbuf *b, const char *name, long value,
+                        const char *meaning)
+{
+    pbuf_printf(b, "<tr><td>%s</td><td>%ld</td><td>%s</td></tr>\n", name,
+                value, meaning);
+}
+
+void handle_index(struct request *r)
+{
+    const struct route *sorted[64];
+    size_t n = 0;
+    for (size_t i = 0; i < route_count && n < 64; i++)
+        if (routes[i].listed)
+            sorted[n++] = &routes[i];
+    qsort(sorted, n, sizeof sorted[0], by_name);
+
+    struct pbuf b = {0};
+    pbuf_puts(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n"
+                  "<style>\n.profile-name{\n\tdisplay:inline-block;\n"
+                  "\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
+                  "/debug/pprof/<br>\n<br>\nTypes of profiles available:\n"
+                  "<table>\n<thead><td>Count</td><td>Profile</td></thead>\n");
+    for (size_t i = 0; i < n; i++) {
+        long count = sorted[i]->count ? sorted[i]->count() : 0;
+        pbuf_printf(&b, "<tr><td>%ld</td><td><a href='", count);
+        put_escaped(&b, sorted[i]->name);
+        pbuf_puts(&b, "?debug=1'>");
+        put_escaped(&b, sorted[i]->name);
+        pbuf_puts(&b, "</a></td></tr>\n");
+    }
+    pbuf_puts(&b, "</table>\n<a href='goroutine?debug=2'>full goroutine "
+                  "stack dump</a>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
+    for (size_t i = 0; i < n; i++) {
+        pbuf_puts(&b, "<li><div class=profile-name>");
+        put_escaped(&b, sorted[i]->name);
+        pbuf_puts(&b, ": </div> ");
+        put_escaped(&b, sorted[i]->description);
+        pbuf_puts(&b, "</li>\n");
+    }
+    pbuf_puts(&b, "</ul>\n</p>\n<p>\nSettings in force (pprofagent):\n"
+                  "<table>\n<thead><td>Setting</td><td>Value</td>"
+                  "<td>Meaning</td></thead>\n");
+    put_setting(&b, "PPROF_HEAP_RATE", opt_heap_rate,
+                opt_heap_rate ? "mean bytes between heap samples"
+                              : "heap sampling off");
+    put_setting(&b, "PPROF_CPU_HZ", opt_cpu_hz,
+                "CPU samples per second of CPU time per thread");
+    put_setting(&b, "PPROF_MUTEX_FRACTION", opt_mutex_fraction,
+                opt_mutex_fraction ? "1 in N contended unlocks recorded"
+                                   : "mutex profile off");
+    put_setting(&b, "PPROF_BLOCK_RATE", opt_block_rate,
+                opt_block_rate ? "one blocking event per N ns blocked"
+                               : "block profile off");
+    pbuf_puts(&b, "</table>\n</p>\n</body>\n</html>");
+    http_send(r, 200, "text/html; charset=utf-8", NULL, b.data, b.len);
+    pbuf_free(&b);
+}

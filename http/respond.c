@@ -1,0 +1,208 @@
+/*
+ * Response helpers and parameter parsing shared by every endpoint, shaped
+ * after Go's net/http/pprof: the same headers, status codes and error
+ * bodies, so pprof clients show our messages as they show Go's.
+ */
+#include "http/http.h"
+
+#include "agent/agent.h"
+#include "encoder/encoder.h"
+
+#include <civetweb.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static const char *status_text(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 301: return "Moved Permanently";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+    }
+}
+
+void http_send(struct request *r, int status, const char *content_type,
+               const char *disposition_name, const void *body, size_t len)
+{
+    char disp[256] = "";
+    if (disposition_name)
+        log_snprintf(disp, sizeof disp,
+                     "Content-Disposition: attachment; filename=\"%s\"\r\n",
+                     disposition_name);
+    mg_printf(r->conn,
+              "HTTP/1.1 %d %s\r\n"
+              "Content-Type: %s\r\n"
+              "%s"
+              "X-Content-Type-Options: nosniff\r\n"
+              "Content-Length: %zu\r\n"
+              "Connection: close\r\n\r\n",
+              status, status_text(status), content_type, disp, len);
+    if (len)
+        mg_write(r->conn, body, len);
+}
+
+void http_error(struct request *r, int status, const char *msg)
+{
+    char line[512];
+    size_t n = log_snprintf(line, sizeof line, "%s\n", msg);
+    char disp[1] = "";
+    (void)disp;
+    mg_printf(r->conn,
+              "HTTP/1.1 %d %s\r\n"
+              "Content-Type: text/plain; charset=utf-8\r\n"
+              "X-Go-Pprof: 1\r\n"
+              "X-Content-Type-Options: nosniff\r\n"
+              "Content-Length: %zu\r\n"
+              "Connection: close\r\n\r\n",
+              status, status_text(status), n);
+    mg_write(r->conn, line, n);
+}
+
+void http_send_profile(struct request *r, const char *filename,
+                       const struct pbuf *gz)
+{
+    http_send(r, 200, "application/octet-stream", filename, gz->data, gz->len);
+}
+
+void http_send_text(struct request *r, const struct pbuf *text)
+{
+    http_send(r, 200, "text/plain; charset=utf-8", NULL, text->data,
+              text->len);
+}
+
+int http_param(struct request *r, const char *name, char *out, size_t size)
+{
+    if (size == 0)
+        return 0;
+    out[0] = '\0';
+    if (r->query[0] &&
+        mg_get_var(r->query, strlen(r->query), name, out, size) >= 0)
+        return 1;
+    if (r->body && r->form_body &&
+        mg_get_var(r->body, r->body_len, name, out, size) >= 0)
+        return 1;
+    out[0] = '\0';
+    return 0;
+}
+
+int http_param_debug(struct request *r)
+{
+    char buf[32];
+    long v;
+    if (!http_param(r, "debug", buf, sizeof buf))
+        return 0;
+    if (config_parse_long(buf, -1000000, 1000000, &v) != 0)
+        return 0;
+    return (int)v;
+}
+
+int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
+                             long *seconds)
+{
+    char buf[64];
+    *seconds = 0;
+    if (!http_param(r, "seconds", buf, sizeof buf) || buf[0] == '\0')
+        return 0;
+    long v;
+    if (config_parse_long(buf, 1, 3600, &v) != 0) {
+        http_error(r, 400,
+                   "invalid value for \"seconds\" - must be a positive "
+                   "integer (at most 3600)");
+        return -1;
+    }
+    if (!delta_ok) {
+        http_error(r, 400,
+                   "\"seconds\" parameter is not supported for this profile "
+                   "type");
+        return -1;
+    }
+    if (debug != 0) {
+        http_error(r, 400, "seconds and debug params are incompatible");
+        return -1;
+    }
+    *seconds = v;
+    return 0;
+}
+
+/*
+ * civetweb does not hand out a connection's socket, so it is found the way
+ * a tool would: the socket among our descriptors whose peer is this
+ * request's client address and port.
+ */
+static int find_client_socket(struct request *r)
+{
+    const struct mg_request_info *ri = mg_get_request_info(r->conn);
+    for (int fd = 3; fd < 4096; fd++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+            continue;
+        int port = 0;
+        if (ss.ss_family == AF_INET)
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        else if (ss.ss_family == AF_INET6)
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        if (port == ri->remote_port) {
+            char host[64];
+            if (ss.ss_family == AF_INET)
+                inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+                          host, sizeof host);
+            else
+                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+                          host, sizeof host);
+            if (strcmp(host, ri->remote_addr) == 0)
+                return fd;
+        }
+    }
+    return -1;
+}
+
+static int client_gone(int fd)
+{
+    if (fd < 0)
+        return 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0)
+        return 0;
+    if (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))
+        return 1;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0;
+}
+
+int http_wait(struct request *r, long seconds)
+{
+    int fd = find_client_socket(r);
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += seconds;
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left_ms = (end.tv_sec - now.tv_sec) * 1000 +
+                       (end.tv_nsec - now.tv_nsec) / 1000000;
+        if (left_ms <= 0)
+            return 0;
+        if (client_gone(fd))
+            return -1;
+        struct timespec nap = {0, (left_ms < 100 ? left_ms : 100) * 1000000L};
+        nanosleep(&nap, NULL);
+    }
+}

@@ -1,0 +1,25 @@
+/*
+ * The table of endpoints under /debug/pprof/: one row per name, with its
+ * handler, the description shown on the index page and its count.
+ * Adding an endpoint is adding a row here and a file with its handler.
+ */
+#include "http/http.h"
+
+#include "agent/agent.h"
+
+static long threadcreate_count(void)
+{
+    return __atomic_load_n(&threads_created, __ATOMIC_RELAXED);
+}
+
+const struct route routes[] = {
+    {"cmdline", handle_cmdline,
+     "The command line invoking the current program", NULL, 1},
+    {"symbol", handle_symbol,
+     "Maps addresses to function names (used by pprof)", NULL, 0},
+    {"threadcreate", handle_threadcreate,
+     "Stack traces that led to the creation of new OS threads",
+     threadcreate_count, 1},
+};
+
+const size_t route_count = sizeof routes / sizeof routes[0];

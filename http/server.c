@@ -1,0 +1,205 @@
+/*
+ * The civetweb lifecycle and request dispatch. civetweb serves nothing but
+ * the handler registered here: no document root (no file serving, no
+ * directory listing), a few worker threads, bounded requests.
+ *
+ * server_start() runs in the agent's constructor on the host's main thread;
+ * the request handler runs on civetweb's threads, which are the agent's own
+ * (created with the guard entered, so thread_hooks.c marks them, and with
+ * every signal blocked, so the host's signals never land on them).
+ */
+#include "http/http.h"
+
+#include "agent/agent.h"
+
+#include <civetweb.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_BODY (1 << 20)
+
+static struct mg_context *server_ctx;
+
+static int log_message(const struct mg_connection *conn, const char *message)
+{
+    (void)conn;
+    log_debug("http: %s", message);
+    return 1; /* handled: civetweb must not print or write files itself */
+}
+
+static void *init_thread(const struct mg_context *ctx, int type)
+{
+    (void)ctx;
+    (void)type;
+    agent_tls.agent_thread = 1;
+    return NULL;
+}
+
+static const struct route *find_route(const char *name)
+{
+    for (size_t i = 0; i < route_count; i++)
+        if (strcmp(routes[i].name, name) == 0)
+            return &routes[i];
+    return NULL;
+}
+
+static void read_body(struct request *r)
+{
+    const struct mg_request_info *ri = mg_get_request_info(r->conn);
+    long long want = ri->content_length;
+    if (want <= 0)
+        return;
+    if (want > MAX_BODY)
+        want = MAX_BODY;
+    r->body = malloc((size_t)want + 1);
+    if (!r->body)
+        return;
+    size_t got = 0;
+    while (got < (size_t)want) {
+        int n = mg_read(r->conn, r->body + got, (size_t)want - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    r->body[got] = '\0';
+    r->body_len = got;
+    const char *ct = mg_get_header(r->conn, "Content-Type");
+    r->form_body = ct && strncmp(ct, "application/x-www-form-urlencoded",
+                                 strlen("application/x-www-form-urlencoded")) == 0;
+}
+
+static int handle(struct mg_connection *conn, void *data)
+{
+    (void)data;
+    agent_tls.agent_thread = 1;
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    const char *uri = ri->local_uri ? ri->local_uri : "/";
+    struct request r = {
+        .conn = conn,
+        .method = ri->request_method ? ri->request_method : "GET",
+        .name = "",
+        .query = ri->query_string ? ri->query_string : "",
+    };
+
+    static const char prefix[] = "/debug/pprof/";
+    if (strcmp(uri, "/debug/pprof") == 0) {
+        mg_printf(conn, "HTTP/1.1 301 Moved Permanently\r\n"
+                        "Location: /debug/pprof/\r\n"
+                        "Content-Length: 0\r\nConnection: close\r\n\r\n");
+        return 301;
+    }
+    if (strncmp(uri, prefix, sizeof prefix - 1) != 0) {
+        http_error(&r, 404, "404 page not found");
+        return 404;
+    }
+    r.name = uri + sizeof prefix - 1;
+    read_body(&r);
+    if (r.name[0] == '\0') {
+        handle_index(&r);
+    } else {
+        const struct route *route = find_route(r.name);
+        if (route)
+            route->handle(&r);
+        else
+            http_error(&r, 404, "Unknown profile");
+    }
+    free(r.body);
+    return 200;
+}
+
+static void write_port_file(int port)
+{
+    char addr[300];
+    const char *host = opt_addr;
+    const char *colon = strrchr(opt_addr, ':');
+    char hostbuf[256] = "127.0.0.1";
+    if (colon) {
+        size_t n = (size_t)(colon - host);
+        if (n < sizeof hostbuf) {
+            memcpy(hostbuf, host, n);
+            hostbuf[n] = '\0';
+        }
+    } else {
+        memcpy(hostbuf, "0.0.0.0", sizeof "0.0.0.0");
+    }
+    size_t len = log_snprintf(addr, sizeof addr, "%s:%d", hostbuf, port);
+
+    /* Written under a temporary name and renamed, so a reader never sees a
+     * half-written address. */
+    char tmp[sizeof opt_port_file + 32];
+    log_snprintf(tmp, sizeof tmp, "%s.%d.tmp", opt_port_file, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
+                 strerror(errno));
+        return;
+    }
+    ssize_t w = write(fd, addr, len);
+    close(fd);
+    if (w != (ssize_t)len || rename(tmp, opt_port_file) != 0) {
+        log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
+                 strerror(errno));
+        unlink(tmp);
+    }
+}
+
+int server_start(void)
+{
+    mg_init_library(0);
+    const char *options[] = {
+        "listening_ports", opt_addr,
+        "num_threads", "6",
+        "listen_backlog", "64",
+        "request_timeout_ms", "30000",
+        "enable_keep_alive", "no",
+        "max_request_size", "65536",
+        "enable_directory_listing", "no",
+        NULL,
+    };
+    struct mg_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    cb.log_message = log_message;
+    cb.init_thread = init_thread;
+    struct mg_init_data init = {
+        .callbacks = &cb,
+        .user_data = NULL,
+        .configuration_options = options,
+    };
+    char errtext[256] = "";
+    unsigned code = 0;
+    struct mg_error_data err = {
+        .code = &code,
+        .text = errtext,
+        .text_buffer_size = sizeof errtext,
+    };
+
+    /* civetweb's threads inherit this thread's signal mask: block every
+     * signal while they are created so the host's signals (and the CPU
+     * profiler's) are never delivered to them. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    server_ctx = mg_start2(&init, &err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if (!server_ctx) {
+        log_info("cannot serve on %s: %s; profiling endpoints are off",
+                 opt_addr_shown, errtext[0] ? errtext : "unknown error");
+        return -EADDRINUSE;
+    }
+    mg_set_request_handler(server_ctx, "/", handle, NULL);
+
+    struct mg_server_port ports[4];
+    memset(ports, 0, sizeof ports);
+    int nports = mg_get_server_ports(server_ctx, 4, ports);
+    int port = nports > 0 ? ports[0].port : 0;
+    log_debug("serving on %s (port %d)", opt_addr_shown, port);
+    if (opt_port_file[0])
+        write_port_file(port);
+    return 0;
+}

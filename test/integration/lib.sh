@@ -1,0 +1,83 @@
+# Shared helpers for integration tests: start a real program under the agent
+# on a free loopback port, fetch endpoints, read profiles with go tool pprof.
+# Sourced by test/integration/*.sh, which run with BUILD, AGENT and TOP set.
+set -eu
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-test.XXXXXX")
+export PPROF_TMPDIR="$WORK/pprof"   # where go tool pprof saves fetched copies
+export HOME="${HOME:-$WORK}"
+PIDS=""
+
+cleanup() {
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "# $*"; }
+
+# start_agent NAME CMD...: starts CMD under the agent with PPROF_ADDR on port
+# 0; sets PID and ADDR (host:port) once the server listens. Extra PPROF_*
+# variables can be exported by the caller first. stdout/stderr of the program
+# go to $WORK/NAME.out and $WORK/NAME.err.
+start_agent() {
+    name=$1; shift
+    portfile="$WORK/$name.port"
+    rm -f "$portfile"
+    env LD_PRELOAD="$AGENT" PPROF_ADDR="${PPROF_ADDR:-127.0.0.1:0}" \
+        PPROF_PORT_FILE="$portfile" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    PID=$!
+    PIDS="$PIDS $PID"
+    i=0
+    while [ ! -s "$portfile" ]; do
+        i=$((i + 1))
+        if [ $i -gt 200 ]; then
+            cat "$WORK/$name.err" >&2
+            fail "$name: the agent did not write $portfile within 10 s"
+        fi
+        kill -0 "$PID" 2>/dev/null || { cat "$WORK/$name.err" >&2; fail "$name exited early"; }
+        sleep 0.05
+    done
+    ADDR=$(cat "$portfile")
+    note "$name pid $PID serving on $ADDR"
+}
+
+# stop PID: ends a program started by start_agent and waits for it.
+stop() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+# fetch PATH [curl args...]: GET http://$ADDR/PATH, body to stdout; fails
+# the test on a transport error (HTTP errors are the caller's to check).
+fetch() {
+    path=$1; shift
+    curl -sS --max-time 120 "$@" "http://$ADDR/$path"
+}
+
+# http_status PATH: the status code only.
+http_status() {
+    curl -s -o /dev/null -w '%{http_code}' --max-time 60 "http://$ADDR/$1"
+}
+
+# pprof ARGS...: go tool pprof with output captured; fails on error.
+pprof() {
+    go tool pprof "$@" 2>"$WORK/pprof.err" || { cat "$WORK/pprof.err" >&2; fail "go tool pprof $*"; }
+}
+
+# expect_contains TEXT NEEDLE [WHAT]
+expect_contains() {
+    case "$1" in
+        *"$2"*) ;;
+        *) printf '%s\n' "$1" | head -n 40 >&2; fail "${3:-output} lacks '$2'";;
+    esac
+}
+
+# expect_not_contains TEXT NEEDLE [WHAT]
+expect_not_contains() {
+    case "$1" in
+        *"$2"*) printf '%s\n' "$1" | head -n 40 >&2; fail "${3:-output} contains '$2'";;
+        *) ;;
+    esac
+}
