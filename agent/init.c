@@ -5,6 +5,7 @@
  * sees: every failure is one line on stderr and the host goes on.
  */
 #include "agent/agent.h"
+#include "agent/contention.h"
 #include "http/http.h"
 
 #include <time.h>
@@ -30,6 +31,7 @@ __attribute__((constructor)) static void agent_init(void)
     thread_hooks_init();
     stack_init();
     threadcreate_table = stack_table_create(1, 4096);
+    contention_init();
     agent_ready = 1;
     if (opt_serve)
         server_start();

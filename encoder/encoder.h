@@ -173,4 +173,27 @@ int count_profile_proto(const char *name, const struct count_record *recs,
 int count_profile_text(const char *name, const struct count_record *recs,
                        size_t n, struct pbuf *out);
 
+/* ---- contention profiles (contention.c): block, mutex --------------------- */
+
+/* One distinct stack with its (already scaled) contentions and delay. */
+struct contention_record {
+    const uintptr_t *pcs; /* leaf first, location addresses */
+    int depth;
+    int64_t count;
+    int64_t delay; /* ns */
+};
+
+/* Encodes a block or mutex profile as Go does (contentions/count,
+ * delay/nanoseconds, period type contentions/count, period 1) into a gzipped
+ * proto. Returns 0 or -errno. Not async-signal-safe. */
+int contention_profile_proto(const struct contention_record *recs, size_t n,
+                             int64_t time_nanos, int64_t duration_nanos,
+                             struct pbuf *out);
+/* Go's debug=1 text: "--- <kind>:", cycles/second (ns here), "sampling
+ * period=N" when sampling_period > 0, then "<delay> <count> @ ..." records,
+ * largest delay first. Returns 0 or -errno. Not async-signal-safe. */
+int contention_profile_text(const char *kind, long sampling_period,
+                            const struct contention_record *recs, size_t n,
+                            struct pbuf *out);
+
 #endif

@@ -68,6 +68,10 @@ void handle_index(struct request *r);
 void handle_cmdline(struct request *r);
 void handle_symbol(struct request *r);
 void handle_threadcreate(struct request *r);
+void handle_block(struct request *r);
+void handle_mutex(struct request *r);
+long block_count(void);
+long mutex_count(void);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */

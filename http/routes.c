@@ -13,6 +13,11 @@ static long threadcreate_count(void)
 }
 
 const struct route routes[] = {
+    {"block", handle_block,
+     "Stack traces that led to blocking on synchronization primitives",
+     block_count, 1},
+    {"mutex", handle_mutex, "Stack traces of holders of contended mutexes",
+     mutex_count, 1},
     {"cmdline", handle_cmdline,
      "The command line invoking the current program", NULL, 1},
     {"symbol", handle_symbol,

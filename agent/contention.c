@@ -1,0 +1,271 @@
+/*
+ * The contention recorder: Go's sampling rules for the block and mutex
+ * profiles, and the per-lock records that let an unlocker be charged the
+ * delay its waiters suffered.
+ *
+ * Entered only from the lock interposers (agent/lock_hooks.c) on host
+ * threads, and only on the contended path: a lock whose try-lock failed, a
+ * wait on a condition variable or semaphore, an unlock while somebody
+ * somewhere waits. It never blocks on anything the host can hold (the lock
+ * records use the agent's spinlocks, held for a few instructions), never
+ * allocates through the host's allocator except inside stack capture with
+ * the guard entered, and never captures a stack while the host's lock is
+ * held by the charged unlocker.
+ *
+ * Holder attribution. Each contended lock gets a small record, found by
+ * hashing its address, created when its first waiter arrives:
+ *     pending += waiters * (now - last); last = now
+ * is integrated whenever a waiter arrives or leaves and when the lock is
+ * unlocked; the unlocker takes `pending` (and zeroes it). The sum of all
+ * charges is the sum of all waits, each part charged to whoever held the
+ * lock during it, which is what Go 1.19's semrelease charges (the waited
+ * time of every waiter on the address, since its last charge).
+ *
+ * Sampling, as Go 1.19's runtime (pprof-format.md 3.3):
+ *   block: a wait of w >= rate ns is recorded as (count 1, delay w); a
+ *     shorter one with probability w/rate, as (count rate/w, delay rate).
+ *   mutex: one charge in `fraction` is recorded as is; the endpoint
+ *     multiplies by the fraction.
+ */
+#include "agent/contention.h"
+
+#include "agent/symbols.h"
+
+#include <time.h>
+
+struct stack_table *block_table;
+struct stack_table *mutex_table;
+int contention_on;
+long contention_waiters __attribute__((aligned(64)));
+long contention_lost;
+
+/* Per-lock records: open addressing over a fixed array (arena), at most
+ * PROBES slots from the hash. A record whose lock has no waiter can be
+ * taken over by another lock; its leftover pending (wake-up latency) is
+ * dropped. Fields are guarded by the record's spinlock; `addr` is also
+ * read without it to skip foreign slots, and rechecked under it. */
+#define RECORDS 4096
+#define PROBES 16
+
+struct lock_record {
+    spinlock_t lock;
+    int waiters;
+    const void *addr;
+    int64_t last;
+    int64_t pending;
+    int64_t left; /* waiters that left since the last charge */
+} __attribute__((aligned(64)));
+
+static struct lock_record *records;
+/* Serializes the creation of records, so one lock never gets two. */
+static spinlock_t claim_lock;
+
+/* Per-thread random state for Go's sampling decisions. */
+static __thread uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t x = rng_state;
+    if (x == 0) {
+        x = (uint64_t)contention_clock() ^ (uint64_t)(uintptr_t)&rng_state;
+        x |= 1;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+int64_t contention_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void contention_init(void)
+{
+    if (opt_block_rate > 0)
+        block_table = stack_table_create(CONTENTION_VALUES, 4096);
+    if (opt_mutex_fraction > 0) {
+        mutex_table = stack_table_create(CONTENTION_VALUES, 4096);
+        records = arena_alloc(RECORDS * sizeof *records);
+    }
+    lock_hooks_init();
+    __atomic_store_n(&contention_on, block_table || records,
+                     __ATOMIC_RELEASE);
+}
+
+static size_t record_hash(const void *lock)
+{
+    uint64_t h = (uint64_t)(uintptr_t)lock;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (size_t)h;
+}
+
+/* Integrates the waiters' delay up to now. Record lock held. */
+static void integrate(struct lock_record *r, int64_t now)
+{
+    if (now > r->last) {
+        r->pending += (int64_t)r->waiters * (now - r->last);
+        r->last = now;
+    }
+}
+
+/* The record of lock with its spinlock held, or NULL. */
+static struct lock_record *find_locked(const void *lock)
+{
+    size_t h = record_hash(lock);
+    for (size_t i = 0; i < PROBES; i++) {
+        struct lock_record *r = &records[(h + i) & (RECORDS - 1)];
+        if (__atomic_load_n(&r->addr, __ATOMIC_RELAXED) != lock)
+            continue;
+        spin_lock(&r->lock);
+        if (r->addr == lock)
+            return r;
+        spin_unlock(&r->lock);
+    }
+    return NULL;
+}
+
+void *contention_arrive(const void *lock, int64_t now)
+{
+    if (!records)
+        return NULL;
+    struct lock_record *r = find_locked(lock);
+    if (!r) {
+        spin_lock(&claim_lock);
+        r = find_locked(lock);
+        if (!r) {
+            /* Prefer a never-used slot, then one whose lock is idle. */
+            size_t h = record_hash(lock);
+            struct lock_record *idle = NULL;
+            for (size_t i = 0; i < PROBES && !r; i++) {
+                struct lock_record *c = &records[(h + i) & (RECORDS - 1)];
+                spin_lock(&c->lock);
+                if (c->addr == NULL) {
+                    r = c;
+                    break;
+                }
+                if (c->waiters == 0 && !idle)
+                    idle = c;
+                spin_unlock(&c->lock);
+            }
+            if (!r && idle) {
+                spin_lock(&idle->lock);
+                if (idle->waiters == 0)
+                    r = idle;
+                else
+                    spin_unlock(&idle->lock);
+            }
+            if (r) {
+                __atomic_store_n(&r->addr, lock, __ATOMIC_RELAXED);
+                r->pending = 0;
+                r->left = 0;
+                r->last = now;
+            }
+        }
+        spin_unlock(&claim_lock);
+        if (!r) {
+            __atomic_fetch_add(&contention_lost, 1, __ATOMIC_RELAXED);
+            return NULL;
+        }
+    }
+    integrate(r, now);
+    r->waiters++;
+    spin_unlock(&r->lock);
+    __atomic_fetch_add(&contention_waiters, 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+void contention_leave(void *handle, int64_t now)
+{
+    struct lock_record *r = handle;
+    if (!r)
+        return;
+    spin_lock(&r->lock);
+    integrate(r, now);
+    r->waiters--;
+    r->left++;
+    spin_unlock(&r->lock);
+    __atomic_fetch_sub(&contention_waiters, 1, __ATOMIC_RELAXED);
+}
+
+int contention_charge(const void *lock, int64_t *delay, int64_t *count)
+{
+    *delay = 0;
+    *count = 0;
+    if (!records)
+        return 0;
+    struct lock_record *r = find_locked(lock);
+    if (!r)
+        return 0;
+    integrate(r, contention_clock());
+    int64_t d = r->pending;
+    int64_t c = r->waiters + r->left;
+    r->pending = 0;
+    r->left = 0;
+    spin_unlock(&r->lock);
+    if (d <= 0)
+        return 0;
+    long fraction = opt_mutex_fraction;
+    if (fraction <= 0 || rng_next() % (uint64_t)fraction != 0)
+        return 0;
+    *delay = d;
+    *count = c > 0 ? c : 1;
+    return 1;
+}
+
+/* Adds (count, delay) to the caller's stack in t. Guard entered. */
+static void record(struct stack_table *t, int64_t count, int64_t delay)
+{
+    uintptr_t pcs[STACK_MAX];
+    int n = stack_capture(pcs, STACK_MAX);
+    if (n == 0) {
+        pcs[0] = FRAME_UNKNOWN;
+        n = 1;
+    }
+    struct stack_entry *e = stack_table_get(t, pcs, n, 0);
+    if (!e) {
+        __atomic_fetch_add(&contention_lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    stack_entry_add(e, 0, count);
+    stack_entry_add(e, 1, delay);
+}
+
+void contention_block_event(int64_t ns)
+{
+    int64_t rate = opt_block_rate;
+    if (!block_table || rate <= 0)
+        return;
+    if (ns < 1)
+        ns = 1;
+    int64_t count, delay;
+    if (ns >= rate) {
+        count = CONTENTION_COUNT_SCALE;
+        delay = ns;
+    } else {
+        /* Recorded with probability ns/rate, weighted by its inverse so
+         * that the expected totals are the true ones. */
+        if ((int64_t)(rng_next() % (uint64_t)rate) >= ns)
+            return;
+        count = rate * CONTENTION_COUNT_SCALE / ns;
+        delay = rate;
+    }
+    guard_enter();
+    record(block_table, count, delay);
+    guard_leave();
+}
+
+void contention_mutex_event(int64_t delay, int64_t count)
+{
+    if (!mutex_table)
+        return;
+    guard_enter();
+    record(mutex_table, count, delay);
+    guard_leave();
+}

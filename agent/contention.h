@@ -1,0 +1,90 @@
+/*
+ * Contention profiles (block and mutex), shared by the lock interposers
+ * (agent/lock_hooks.c), the recorder (agent/contention.c) and the
+ * endpoints (http/contention.c).
+ *
+ * block: every time a host thread waits in a contended lock, a condition
+ *   variable or a semaphore, the waiter's stack and how long it waited,
+ *   sampled as Go's SetBlockProfileRate (PPROF_BLOCK_RATE, ns).
+ * mutex: the delay waiters suffered on a mutex or rwlock, charged to the
+ *   stack of the thread that unlocks while others wait (Go's attribution),
+ *   sampled as Go's SetMutexProfileFraction (PPROF_MUTEX_FRACTION).
+ *
+ * Everything here runs inside interposed calls on the host's threads, never
+ * in a signal handler. The uncontended path (lock_hooks.c) reads two
+ * globals and one thread-local and never enters this file.
+ */
+#ifndef PPROF_CONTENTION_H
+#define PPROF_CONTENTION_H
+
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+/* Block table counters: contentions in units of 1/CONTENTION_COUNT_SCALE
+ * (Go's de-biased count is fractional: rate/wait for a short wait), and
+ * delay in ns. */
+#define CONTENTION_COUNT_SCALE 1000
+/* Mutex table counters: sampled events and their delay in ns, not yet
+ * multiplied by the fraction (the text form shows them raw, as Go). */
+#define CONTENTION_VALUES 2
+
+extern struct stack_table *block_table;
+extern struct stack_table *mutex_table;
+
+/* 1 when the hooks should measure (agent ready and at least one of the two
+ * profiles on). Read on every lock call; written once by contention_init. */
+extern int contention_on;
+
+/* Number of threads currently waiting on a mutex or rwlock anywhere in the
+ * process. Every unlock reads it: 0 means nobody can be charged, which keeps
+ * the uncontended unlock at one load. */
+extern long contention_waiters;
+
+/* Samples recorded and samples lost (table full, no record slot). */
+extern long contention_lost;
+
+/* Creates the tables when either profile is on and sets contention_on.
+ * Called by the constructor after stack_init(). Not async-signal-safe. */
+void contention_init(void);
+
+/* CLOCK_MONOTONIC in ns. Async-signal-safe. Does not allocate. */
+int64_t contention_clock(void);
+
+/*
+ * A waiter arrives at lock (a mutex or rwlock address) at time now: it
+ * becomes one of the waiters whose delay the next unlocker is charged.
+ * Returns a handle for contention_leave(), or NULL when no record could be
+ * kept (the wait still reaches the block profile). Not async-signal-safe.
+ * Does not allocate.
+ */
+void *contention_arrive(const void *lock, int64_t now);
+/* The waiter of handle stops waiting at time now. Not async-signal-safe.
+ * Does not allocate. */
+void contention_leave(void *handle, int64_t now);
+
+/*
+ * Records one wait of ns nanoseconds in the block profile, with the
+ * caller's stack, sampled as Go's block profile rate. The caller has the
+ * guard not yet entered. Not async-signal-safe.
+ */
+void contention_block_event(int64_t ns);
+
+/*
+ * The delay that lock's waiters accumulated since the last charge, taken
+ * (and zeroed) by the thread that just unlocked it. Fills *delay and *count
+ * (waiters concerned) and returns 1 when this charge is sampled for the
+ * mutex profile (then call contention_mutex_event()), 0 otherwise. Called
+ * after the real unlock, so that nothing lengthens the critical section;
+ * lock is only a key, never dereferenced. Not async-signal-safe. Does not
+ * allocate.
+ */
+int contention_charge(const void *lock, int64_t *delay, int64_t *count);
+/* Records a sampled charge with the caller's stack. Not async-signal-safe. */
+void contention_mutex_event(int64_t delay, int64_t count);
+
+/* Resolves the real_* functions of lock_hooks.c (idempotent).
+ * Not async-signal-safe. */
+void lock_hooks_init(void);
+
+#endif

@@ -1,0 +1,567 @@
+/*
+ * Interposers of the pthread lock, condition variable and semaphore waits
+ * that feed the block and mutex profiles (agent/contention.c records).
+ *
+ * Entered on every host thread, for every lock operation: the fast path
+ * must stay a try-lock. A lock first tries the real try-lock; only when that
+ * reports the lock busy does the slow path take timestamps, register the
+ * waiter and call the real blocking lock. An unlock reads one global (are
+ * there waiters anywhere?) and then forwards. The agent's own threads and
+ * calls made while the guard is entered go straight to the real functions.
+ *
+ * Never changes what the host sees: the same return values and errno, the
+ * same blocking behaviour; a failure to record is counted, never reported
+ * to the caller. The holder's charge is taken after the real unlock, never
+ * inside the host's critical section.
+ *
+ * Versioned symbols. glibc has two pthread_cond_wait and
+ * pthread_cond_timedwait: @GLIBC_2.2.5 (compatibility, for binaries built
+ * before 2003, which treats the condition as a pointer to a lazily
+ * allocated one) and @@GLIBC_2.3.2 (current). The agent's version script is
+ * anonymous, so its one unversioned definition binds callers of both
+ * versions. Forwarding an old caller to the new code would mix the two
+ * layouts on one object (its signal/broadcast still go to the old code):
+ * a lost wake-up or a crash. So the hook finds which version the calling
+ * object asked for, from that object's own relocations and version needs
+ * (cached per object), and forwards to that version with dlvsym.
+ */
+#include "agent/contention.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <semaphore.h>
+#include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*mutex_timed_fn)(pthread_mutex_t *, const struct timespec *);
+typedef int (*rwlock_fn)(pthread_rwlock_t *);
+typedef int (*rwlock_timed_fn)(pthread_rwlock_t *, const struct timespec *);
+typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*cond_timed_fn)(pthread_cond_t *, pthread_mutex_t *,
+                             const struct timespec *);
+typedef int (*sem_fn)(sem_t *);
+typedef int (*sem_timed_fn)(sem_t *, const struct timespec *);
+
+/* Every real_* pointer starts at a stub that resolves them all and calls
+ * through, so the fast paths never test for NULL. */
+static int stub_mutex_lock(pthread_mutex_t *m);
+static int stub_mutex_trylock(pthread_mutex_t *m);
+static int stub_mutex_unlock(pthread_mutex_t *m);
+
+static mutex_fn real_pthread_mutex_lock = stub_mutex_lock;
+static mutex_fn real_pthread_mutex_trylock = stub_mutex_trylock;
+static mutex_fn real_pthread_mutex_unlock = stub_mutex_unlock;
+static mutex_timed_fn real_pthread_mutex_timedlock;
+static rwlock_fn real_pthread_rwlock_rdlock, real_pthread_rwlock_wrlock;
+static rwlock_fn real_pthread_rwlock_tryrdlock, real_pthread_rwlock_trywrlock;
+static rwlock_fn real_pthread_rwlock_unlock;
+static rwlock_timed_fn real_pthread_rwlock_timedrdlock;
+static rwlock_timed_fn real_pthread_rwlock_timedwrlock;
+static cond_wait_fn real_cond_wait_new, real_cond_wait_old;
+static cond_timed_fn real_cond_timedwait_new, real_cond_timedwait_old;
+static sem_fn real_sem_wait, real_sem_trywait;
+static sem_timed_fn real_sem_timedwait;
+
+static void *next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+void lock_hooks_init(void)
+{
+    if (real_pthread_rwlock_unlock)
+        return;
+    guard_enter();
+    /* Written before the stubs are replaced: a racing first call either
+     * sees a stub (which comes here again) or a resolved pointer. */
+    real_pthread_mutex_timedlock = next("pthread_mutex_timedlock");
+    real_pthread_rwlock_rdlock = next("pthread_rwlock_rdlock");
+    real_pthread_rwlock_wrlock = next("pthread_rwlock_wrlock");
+    real_pthread_rwlock_tryrdlock = next("pthread_rwlock_tryrdlock");
+    real_pthread_rwlock_trywrlock = next("pthread_rwlock_trywrlock");
+    real_pthread_rwlock_timedrdlock = next("pthread_rwlock_timedrdlock");
+    real_pthread_rwlock_timedwrlock = next("pthread_rwlock_timedwrlock");
+    real_cond_wait_new = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
+    if (!real_cond_wait_new)
+        real_cond_wait_new = next("pthread_cond_wait");
+    real_cond_wait_old = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.2.5");
+    real_cond_timedwait_new =
+        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+    if (!real_cond_timedwait_new)
+        real_cond_timedwait_new = next("pthread_cond_timedwait");
+    real_cond_timedwait_old =
+        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.2.5");
+    real_sem_wait = next("sem_wait");
+    real_sem_trywait = next("sem_trywait");
+    real_sem_timedwait = next("sem_timedwait");
+    mutex_fn lock = next("pthread_mutex_lock");
+    mutex_fn trylock = next("pthread_mutex_trylock");
+    mutex_fn unlock = next("pthread_mutex_unlock");
+    if (lock)
+        __atomic_store_n(&real_pthread_mutex_lock, lock, __ATOMIC_RELEASE);
+    if (trylock)
+        __atomic_store_n(&real_pthread_mutex_trylock, trylock,
+                         __ATOMIC_RELEASE);
+    if (unlock)
+        __atomic_store_n(&real_pthread_mutex_unlock, unlock,
+                         __ATOMIC_RELEASE);
+    rwlock_fn rwunlock = next("pthread_rwlock_unlock");
+    __atomic_store_n(&real_pthread_rwlock_unlock, rwunlock, __ATOMIC_RELEASE);
+    guard_leave();
+}
+
+/* The stubs only run before lock_hooks_init() finished; if resolution
+ * failed there is no real function to call, and the only honest answer is
+ * the error a lock can give. */
+static int stub_mutex_lock(pthread_mutex_t *m)
+{
+    lock_hooks_init();
+    return real_pthread_mutex_lock != stub_mutex_lock
+               ? real_pthread_mutex_lock(m)
+               : EINVAL;
+}
+
+static int stub_mutex_trylock(pthread_mutex_t *m)
+{
+    lock_hooks_init();
+    return real_pthread_mutex_trylock != stub_mutex_trylock
+               ? real_pthread_mutex_trylock(m)
+               : EINVAL;
+}
+
+static int stub_mutex_unlock(pthread_mutex_t *m)
+{
+    lock_hooks_init();
+    return real_pthread_mutex_unlock != stub_mutex_unlock
+               ? real_pthread_mutex_unlock(m)
+               : EINVAL;
+}
+
+/* 1 when this call must only be forwarded. */
+static inline int pass_through(void)
+{
+    return unlikely(!__atomic_load_n(&contention_on, __ATOMIC_RELAXED) ||
+                    guard_active());
+}
+
+/* ---- waits ---------------------------------------------------------------- */
+
+/* The contended path of a lock: lock is the mutex or rwlock address (for
+ * the holder's charge), call performs the real blocking operation. */
+struct wait_op {
+    const void *lock;
+    int (*call)(const struct wait_op *);
+    void *obj;
+    const struct timespec *abstime;
+    mutex_timed_fn mutex_timed;
+    mutex_fn mutex;
+    rwlock_fn rw;
+    rwlock_timed_fn rw_timed;
+};
+
+static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
+{
+    int saved = errno;
+    int64_t t0 = contention_clock();
+    void *h = contention_arrive(op->lock, t0);
+    errno = saved;
+    int r = op->call(op);
+    saved = errno;
+    int64_t t1 = contention_clock();
+    contention_leave(h, t1);
+    if (r == 0)
+        contention_block_event(t1 - t0);
+    errno = saved;
+    return r;
+}
+
+static int call_mutex(const struct wait_op *op)
+{
+    return op->mutex(op->obj);
+}
+static int call_mutex_timed(const struct wait_op *op)
+{
+    return op->mutex_timed(op->obj, op->abstime);
+}
+static int call_rw(const struct wait_op *op)
+{
+    return op->rw(op->obj);
+}
+static int call_rw_timed(const struct wait_op *op)
+{
+    return op->rw_timed(op->obj, op->abstime);
+}
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    if (pass_through())
+        return real_pthread_mutex_lock(m);
+    int r = real_pthread_mutex_trylock(m);
+    if (likely(r != EBUSY))
+        return r;
+    struct wait_op op = {.lock = m, .call = call_mutex, .obj = m,
+                         .mutex = real_pthread_mutex_lock};
+    return wait_slow(&op);
+}
+
+EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+    /* A try-lock never waits: nothing to record. */
+    return real_pthread_mutex_trylock(m);
+}
+
+EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
+                                   const struct timespec *abstime)
+{
+    if (!real_pthread_mutex_timedlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_mutex_timedlock(m, abstime);
+    int r = real_pthread_mutex_trylock(m);
+    if (likely(r != EBUSY))
+        return r;
+    struct wait_op op = {.lock = m, .call = call_mutex_timed, .obj = m,
+                         .abstime = abstime,
+                         .mutex_timed = real_pthread_mutex_timedlock};
+    return wait_slow(&op);
+}
+
+static int rw_lock(pthread_rwlock_t *l, rwlock_fn trylock, rwlock_fn lock)
+{
+    int r = trylock(l);
+    if (likely(r != EBUSY))
+        return r;
+    struct wait_op op = {.lock = l, .call = call_rw, .obj = l, .rw = lock};
+    return wait_slow(&op);
+}
+
+static int rw_timedlock(pthread_rwlock_t *l, const struct timespec *abstime,
+                        rwlock_fn trylock, rwlock_timed_fn lock)
+{
+    int r = trylock(l);
+    if (likely(r != EBUSY))
+        return r;
+    struct wait_op op = {.lock = l, .call = call_rw_timed, .obj = l,
+                         .abstime = abstime, .rw_timed = lock};
+    return wait_slow(&op);
+}
+
+EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_rdlock(l);
+    return rw_lock(l, real_pthread_rwlock_tryrdlock,
+                   real_pthread_rwlock_rdlock);
+}
+
+EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_wrlock(l);
+    return rw_lock(l, real_pthread_rwlock_trywrlock,
+                   real_pthread_rwlock_wrlock);
+}
+
+EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l,
+                                      const struct timespec *abstime)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_timedrdlock(l, abstime);
+    return rw_timedlock(l, abstime, real_pthread_rwlock_tryrdlock,
+                        real_pthread_rwlock_timedrdlock);
+}
+
+EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
+                                      const struct timespec *abstime)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_timedwrlock(l, abstime);
+    return rw_timedlock(l, abstime, real_pthread_rwlock_trywrlock,
+                        real_pthread_rwlock_timedwrlock);
+}
+
+/* ---- unlocks: the holder is charged its waiters' delay -------------------- */
+
+/*
+ * Charges the unlocking thread its waiters' delay, after the real unlock:
+ * anything done before it would lengthen the critical section that the
+ * waiters are queued on (measured: the bookkeeping alone cost 9% of the
+ * contended benchmark when done before). A waiter woken by this unlock may
+ * integrate a few more microseconds into the record first; they are
+ * charged here too. `lock` is only a key, never dereferenced: the host may
+ * free it as soon as it is unlocked.
+ */
+static __attribute__((noinline)) void charge(const void *lock)
+{
+    if (guard_active() || !__atomic_load_n(&contention_on, __ATOMIC_RELAXED))
+        return;
+    int saved = errno;
+    int64_t delay, count;
+    if (contention_charge(lock, &delay, &count))
+        contention_mutex_event(delay, count);
+    errno = saved;
+}
+
+EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0))
+        return real_pthread_mutex_unlock(m);
+    int r = real_pthread_mutex_unlock(m);
+    charge(m);
+    return r;
+}
+
+EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+    if (unlikely(!real_pthread_rwlock_unlock))
+        lock_hooks_init();
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0))
+        return real_pthread_rwlock_unlock(l);
+    int r = real_pthread_rwlock_unlock(l);
+    charge(l);
+    return r;
+}
+
+/* ---- condition variables --------------------------------------------------- */
+
+/*
+ * Which pthread_cond_* version the object containing `pc` binds: 1 for the
+ * old GLIBC_2.2.5 one, 0 otherwise (the current one, also the answer when
+ * the object has no such reference, e.g. a call through a pointer).
+ */
+struct cond_object {
+    uintptr_t lo, hi;
+    int old;
+};
+#define COND_OBJECTS 32
+static struct cond_object cond_objects[COND_OBJECTS];
+static int cond_nobjects;
+static spinlock_t cond_objects_lock;
+
+struct cond_query {
+    uintptr_t pc;
+    int found;
+    struct cond_object obj;
+};
+
+static uintptr_t dyn_ptr(uintptr_t base, uintptr_t p)
+{
+    /* The loader relocates most d_ptr values in place; the vdso's are left
+     * as link-time addresses. */
+    return p < base ? base + p : p;
+}
+
+static int rela_wants_old(const ElfW(Rela) *rela, size_t n,
+                          const ElfW(Sym) *symtab, const char *strtab,
+                          const ElfW(Half) *versym, const ElfW(Verneed) *vn,
+                          size_t vnnum)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t sym = ELF64_R_SYM(rela[i].r_info);
+        if (sym == 0)
+            continue;
+        const char *name = strtab + symtab[sym].st_name;
+        if (strcmp(name, "pthread_cond_wait") != 0 &&
+            strcmp(name, "pthread_cond_timedwait") != 0)
+            continue;
+        ElfW(Half) ndx = versym[sym] & 0x7fff;
+        const ElfW(Verneed) *v = vn;
+        for (size_t k = 0; v && k < vnnum; k++) {
+            const ElfW(Vernaux) *a =
+                (const ElfW(Vernaux) *)((const char *)v + v->vn_aux);
+            for (size_t j = 0; j < v->vn_cnt; j++) {
+                if (a->vna_other == ndx)
+                    return strcmp(strtab + a->vna_name, "GLIBC_2.2.5") == 0;
+                a = (const ElfW(Vernaux) *)((const char *)a + a->vna_next);
+            }
+            if (!v->vn_next)
+                break;
+            v = (const ElfW(Verneed) *)((const char *)v + v->vn_next);
+        }
+        return 0;
+    }
+    return 0;
+}
+
+static int find_cond_object(struct dl_phdr_info *info, size_t size, void *p)
+{
+    (void)size;
+    struct cond_query *q = p;
+    uintptr_t base = info->dlpi_addr, lo = UINTPTR_MAX, hi = 0;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            if (base + ph->p_vaddr < lo)
+                lo = base + ph->p_vaddr;
+            if (base + ph->p_vaddr + ph->p_memsz > hi)
+                hi = base + ph->p_vaddr + ph->p_memsz;
+        } else if (ph->p_type == PT_DYNAMIC) {
+            dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+        }
+    }
+    if (q->pc < lo || q->pc >= hi)
+        return 0;
+    q->found = 1;
+    q->obj.lo = lo;
+    q->obj.hi = hi;
+    q->obj.old = 0;
+    if (!dyn)
+        return 1;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const ElfW(Half) *versym = NULL;
+    const ElfW(Verneed) *vn = NULL;
+    size_t vnnum = 0;
+    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+    size_t jmprelsz = 0, relasz = 0;
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_SYMTAB: symtab = (void *)dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_STRTAB: strtab = (void *)dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_VERSYM: versym = (void *)dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_VERNEED: vn = (void *)dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_VERNEEDNUM: vnnum = d->d_un.d_val; break;
+        case DT_JMPREL: jmprel = (void *)dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_PLTRELSZ: jmprelsz = d->d_un.d_val; break;
+        case DT_RELA: rela = (void *)dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_RELASZ: relasz = d->d_un.d_val; break;
+        default: break;
+        }
+    }
+    if (!symtab || !strtab || !versym || !vn)
+        return 1;
+    if (jmprel && rela_wants_old(jmprel, jmprelsz / sizeof *jmprel, symtab,
+                                 strtab, versym, vn, vnnum))
+        q->obj.old = 1;
+    else if (rela && rela_wants_old(rela, relasz / sizeof *rela, symtab,
+                                    strtab, versym, vn, vnnum))
+        q->obj.old = 1;
+    return 1;
+}
+
+static int caller_wants_old(uintptr_t pc)
+{
+    spin_lock(&cond_objects_lock);
+    for (int i = 0; i < cond_nobjects; i++) {
+        if (pc >= cond_objects[i].lo && pc < cond_objects[i].hi) {
+            int old = cond_objects[i].old;
+            spin_unlock(&cond_objects_lock);
+            return old;
+        }
+    }
+    spin_unlock(&cond_objects_lock);
+    /* dl_iterate_phdr takes the loader's write lock only, which dlopen
+     * holds briefly and never while running constructors. */
+    struct cond_query q = {.pc = pc};
+    guard_enter();
+    dl_iterate_phdr(find_cond_object, &q);
+    guard_leave();
+    if (!q.found)
+        return 0;
+    spin_lock(&cond_objects_lock);
+    if (cond_nobjects < COND_OBJECTS)
+        cond_objects[cond_nobjects++] = q.obj;
+    else /* full: objects come and go (dlclose); start over */
+        cond_nobjects = 0;
+    spin_unlock(&cond_objects_lock);
+    return q.obj.old;
+}
+
+static __attribute__((noinline)) void cond_release(pthread_mutex_t *m)
+{
+    /* The real wait unlocks m inside the C library, where no hook sees it:
+     * charge m's waiters' delay to this caller now. */
+    charge(m);
+}
+
+static int cond_block_end(int r, int64_t t0)
+{
+    int saved = errno;
+    contention_block_event(contention_clock() - t0);
+    errno = saved;
+    return r;
+}
+
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    if (unlikely(!real_cond_wait_new))
+        lock_hooks_init();
+    cond_wait_fn fn = real_cond_wait_new;
+    if (real_cond_wait_old &&
+        caller_wants_old((uintptr_t)__builtin_return_address(0)))
+        fn = real_cond_wait_old;
+    if (pass_through())
+        return fn(c, m);
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+        cond_release(m);
+    int64_t t0 = contention_clock();
+    int r = fn(c, m);
+    return cond_block_end(r, t0);
+}
+
+EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                  const struct timespec *abstime)
+{
+    if (unlikely(!real_cond_timedwait_new))
+        lock_hooks_init();
+    cond_timed_fn fn = real_cond_timedwait_new;
+    if (real_cond_timedwait_old &&
+        caller_wants_old((uintptr_t)__builtin_return_address(0)))
+        fn = real_cond_timedwait_old;
+    if (pass_through())
+        return fn(c, m, abstime);
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+        cond_release(m);
+    int64_t t0 = contention_clock();
+    int r = fn(c, m, abstime);
+    return cond_block_end(r, t0);
+}
+
+/* ---- semaphores ------------------------------------------------------------- */
+
+EXPORT int sem_wait(sem_t *s)
+{
+    if (unlikely(!real_sem_wait))
+        lock_hooks_init();
+    if (pass_through())
+        return real_sem_wait(s);
+    int saved = errno;
+    if (real_sem_trywait(s) == 0)
+        return 0;
+    if (errno != EAGAIN)
+        return real_sem_wait(s); /* let the real call report it */
+    errno = saved;
+    int64_t t0 = contention_clock();
+    int r = real_sem_wait(s);
+    return cond_block_end(r, t0);
+}
+
+EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+    if (unlikely(!real_sem_timedwait))
+        lock_hooks_init();
+    if (pass_through())
+        return real_sem_timedwait(s, abstime);
+    int saved = errno;
+    if (real_sem_trywait(s) == 0)
+        return 0;
+    if (errno != EAGAIN)
+        return real_sem_timedwait(s, abstime);
+    errno = saved;
+    int64_t t0 = contention_clock();
+    int r = real_sem_timedwait(s, abstime);
+    return cond_block_end(r, t0);
+}

@@ -1,0 +1,118 @@
+/*
+ * /debug/pprof/block and /debug/pprof/mutex, from the tables that
+ * agent/contention.c fills: parameters as Go's named profiles (debug=1
+ * text, seconds=N delta through two snapshots), values scaled as Go writes
+ * them: block counts from the recorder's fixed point, mutex counts and
+ * delays multiplied by the fraction (proto only; the text form shows raw
+ * values and the sampling period, as Go's).
+ */
+#include "http/http.h"
+
+#include "agent/contention.h"
+#include "encoder/encoder.h"
+
+#include <stdlib.h>
+
+long block_count(void)
+{
+    return (long)stack_table_count(block_table);
+}
+
+long mutex_count(void)
+{
+    return (long)stack_table_count(mutex_table);
+}
+
+static void serve(struct request *r, const char *name, struct stack_table *t,
+                  int is_mutex)
+{
+    int debug = http_param_debug(r);
+    long seconds;
+    if (http_param_delta_seconds(r, 1, debug, &seconds) != 0)
+        return;
+
+    int64_t start = agent_now_ns();
+    struct stack_snapshot snap;
+    if (stack_table_snapshot(t, &snap) != 0) {
+        http_error(r, 500, "failed to collect profile");
+        return;
+    }
+    if (seconds > 0) {
+        struct stack_snapshot later;
+        if (http_wait(r, seconds) != 0) {
+            stack_snapshot_free(&snap);
+            http_error(r, 500, "context canceled");
+            return;
+        }
+        if (stack_table_snapshot(t, &later) != 0) {
+            stack_snapshot_free(&snap);
+            http_error(r, 500, "failed to collect profile");
+            return;
+        }
+        stack_snapshot_subtract(&later, &snap);
+        stack_snapshot_free(&snap);
+        snap = later;
+    }
+    int64_t end = agent_now_ns();
+
+    /* Go multiplies mutex records by the fraction in the proto only. */
+    int64_t scale = is_mutex && debug == 0 && opt_mutex_fraction > 0
+                        ? opt_mutex_fraction
+                        : 1;
+    struct contention_record *recs =
+        malloc((snap.n ? snap.n : 1) * sizeof *recs);
+    if (!recs) {
+        stack_snapshot_free(&snap);
+        http_error(r, 500, "failed to collect profile");
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < snap.n; i++) {
+        const int64_t *v = &snap.values[i * (size_t)snap.nvalues];
+        int64_t count = v[0], delay = v[1];
+        if (!is_mutex)
+            count = (count + CONTENTION_COUNT_SCALE / 2) /
+                    CONTENTION_COUNT_SCALE;
+        if (count == 0 && delay == 0)
+            continue;
+        recs[n].pcs = snap.entries[i]->pcs;
+        recs[n].depth = snap.entries[i]->depth;
+        recs[n].count = count * scale;
+        recs[n].delay = delay * scale;
+        n++;
+    }
+
+    struct pbuf out = {0};
+    int err;
+    if (debug != 0) {
+        err = contention_profile_text(is_mutex ? "mutex" : "contention",
+                                      is_mutex ? opt_mutex_fraction : 0, recs,
+                                      n, &out);
+        if (err == 0)
+            http_send_text(r, &out);
+    } else {
+        err = contention_profile_proto(recs, n, seconds > 0 ? end : start,
+                                       seconds > 0 ? end - start : 0, &out);
+        if (err == 0) {
+            char filename[128];
+            log_snprintf(filename, sizeof filename,
+                         seconds > 0 ? "%s-delta" : "%s", name);
+            http_send_profile(r, filename, &out);
+        }
+    }
+    if (err != 0)
+        http_error(r, 500, "failed to collect profile");
+    pbuf_free(&out);
+    free(recs);
+    stack_snapshot_free(&snap);
+}
+
+void handle_block(struct request *r)
+{
+    serve(r, "block", block_table, 0);
+}
+
+void handle_mutex(struct request *r)
+{
+    serve(r, "mutex", mutex_table, 1);
+}

@@ -1,0 +1,151 @@
+/*
+ * Test host for the contention profiles: known waits, measured here.
+ *
+ * Phase 1 (mutex): one thread holds a mutex inside holder_work for 20 ms at
+ * a time while two threads wait for it inside waiter_work; the waiters
+ * measure their own time in pthread_mutex_lock and the total is printed as
+ * "mutex_wait_ns=N". Phase 2: waits on a condition variable
+ * (cond_waiter_work), a read lock held by a writer (rwlock_reader_work) and
+ * a semaphore (sem_waiter_work), about 10 ms each. Then prints "done" and
+ * sleeps until killed, so the profiles can be read.
+ *
+ *   contention_truth ROUNDS
+ */
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static volatile int held;
+static volatile int finished;
+static long total_wait_ns;
+
+static long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static __attribute__((noinline)) void holder_work(void)
+{
+    pthread_mutex_lock(&mu);
+    held = 1;
+    sleep_ms(20);
+    held = 0;
+    pthread_mutex_unlock(&mu);
+}
+
+static __attribute__((noinline)) void waiter_work(void)
+{
+    long t0 = now_ns();
+    pthread_mutex_lock(&mu);
+    long t1 = now_ns();
+    pthread_mutex_unlock(&mu);
+    __atomic_fetch_add(&total_wait_ns, t1 - t0, __ATOMIC_RELAXED);
+}
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    while (!finished) {
+        while (!held && !finished)
+            usleep(200);
+        if (finished)
+            break;
+        waiter_work();
+        /* Let the holder take the lock again before waiting once more. */
+        while (held && !finished)
+            usleep(100);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+/* ---- phase 2 ------------------------------------------------------------ */
+
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t cv_mu = PTHREAD_MUTEX_INITIALIZER;
+static int cv_ready;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static sem_t sem;
+
+static __attribute__((noinline)) void cond_waiter_work(void)
+{
+    pthread_mutex_lock(&cv_mu);
+    while (!cv_ready)
+        pthread_cond_wait(&cv, &cv_mu);
+    cv_ready = 0;
+    pthread_mutex_unlock(&cv_mu);
+}
+
+static __attribute__((noinline)) void rwlock_reader_work(void)
+{
+    pthread_rwlock_rdlock(&rw);
+    pthread_rwlock_unlock(&rw);
+}
+
+static __attribute__((noinline)) void sem_waiter_work(void)
+{
+    sem_wait(&sem);
+}
+
+static void *phase2_waiter(void *arg)
+{
+    int rounds = *(int *)arg;
+    for (int i = 0; i < rounds; i++) {
+        cond_waiter_work();
+        rwlock_reader_work();
+        sem_waiter_work();
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 50;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    pthread_t w[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&w[i], NULL, waiter, NULL);
+    for (int i = 0; i < rounds; i++) {
+        holder_work();
+        sleep_ms(3);
+    }
+    finished = 1;
+    for (int i = 0; i < 2; i++)
+        pthread_join(w[i], NULL);
+    printf("mutex_wait_ns=%ld\n", total_wait_ns);
+
+    sem_init(&sem, 0, 0);
+    int rounds2 = 10;
+    pthread_t t;
+    pthread_create(&t, NULL, phase2_waiter, &rounds2);
+    for (int i = 0; i < rounds2; i++) {
+        sleep_ms(10);
+        pthread_mutex_lock(&cv_mu);
+        cv_ready = 1;
+        pthread_cond_signal(&cv);
+        pthread_mutex_unlock(&cv_mu);
+        /* The waiter is now on its way to the read lock: hold it. */
+        pthread_rwlock_wrlock(&rw);
+        sleep_ms(10);
+        pthread_rwlock_unlock(&rw);
+        sleep_ms(10);
+        sem_post(&sem);
+    }
+    pthread_join(t, NULL);
+    printf("done\n");
+    for (;;)
+        pause();
+}
