@@ -118,6 +118,7 @@ struct dwarf_frame {
     const char *file;
     int line;
     int decl_line;
+    int inlined; /* 0: the physical function (or unknown) */
 };
 
 struct Elf;
@@ -140,7 +141,6 @@ struct sym_object {
     int loaded; /* symbol table and DWARF were tried (lazily) */
     struct sym_func *funcs;
     size_t nfuncs;
-    int debug_fd;
     struct Elf *debug_elf; /* separate debug file found by build ID */
     struct Dwarf *dwarf;
 

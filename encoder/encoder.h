@@ -196,4 +196,28 @@ int contention_profile_text(const char *kind, long sampling_period,
                             const struct contention_record *recs, size_t n,
                             struct pbuf *out);
 
+/* ---- raw stacks to symbolized locations (stacks.c) ------------------------ */
+
+struct stack_encoder;
+/* Locks the symbolizer, refreshes it, adds every mapping to p (main
+ * executable first). NULL on OOM. Not async-signal-safe. */
+struct stack_encoder *stacks_begin(struct profile *p);
+/* Converts n stack addresses (leaf first; already "location addresses":
+ * callers' return address minus one, leaf exact; values < FRAME_PSEUDO_MAX
+ * are pseudo frames named by symbols_pseudo_name) into location ids written
+ * to ids[]; returns the number written. Each distinct address gets one
+ * location with its symbolized Lines (inline frames innermost first),
+ * function name demangled, system_name mangled, filename, start_line.
+ * Not async-signal-safe. */
+size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
+                        size_t n, uint64_t *ids);
+/* Formats one frame the Go legacy text way into out:
+ * "#\t0x<pc>\t<func>+0x<off>\t<file>:<line>" or "#\t0x<pc>" when unknown
+ * (one line per inlined frame, each ending in \n). Not async-signal-safe. */
+void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out);
+/* Sets has_functions/has_filenames/has_line_numbers/has_inline_frames on
+ * each mapping whose every location got them (pprof-format.md 4.6),
+ * unlocks, frees. Not async-signal-safe. */
+void stacks_end(struct stack_encoder *se);
+
 #endif

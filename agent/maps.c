@@ -1,0 +1,142 @@
+/*
+ * maps.c owns the parsing of /proc/self/maps: it turns the text into the
+ * list of executable entries that become profile mappings, in the kernel's
+ * order. It is entered only from the agent's own threads, under the
+ * symbolizer lock, while a profile is built; it allocates and must never be
+ * called from a signal handler or an interposed call.
+ */
+#include "agent/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char deleted_suffix[] = " (deleted)";
+
+/* The whole file in one malloc'd, NUL-terminated buffer. procfs files report
+ * size 0, so read until EOF and grow. */
+static int slurp(const char *path, char **out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t cap = 16384, len = 0;
+    char *buf = malloc(cap);
+    int err = 0;
+    if (!buf) {
+        err = -ENOMEM;
+        goto out;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                err = -ENOMEM;
+                goto out;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            err = -errno;
+            goto out;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+    return err;
+}
+
+/* Parses one line; returns 1 for an executable entry worth keeping. */
+static int parse_line(char *line, struct maps_entry *e)
+{
+    unsigned long start, limit, offset, major, minor, inode;
+    char perms[8];
+    int pos = 0;
+    if (sscanf(line, "%lx-%lx %7s %lx %lx:%lx %lu %n", &start, &limit, perms,
+               &offset, &major, &minor, &inode, &pos) < 7)
+        return 0;
+    if (strlen(perms) < 3 || perms[2] != 'x')
+        return 0;
+    char *path = pos > 0 ? line + pos : line + strlen(line);
+    while (*path == ' ')
+        path++;
+    size_t plen = strlen(path);
+    /* Anonymous executable memory (JIT code) has no file to describe it. */
+    if (plen == 0 && inode == 0)
+        return 0;
+    int deleted = 0;
+    size_t slen = sizeof deleted_suffix - 1;
+    if (plen > slen && strcmp(path + plen - slen, deleted_suffix) == 0) {
+        plen -= slen;
+        deleted = 1;
+    }
+    e->path = strndup(path, plen);
+    if (!e->path)
+        return -ENOMEM;
+    e->start = start;
+    e->limit = limit;
+    e->offset = offset;
+    e->dev = ((uint64_t)major << 32) | minor;
+    e->inode = inode;
+    e->deleted = deleted;
+    return 1;
+}
+
+int maps_read(struct maps_entry **out, size_t *n)
+{
+    char *text = NULL;
+    int err = slurp("/proc/self/maps", &text);
+    if (err)
+        return err;
+    struct maps_entry *v = NULL;
+    size_t count = 0, cap = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (count == cap) {
+            size_t ncap = cap ? cap * 2 : 32;
+            struct maps_entry *nv = realloc(v, ncap * sizeof *nv);
+            if (!nv) {
+                err = -ENOMEM;
+                break;
+            }
+            v = nv;
+            cap = ncap;
+        }
+        int r = parse_line(line, &v[count]);
+        if (r < 0) {
+            err = r;
+            break;
+        }
+        count += (size_t)r;
+    }
+    free(text);
+    if (err) {
+        maps_free(v, count);
+        return err;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+void maps_free(struct maps_entry *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(e[i].path);
+    free(e);
+}

@@ -1,0 +1,231 @@
+/*
+ * stacks.c is the glue between the symbolizer (agent/symbols.h) and the
+ * profile builder: it adds one Mapping per executable segment (main
+ * executable first), one Location per distinct address with its inlined
+ * Lines, one Function per distinct name, and the has_* flags a mapping
+ * earns when every one of its locations was resolved. It also formats
+ * frames for Go's legacy debug=1 text.
+ *
+ * Entered from HTTP worker threads while a profile is encoded. It holds
+ * the symbolizer lock from stacks_begin() to stacks_end(), so every string
+ * the symbolizer returns stays valid meanwhile; it must never be used from
+ * a signal handler or an interposed call.
+ */
+#include "encoder/encoder.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/symbols.h"
+
+/* Inlining deeper than this is cut at the outermost frames. */
+#define MAX_FRAMES 32
+
+#define ALL_FLAGS                                                              \
+    (PROFILE_HAS_FUNCTIONS | PROFILE_HAS_FILENAMES |                           \
+     PROFILE_HAS_LINE_NUMBERS | PROFILE_HAS_INLINE_FRAMES)
+
+struct loc_slot {
+    uintptr_t pc; /* 0: empty */
+    uint64_t id;
+};
+
+struct stack_encoder {
+    struct profile *p;
+    size_t nmaps;
+    uint64_t *mapping_ids; /* by symbolizer mapping index */
+    int *flags;            /* AND of the flags of the mapping's locations */
+    unsigned char *used;   /* the mapping has at least one location */
+    struct loc_slot *locs; /* address -> location id */
+    size_t locs_cap;
+    size_t locs_count;
+    uint64_t pseudo_ids[FRAME_UNKNOWN + 1];
+};
+
+struct stack_encoder *stacks_begin(struct profile *p)
+{
+    struct stack_encoder *se = calloc(1, sizeof *se);
+    if (!se)
+        return NULL;
+    se->p = p;
+    symbols_lock();
+    /* A failed refresh leaves the previous list (or none): locations then
+     * come out unsymbolized, which pprof can still repair from binaries. */
+    symbols_refresh();
+    size_t n = symbols_mapping_count();
+    se->nmaps = n;
+    se->mapping_ids = calloc(n ? n : 1, sizeof *se->mapping_ids);
+    se->flags = calloc(n ? n : 1, sizeof *se->flags);
+    se->used = calloc(n ? n : 1, 1);
+    if (!se->mapping_ids || !se->flags || !se->used)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        const struct sym_mapping *m = symbols_mapping_at(i);
+        se->mapping_ids[i] =
+            profile_mapping(p, m->start, m->limit, m->offset, m->path,
+                            m->build_id && m->build_id[0] ? m->build_id : NULL);
+        if (!se->mapping_ids[i])
+            goto fail;
+        se->flags[i] = ALL_FLAGS;
+    }
+    return se;
+fail:
+    symbols_unlock();
+    free(se->mapping_ids);
+    free(se->flags);
+    free(se->used);
+    free(se);
+    return NULL;
+}
+
+static size_t pc_hash(uintptr_t pc, size_t cap)
+{
+    return (size_t)(((uint64_t)pc * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+static int locs_grow(struct stack_encoder *se)
+{
+    size_t ncap = se->locs_cap ? se->locs_cap * 2 : 1024;
+    struct loc_slot *nv = calloc(ncap, sizeof *nv);
+    if (!nv)
+        return -ENOMEM;
+    for (size_t i = 0; i < se->locs_cap; i++) {
+        if (!se->locs[i].pc)
+            continue;
+        size_t j = pc_hash(se->locs[i].pc, ncap);
+        while (nv[j].pc)
+            j = (j + 1) & (ncap - 1);
+        nv[j] = se->locs[i];
+    }
+    free(se->locs);
+    se->locs = nv;
+    se->locs_cap = ncap;
+    return 0;
+}
+
+/* Slot for pc: either its existing entry or the empty slot to fill. NULL
+ * only when the table cannot grow. */
+static struct loc_slot *loc_slot(struct stack_encoder *se, uintptr_t pc)
+{
+    if (2 * (se->locs_count + 1) > se->locs_cap && locs_grow(se) != 0)
+        return NULL;
+    size_t i = pc_hash(pc, se->locs_cap);
+    while (se->locs[i].pc && se->locs[i].pc != pc)
+        i = (i + 1) & (se->locs_cap - 1);
+    return &se->locs[i];
+}
+
+/* Pseudo frames share one location per kind with address 0, which the
+ * builder never deduplicates, so they are remembered here. */
+static uint64_t pseudo_location(struct stack_encoder *se, uintptr_t pc)
+{
+    size_t k = pc <= FRAME_UNKNOWN ? pc : FRAME_UNKNOWN;
+    if (k == 0)
+        k = FRAME_UNKNOWN;
+    if (se->pseudo_ids[k])
+        return se->pseudo_ids[k];
+    const char *name = symbols_pseudo_name(pc);
+    struct profile_line line = {
+        .function_id = profile_function(se->p, name, name, NULL, 0),
+    };
+    if (!line.function_id)
+        return 0;
+    se->pseudo_ids[k] = profile_location(se->p, 0, 0, &line, 1);
+    return se->pseudo_ids[k];
+}
+
+static uint64_t new_location(struct stack_encoder *se, uintptr_t pc)
+{
+    struct sym_frame fr[MAX_FRAMES];
+    struct profile_line lines[MAX_FRAMES];
+    int n = symbols_resolve(pc, fr, MAX_FRAMES);
+    int flags = n > 0 ? ALL_FLAGS : 0;
+    size_t nlines = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t fid = profile_function(se->p, fr[i].name, fr[i].system_name,
+                                        fr[i].file, fr[i].start_line);
+        if (!fid)
+            return 0;
+        lines[nlines++] = (struct profile_line){fid, fr[i].line};
+        /* A file name means DWARF covered the address, which is also what
+         * makes the list of inlined frames complete. */
+        if (!fr[i].file)
+            flags &= ~(PROFILE_HAS_FILENAMES | PROFILE_HAS_INLINE_FRAMES);
+        if (fr[i].line <= 0)
+            flags &= ~PROFILE_HAS_LINE_NUMBERS;
+    }
+    int mi = symbols_mapping_index(pc);
+    uint64_t mapping_id = 0;
+    if (mi >= 0 && (size_t)mi < se->nmaps) {
+        mapping_id = se->mapping_ids[mi];
+        se->flags[mi] &= flags;
+        se->used[mi] = 1;
+    }
+    return profile_location(se->p, mapping_id, pc, lines, nlines);
+}
+
+size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
+                        size_t n, uint64_t *ids)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t pc = pcs[i];
+        uint64_t id;
+        if (pc < FRAME_PSEUDO_MAX) {
+            id = pseudo_location(se, pc);
+        } else {
+            struct loc_slot *s = loc_slot(se, pc);
+            if (s && s->pc) {
+                id = s->id;
+            } else {
+                id = new_location(se, pc);
+                if (s && id) {
+                    *s = (struct loc_slot){pc, id};
+                    se->locs_count++;
+                }
+            }
+        }
+        /* Out of memory: the frame is dropped rather than the sample. */
+        if (id)
+            ids[out++] = id;
+    }
+    return out;
+}
+
+void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out)
+{
+    (void)se;
+    struct sym_frame fr[MAX_FRAMES];
+    int n = pc < FRAME_PSEUDO_MAX ? 0 : symbols_resolve(pc, fr, MAX_FRAMES);
+    if (n == 0) {
+        pbuf_printf(out, "#\t0x%" PRIxPTR "\n", pc);
+        return;
+    }
+    /* Go prints the same pc for every inlined frame, with the offset from
+     * the physical function's entry. */
+    for (int i = 0; i < n; i++) {
+        uintptr_t off = fr[i].sym_start ? pc - fr[i].sym_start : 0;
+        pbuf_printf(out, "#\t0x%" PRIxPTR "\t%s+0x%" PRIxPTR "\t%s:%d\n", pc,
+                    fr[i].name, off, fr[i].file ? fr[i].file : "",
+                    fr[i].line);
+    }
+}
+
+void stacks_end(struct stack_encoder *se)
+{
+    if (!se)
+        return;
+    /* As Go does, a mapping with no location earns no flag: there was
+     * nothing to resolve, and pprof may still want to try. */
+    for (size_t i = 0; i < se->nmaps; i++)
+        if (se->used[i] && se->flags[i])
+            profile_mapping_flags(se->p, se->mapping_ids[i], se->flags[i]);
+    symbols_unlock();
+    free(se->mapping_ids);
+    free(se->flags);
+    free(se->used);
+    free(se->locs);
+    free(se);
+}
