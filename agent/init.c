@@ -5,6 +5,7 @@
  * sees: every failure is one line on stderr and the host goes on.
  */
 #include "agent/agent.h"
+#include "agent/cpu.h"
 #include "agent/contention.h"
 #include "http/http.h"
 
@@ -30,6 +31,7 @@ __attribute__((constructor)) static void agent_init(void)
     agent_start_ns = agent_now_ns();
     thread_hooks_init();
     stack_init();
+    cpu_timer_init();
     threadcreate_table = stack_table_create(1, 4096);
     contention_init();
     agent_ready = 1;

@@ -5,9 +5,13 @@
  *
  * Runs on the host's threads inside pthread_create; allocates one small
  * start record through the host's allocator with the guard entered, and
- * forwards everything else to the real pthread_create unchanged.
+ * forwards everything else to the real pthread_create unchanged. The start
+ * wrapper also gives each host thread its CPU-profile timer while a profile
+ * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
+ * own threads are recorded so the profiler never samples them.
  */
 #include "agent/agent.h"
+#include "agent/cpu.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>
@@ -32,15 +36,35 @@ void thread_hooks_init(void)
         real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
 }
 
+/* Runs when a host thread ends, by return or pthread_exit/cancel. */
+static void thread_exit(void *unused)
+{
+    (void)unused;
+    guard_enter();
+    cpu_thread_exiting();
+    guard_leave();
+}
+
 static void *thread_start(void *p)
 {
     struct start_record r = *(struct start_record *)p;
     guard_enter();
     free(p);
     guard_leave();
-    if (r.agent_thread)
+    if (r.agent_thread) {
         agent_tls.agent_thread = 1;
-    return r.fn(r.arg);
+        cpu_agent_thread();
+        return r.fn(r.arg);
+    }
+    /* A CPU profile running now gives this thread its timer. */
+    guard_enter();
+    cpu_thread_started();
+    guard_leave();
+    void *ret;
+    pthread_cleanup_push(thread_exit, NULL);
+    ret = r.fn(r.arg);
+    pthread_cleanup_pop(1);
+    return ret;
 }
 
 static void record_creation(void)
@@ -55,6 +79,28 @@ static void record_creation(void)
     if (e)
         stack_entry_add(e, 0, 1);
     __atomic_fetch_add(&threads_created, 1, __ATOMIC_RELAXED);
+}
+
+#define AGENT_STACK_MIN (2u << 20)
+
+/* A copy of attr's detach state with at least AGENT_STACK_MIN of stack.
+ * Returns 0 or an error number (then attr is used as it is). */
+static int own_thread_attr(const pthread_attr_t *attr, pthread_attr_t *out)
+{
+    int detach = PTHREAD_CREATE_JOINABLE;
+    size_t size = 0;
+    if (attr) {
+        pthread_attr_getdetachstate(attr, &detach);
+        pthread_attr_getstacksize(attr, &size);
+    }
+    if (size >= AGENT_STACK_MIN)
+        return EINVAL;
+    int err = pthread_attr_init(out);
+    if (err)
+        return err;
+    pthread_attr_setdetachstate(out, detach);
+    pthread_attr_setstacksize(out, AGENT_STACK_MIN);
+    return 0;
 }
 
 __attribute__((visibility("default"))) int
@@ -80,6 +126,19 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     r->fn = fn;
     r->arg = arg;
     r->agent_thread = agent;
+    /* The agent's own threads (civetweb asks for 100 KiB) get room for
+     * symbolization: libdw recurses deeply on large compile units. */
+    pthread_attr_t big;
+    if (agent && own_thread_attr(attr, &big) == 0) {
+        int err = real_pthread_create(thread, &big, thread_start, r);
+        pthread_attr_destroy(&big);
+        if (err) {
+            guard_enter();
+            free(r);
+            guard_leave();
+        }
+        return err;
+    }
     int err = real_pthread_create(thread, attr, thread_start, r);
     if (err) {
         guard_enter();

@@ -220,4 +220,26 @@ void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out);
  * unlocks, frees. Not async-signal-safe. */
 void stacks_end(struct stack_encoder *se);
 
+/* ---- CPU profile (cpu.c) ------------------------------------------------- */
+
+struct cpu_agg;
+struct cpu_sample;
+/* An empty aggregate of CPU samples; NULL when out of memory.
+ * Not async-signal-safe. */
+struct cpu_agg *cpu_agg_new(void);
+void cpu_agg_free(struct cpu_agg *a);
+/* Adds one drained sample (arg is the struct cpu_agg *); the shape of a
+ * cpu_ringbuf_drain() callback. Not async-signal-safe. */
+void cpu_agg_add(const struct cpu_sample *s, void *arg);
+/* Sum of the weights added so far. Not async-signal-safe. */
+int64_t cpu_agg_total(const struct cpu_agg *a);
+/* Encodes Go's CPU profile (samples/count, cpu/nanoseconds) with a
+ * "thread" label per sample (name_of(tid) gives the name) and lost
+ * samples under a [lost samples] frame, gzipped into out. Returns 0 or
+ * -errno. Not async-signal-safe. */
+int cpu_profile_proto(const struct cpu_agg *a, int64_t period_ns,
+                      int64_t time_nanos, int64_t duration_nanos,
+                      int64_t lost, void (*name_of)(int, char *, size_t),
+                      const char *comment, struct pbuf *out);
+
 #endif

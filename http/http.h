@@ -68,6 +68,7 @@ void handle_index(struct request *r);
 void handle_cmdline(struct request *r);
 void handle_symbol(struct request *r);
 void handle_threadcreate(struct request *r);
+void handle_profile(struct request *r); /* cpu_profile.c */
 void handle_block(struct request *r);
 void handle_mutex(struct request *r);
 long block_count(void);

@@ -20,6 +20,11 @@ const struct route routes[] = {
      mutex_count, 1},
     {"cmdline", handle_cmdline,
      "The command line invoking the current program", NULL, 1},
+    {"profile", handle_profile,
+     "CPU profile. You can specify the duration in the seconds GET "
+     "parameter. After you get the profile file, use the go tool pprof "
+     "command to investigate the profile.",
+     NULL, 1},
     {"symbol", handle_symbol,
      "Maps addresses to function names (used by pprof)", NULL, 0},
     {"threadcreate", handle_threadcreate,

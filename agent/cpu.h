@@ -1,0 +1,159 @@
+/*
+ * The CPU profiler: per-thread CPU-clock timers (cpu_timer.c), the signal
+ * handler that turns each expiry into a stack (cpu_signal.c), the lock-free
+ * sample buffer between the two worlds (cpu_ringbuf.c), and the cached
+ * program headers that let libunwind run inside the handler without the
+ * loader lock (phdr_cache.c, phdr_hooks.c).
+ *
+ * Contexts: the handler runs on any host thread at any instruction; the
+ * thread start/exit hooks run on host threads; start, drain and stop run
+ * on one HTTP worker at a time (cpu_profile_start() hands out a single
+ * slot). See each file's opening comment for what it must never do.
+ */
+#ifndef PPROF_CPU_H
+#define PPROF_CPU_H
+
+#include <link.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Frames kept per CPU sample, as Go's maxCPUProfStack. Deeper stacks end
+ * with FRAME_TRUNCATED. */
+#define CPU_STACK_MAX 64
+
+/* ---- sample buffer (cpu_ringbuf.c) --------------------------------------- */
+
+/* One sample as the handler wrote it. */
+struct cpu_sample {
+    uint32_t tid;
+    uint32_t weight; /* 1 + timer overruns: periods this sample stands for */
+    uint32_t depth;
+    uint32_t pad;
+    uintptr_t pcs[CPU_STACK_MAX]; /* leaf first; leaf exact, callers ra-1 */
+};
+
+/* Maps the buffer (once; kept for the next profile) and empties it.
+ * Returns 0 or -ENOMEM. Call with no producer running.
+ * Not async-signal-safe. */
+int cpu_ringbuf_reset(void);
+
+/* Claims a slot for a sample; NULL when the buffer is full (the caller
+ * counts a loss). Fill it and publish it with cpu_ringbuf_commit().
+ * Lock-free, many producers. Async-signal-safe. Does not allocate. */
+struct cpu_sample *cpu_ringbuf_claim(void);
+void cpu_ringbuf_commit(struct cpu_sample *s);
+
+/* Calls fn on every committed sample in order, then frees their slots;
+ * stops at the first slot still being written. Single consumer.
+ * Not async-signal-safe. */
+void cpu_ringbuf_drain(void (*fn)(const struct cpu_sample *s, void *arg),
+                       void *arg);
+
+/* ---- signal handler (cpu_signal.c) --------------------------------------- */
+
+/* Histogram of the handler's own cost, for the median in the benchmark. */
+#define CPU_HIST_BUCKETS 512
+#define CPU_HIST_STEP_NS 100
+
+/* Counters the handler keeps, read by the encoder. lost and dropped are
+ * weights (periods), the others events. */
+struct cpu_counters {
+    uint64_t lost;        /* samples that could not be stored (buffer full) */
+    uint64_t shallow;     /* leaf-only samples while a library unloaded */
+    uint64_t handler_ns;  /* time spent in the handler, summed */
+    uint64_t handled;     /* handler invocations that took a stack */
+    uint64_t hist[CPU_HIST_BUCKETS]; /* handler time, CPU_HIST_STEP_NS each */
+};
+extern struct cpu_counters cpu_counters;
+
+/* The value a timer of ours carries in si_value: a cookie in the high
+ * bits, the thread id in the low 32. */
+#define CPU_TIMER_COOKIE 0x7070726fULL
+
+/* The handler, for sigaction (SA_SIGINFO). Async-signal-safe. */
+void cpu_signal_handler(int sig, siginfo_t *si, void *uc);
+
+/* 1 while this thread runs cpu_signal_handler: phdr_hooks.c then answers
+ * dl_iterate_phdr from the cache. */
+extern __thread int cpu_in_handler __attribute__((tls_model("initial-exec")));
+
+/* Warms libunwind up outside any handler (per-thread caches, lazy init).
+ * Not async-signal-safe. */
+void cpu_signal_init(void);
+
+/* ---- program header cache (phdr_cache.c) --------------------------------- */
+
+/* Active handlers and writers of the cache (Dekker, seq_cst): a handler
+ * registers in cpu_phdr_readers and does not unwind when cpu_phdr_busy is
+ * non-zero; a writer raises cpu_phdr_busy and waits for no readers. */
+extern int cpu_phdr_readers;
+extern int cpu_phdr_busy;
+
+/* Re-reads the loaded objects into the cache when dl_iterate_phdr's
+ * add/remove counters changed (force: always). Waits for handlers to leave.
+ * Returns 1 when it rebuilt, 0 when nothing changed, -errno on failure.
+ * Not async-signal-safe (calls the real dl_iterate_phdr). */
+int phdr_cache_refresh(int force);
+
+/* dl_iterate_phdr over the cached snapshot. Async-signal-safe when called
+ * with cpu_phdr_readers held and cpu_phdr_busy clear. Does not allocate. */
+int phdr_cache_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
+                       void *data);
+
+/* Unloading protocol for dlclose: enter raises busy and waits for the
+ * handlers to leave; leave rebuilds the cache and lowers busy.
+ * Not async-signal-safe. */
+void phdr_unload_enter(void);
+void phdr_unload_leave(void);
+
+/* ---- timers and the profile session (cpu_timer.c) ------------------------ */
+
+/* 1 while a profile runs (read by hooks and the handler). */
+extern int cpu_active;
+/* The signal the running (or last) profile uses. */
+extern int cpu_signo;
+/* Period of the running profile, ns. */
+extern int64_t cpu_period_ns;
+
+/* Starts a profile at hz samples per CPU second per thread: installs the
+ * handler, creates a timer on every host thread. Returns 0, -EBUSY when a
+ * profile already runs, -EAGAIN when no signal is free for us, or -errno.
+ * Not async-signal-safe. */
+int cpu_profile_start(int hz);
+
+/* Moves samples from the buffer into fn (call about once a second while
+ * the profile runs, and it also picks up newly loaded objects).
+ * Not async-signal-safe. */
+void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
+                       void *arg);
+
+/* Stops the profile: deletes every timer, restores the signal, drains the
+ * last samples into fn. The slot stays taken until cpu_profile_release().
+ * Not async-signal-safe. */
+void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
+                      void *arg);
+
+/* Name of thread tid during the last profile (live name from /proc, or
+ * the name it had when it exited); writes "" when unknown.
+ * Not async-signal-safe. */
+void cpu_thread_name(int tid, char *out, size_t size);
+
+/* Frees the registry and the profile slot. Not async-signal-safe. */
+void cpu_profile_release(void);
+
+/* Thread lifecycle hooks, called by thread_hooks.c on host threads (never
+ * on the agent's own). Not async-signal-safe. */
+void cpu_thread_started(void);
+void cpu_thread_exiting(void);
+/* Records the calling thread as one of the agent's (never sampled).
+ * Not async-signal-safe. */
+void cpu_agent_thread(void);
+
+/* Blocks the profiling signal in the calling thread around fork, so a busy
+ * timer cannot make clone() restart forever; registered with pthread_atfork
+ * at init. Not async-signal-safe. */
+void cpu_timer_init(void);
+
+#endif

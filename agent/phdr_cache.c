@@ -1,0 +1,172 @@
+/*
+ * A snapshot of the loaded objects' program headers, so that the CPU
+ * signal handler can let libunwind call dl_iterate_phdr without taking the
+ * loader lock (glibc's dl_iterate_phdr locks it; a thread interrupted while
+ * holding it would deadlock in its own handler).
+ *
+ * Writers (refresh, dlclose) run in normal context on any thread; they are
+ * serialized by a spinlock and keep readers out with the busy/readers
+ * protocol: raise cpu_phdr_busy, wait until cpu_phdr_readers is 0, change
+ * the snapshot, lower busy. Readers are signal handlers only (they register
+ * in cpu_phdr_readers, then check busy: both seq_cst, so one side always
+ * sees the other). Memory: mmap'd arrays, grown by writers only.
+ *
+ * The program headers themselves are not copied: dlpi_phdr points into the
+ * object's mapping, which stays valid until dlclose, and dlclose is exactly
+ * what the busy protocol covers.
+ */
+#include "agent/cpu.h"
+
+#include "agent/agent.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define NAME_BYTES 256
+
+struct cached {
+    struct dl_phdr_info info;
+    char name[NAME_BYTES];
+};
+
+int cpu_phdr_readers;
+int cpu_phdr_busy;
+
+static spinlock_t writer_lock;
+static struct cached *cache;
+static size_t cache_cap;
+static size_t cache_n;
+static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
+
+/* The real dl_iterate_phdr (phdr_hooks.c resolves it). */
+extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
+                                           void *),
+                                   void *);
+
+static void wait_for_readers(void)
+{
+    while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)
+        sched_yield();
+}
+
+struct build {
+    struct cached *to;
+    size_t cap;
+    size_t n;
+    size_t needed;
+};
+
+static int copy_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct build *b = data;
+    b->needed++;
+    if (b->n >= b->cap)
+        return 0;
+    struct cached *c = &b->to[b->n++];
+    memset(c, 0, sizeof *c);
+    memcpy(&c->info, info, size < sizeof c->info ? size : sizeof c->info);
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    size_t len = strlen(name);
+    if (len >= NAME_BYTES)
+        len = NAME_BYTES - 1;
+    memcpy(c->name, name, len);
+    c->name[len] = '\0';
+    c->info.dlpi_name = c->name;
+    return 0;
+}
+
+static int read_counters(struct dl_phdr_info *info, size_t size, void *data)
+{
+    unsigned long long *v = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
+                    sizeof info->dlpi_subs) {
+        v[0] = info->dlpi_adds;
+        v[1] = info->dlpi_subs;
+    }
+    return 1; /* the counters are the same in every entry */
+}
+
+/* Rebuilds in place; the caller holds writer_lock and has busy raised with
+ * no readers left. */
+static int rebuild(void)
+{
+    if (!real_dl_iterate_phdr)
+        return -ENOSYS;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        struct build b = {cache, cache_cap, 0, 0};
+        real_dl_iterate_phdr(copy_one, &b);
+        if (b.needed <= cache_cap) {
+            cache_n = b.n;
+            return 0;
+        }
+        size_t cap = b.needed * 2 + 16;
+        void *p = mmap(NULL, cap * sizeof *cache, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return -ENOMEM;
+        if (cache)
+            munmap(cache, cache_cap * sizeof *cache);
+        cache = p;
+        cache_cap = cap;
+        cache_n = 0;
+    }
+    return -EAGAIN;
+}
+
+int phdr_cache_refresh(int force)
+{
+    unsigned long long v[2] = {0, 0};
+    if (!real_dl_iterate_phdr)
+        return -ENOSYS;
+    real_dl_iterate_phdr(read_counters, v);
+    if (!force && v[0] == seen_adds && v[1] == seen_subs)
+        return 0;
+    spin_lock(&writer_lock);
+    __atomic_fetch_add(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
+    wait_for_readers();
+    int err = rebuild();
+    __atomic_fetch_sub(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
+    if (err == 0) {
+        seen_adds = v[0];
+        seen_subs = v[1];
+    }
+    spin_unlock(&writer_lock);
+    return err ? err : 1;
+}
+
+PPROF_SIGNAL_SAFE int
+phdr_cache_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
+                   void *data)
+{
+    int ret = 0;
+    for (size_t i = 0; i < cache_n; i++) {
+        ret = cb(&cache[i].info, sizeof cache[i].info, data);
+        if (ret != 0)
+            break;
+    }
+    return ret;
+}
+
+void phdr_unload_enter(void)
+{
+    __atomic_fetch_add(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
+    wait_for_readers();
+}
+
+void phdr_unload_leave(void)
+{
+    /* Only a running profile needs the snapshot to be current; otherwise
+     * the next profile's start rebuilds it. */
+    if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST)) {
+        spin_lock(&writer_lock);
+        rebuild();
+        spin_unlock(&writer_lock);
+    } else {
+        seen_adds = seen_subs = ~0ULL;
+    }
+    __atomic_fetch_sub(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,108 @@
+/*
+ * /debug/pprof/profile?seconds=N: a CPU profile over N seconds (default
+ * 30), as Go's net/http/pprof serves it, except that an invalid `seconds`
+ * is answered 400 with the reason. One profile at a time: a second request
+ * gets Go's 500 "cpu profiling already in use". A client that goes away
+ * stops the profile and frees the slot.
+ *
+ * Runs on an HTTP worker; drains the sample buffer once a second while it
+ * waits, so the buffer only needs to hold a second of samples.
+ */
+#include "http/http.h"
+
+#include "agent/agent.h"
+#include "agent/cpu.h"
+#include "encoder/encoder.h"
+
+#include <errno.h>
+
+/* Median of the handler's cost, in ns, from its histogram. */
+static uint64_t handler_median_ns(void)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < CPU_HIST_BUCKETS; i++)
+        total += __atomic_load_n(&cpu_counters.hist[i], __ATOMIC_RELAXED);
+    if (total == 0)
+        return 0;
+    uint64_t seen = 0;
+    for (int i = 0; i < CPU_HIST_BUCKETS; i++) {
+        seen += __atomic_load_n(&cpu_counters.hist[i], __ATOMIC_RELAXED);
+        if (seen * 2 >= total)
+            return (uint64_t)i * CPU_HIST_STEP_NS + CPU_HIST_STEP_NS / 2;
+    }
+    return (uint64_t)CPU_HIST_BUCKETS * CPU_HIST_STEP_NS;
+}
+
+void handle_profile(struct request *r)
+{
+    char buf[64];
+    long seconds = 30;
+    if (http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0' &&
+        config_parse_long(buf, 1, 3600, &seconds) != 0) {
+        http_error(r, 400,
+                   "invalid value for \"seconds\" - must be a positive "
+                   "integer (at most 3600)");
+        return;
+    }
+
+    int err = cpu_profile_start(opt_cpu_hz);
+    if (err == -EBUSY) {
+        http_error(r, 500, "Could not enable CPU profiling: cpu profiling "
+                           "already in use");
+        return;
+    }
+    if (err != 0) {
+        http_error(r, 500,
+                   err == -EAGAIN
+                       ? "Could not enable CPU profiling: SIGPROF and every "
+                         "real-time signal are in use by the program"
+                       : "Could not enable CPU profiling: out of memory");
+        return; /* the start released the slot itself */
+    }
+    int64_t start = agent_now_ns();
+    struct cpu_agg *agg = cpu_agg_new();
+    int gone = 0;
+    for (long s = 0; s < seconds && !gone; s++) {
+        gone = http_wait(r, 1) != 0;
+        if (agg)
+            cpu_profile_drain(cpu_agg_add, agg);
+    }
+    if (agg)
+        cpu_profile_stop(cpu_agg_add, agg);
+    else
+        cpu_profile_stop(NULL, NULL);
+    int64_t end = agent_now_ns();
+    if (gone || !agg) {
+        if (!agg && !gone)
+            http_error(r, 500, "Could not enable CPU profiling: out of memory");
+        cpu_agg_free(agg);
+        cpu_profile_release();
+        return;
+    }
+
+    uint64_t handled = cpu_counters.handled;
+    int64_t lost = (int64_t)cpu_counters.lost;
+    char comment[256];
+    log_snprintf(comment, sizeof comment,
+                 "pprofagent: %llu samples at %d Hz per thread (signal %d), "
+                 "handler median %llu ns, mean %llu ns; lost %llu, leaf-only "
+                 "during dlclose %llu",
+                 (unsigned long long)handled, opt_cpu_hz, cpu_signo,
+                 (unsigned long long)handler_median_ns(),
+                 (unsigned long long)(handled ? cpu_counters.handler_ns / handled
+                                              : 0),
+                 (unsigned long long)cpu_counters.lost,
+                 (unsigned long long)cpu_counters.shallow);
+    log_debug("cpu profile: %s", comment);
+
+    struct pbuf out = {0};
+    err = cpu_profile_proto(agg, cpu_period_ns, start, end - start, lost,
+                            cpu_thread_name, comment, &out);
+    cpu_agg_free(agg);
+    cpu_profile_release();
+    if (err == 0)
+        http_send_profile(r, "profile", &out);
+    else
+        http_error(r, 500, "failed to collect profile");
+    pbuf_free(&out);
+}

@@ -1,0 +1,73 @@
+# /debug/pprof/profile behaves as Go's: headers, 400 on a bad seconds,
+# Go's 500 for a second concurrent profile, a client that disconnects
+# frees the slot; timers exist only while a profile runs; a host with its
+# own SIGPROF handler and setitimer keeps both and still gets profiled.
+. "$TOP/test/integration/lib.sh"
+
+timers() { n=$(grep -c '^ID:' "/proc/$PID/timers" 2>/dev/null || true); echo "${n:-0}"; }
+
+start_agent burn "$BUILD/test/programs/cpu_burn" 3 120
+sleep 0.3
+
+for bad in abc -1 0 3601 1.5; do
+    status=$(http_status "debug/pprof/profile?seconds=$bad")
+    [ "$status" = 400 ] || fail "seconds=$bad gave $status, expected 400"
+done
+body=$(fetch 'debug/pprof/profile?seconds=abc')
+expect_contains "$body" 'invalid value for "seconds"'
+
+[ "$(timers)" = 0 ] || fail "timers exist before any profile: $(cat /proc/$PID/timers)"
+
+# A profile in flight: timers on every host thread (main + 3 burners),
+# none on the agent's; a second request is refused as Go refuses it.
+curl -s -D "$WORK/h1" -o "$WORK/p1.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=3" &
+CURL=$!
+sleep 1
+n=$(timers)
+note "timers during the profile: $n"
+[ "$n" = 4 ] || fail "expected 4 timers (main + 3 burners), found $n"
+headers=$(curl -s -D - -o "$WORK/busy" "http://$ADDR/debug/pprof/profile?seconds=1")
+expect_contains "$headers" "500"
+expect_contains "$headers" "X-Go-Pprof: 1"
+[ "$(cat "$WORK/busy")" = "Could not enable CPU profiling: cpu profiling already in use" ] \
+    || fail "busy body: $(cat "$WORK/busy")"
+wait $CURL
+expect_contains "$(cat "$WORK/h1")" "Content-Type: application/octet-stream"
+expect_contains "$(cat "$WORK/h1")" 'Content-Disposition: attachment; filename="profile"'
+raw=$(pprof -raw "$WORK/p1.pb.gz")
+expect_contains "$raw" "Period: 10000000"
+printf '%s\n' "$raw" | grep -Eq '^Duration: (2\.9|3)' || fail "duration is not about 3 s"
+sleep 0.2
+[ "$(timers)" = 0 ] || fail "timers left after the profile"
+
+# A client that goes away stops the profile and frees the slot.
+curl -s --max-time 1 -o /dev/null "http://$ADDR/debug/pprof/profile?seconds=60" || true
+ok=""
+for i in $(seq 30); do
+    if [ "$(http_status 'debug/pprof/profile?seconds=1')" = 200 ]; then ok=1; break; fi
+    sleep 0.2
+done
+[ -n "$ok" ] || fail "the slot stayed taken after the client went away"
+[ "$(timers)" = 0 ] || fail "timers left after an abandoned profile"
+
+index=$(fetch debug/pprof/)
+expect_contains "$index" "<a href='profile?debug=1'>profile</a>"
+stop "$PID"
+
+# A host with its own SIGPROF handler and ITIMER_PROF.
+start_agent sigprof "$BUILD/test/programs/cpu_sigprof" 60
+sleep 1.5
+before=$(tail -n 1 "$WORK/sigprof.out" | sed 's/sigprof=//')
+fetch 'debug/pprof/profile?seconds=3' > "$WORK/sp.pb.gz"
+sleep 1.2
+after=$(tail -n 1 "$WORK/sigprof.out" | sed 's/sigprof=//')
+note "host SIGPROF count: $before before, $after after"
+[ "$after" -gt $((before + 200)) ] || fail "the host's own SIGPROF stopped ($before -> $after)"
+top=$(pprof -top "$WORK/sp.pb.gz")
+expect_contains "$top" "own_burn" "profile of the SIGPROF host"
+comments=$(pprof -comments "$WORK/sp.pb.gz")
+echo "$comments"
+expect_not_contains "$comments" "(signal 27)" "the profile comment"
+kill -0 "$PID" || fail "the SIGPROF host died"
+stop "$PID"
+echo ok
