@@ -1,0 +1,121 @@
+#!/bin/sh
+# CPU profiler cost, side by side in one run, interleaved: a CPU-bound
+# two-thread program alone, under the agent idle, under the agent with a
+# 100 Hz profile running, and under gperftools' libprofiler (CPUPROFILE,
+# 100 Hz). Reports medians of the program's own CPU time for a fixed amount
+# of work, as ratios to the program alone; then the handler's cost per
+# sample (median, from the agent's histogram), its instructions per sample
+# under callgrind, and what a 1000 Hz request really delivers.
+#
+#   sh test/bench/cpu.sh BUILD_DIR        (CPU_BENCH_ROUNDS=5, CPU_BENCH_ITER=8000)
+set -eu
+build=$(cd "${1:-build}" && pwd)
+agent="$build/libpprofagent.so"
+prog="$build/test/programs/cpu_bench"
+burn="$build/test/programs/cpu_burn"
+gperf=/usr/lib/x86_64-linux-gnu/libprofiler.so.0
+rounds=${CPU_BENCH_ROUNDS:-5}
+iter=${CPU_BENCH_ITER:-8000}
+threads=2
+work=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+[ -x "$prog" ] || make -s "$prog" "$burn" >/dev/null
+
+cpu_of() { sed -n 's/.*cpu_ms=\([0-9.]*\).*/\1/p'; }
+
+run_alone() { "$prog" $threads "$iter" 0 | cpu_of; }
+run_idle() {
+    LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 "$prog" $threads "$iter" 0 | cpu_of
+}
+run_profiling() {
+    rm -f "$work/port" "$work/out"
+    LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$work/port" \
+        "$prog" $threads "$iter" 1 > "$work/out" &
+    pid=$!
+    while [ ! -s "$work/port" ] || ! grep -q ready "$work/out"; do sleep 0.02; done
+    curl -s -o /dev/null "http://$(cat "$work/port")/debug/pprof/profile?seconds=120" &
+    curl_pid=$!
+    sleep 0.3
+    kill -USR1 "$pid"
+    wait "$pid"
+    kill "$curl_pid" 2>/dev/null || true
+    wait "$curl_pid" 2>/dev/null || true
+    cpu_of < "$work/out"
+}
+run_gperftools() {
+    CPUPROFILE="$work/gperf.prof" CPUPROFILE_FREQUENCY=100 LD_PRELOAD="$gperf" \
+        "$prog" $threads "$iter" 0 2>/dev/null | cpu_of
+}
+
+configs="alone idle profiling gperftools"
+[ -e "$gperf" ] || configs="alone idle profiling"
+for c in $configs; do : > "$work/$c"; done
+for r in $(seq "$rounds"); do
+    for c in $configs; do
+        run_$c >> "$work/$c"
+    done
+done
+
+median() { sort -n "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+base=$(median "$work/alone")
+echo "CPU-bound program, $threads threads, fixed work; median of $rounds interleaved runs (process CPU time)"
+printf '| %-34s | %10s | %6s |\n' configuration "CPU ms" ratio
+printf '|%s|%s|%s|\n' "------------------------------------" "------------" "--------"
+for c in $configs; do
+    m=$(median "$work/$c")
+    case $c in
+        alone) label="program alone" ;;
+        idle) label="agent loaded, idle" ;;
+        profiling) label="agent, 100 Hz profile running" ;;
+        gperftools) label="gperftools libprofiler, 100 Hz" ;;
+    esac
+    printf '| %-34s | %10.1f | %6.3f |\n' "$label" "$m" "$(echo "$m $base" | awk '{print $1 / $2}')"
+done
+
+# Handler cost per sample and the effective rate at 100 and 1000 Hz.
+sample_run() { # hz seconds -> the profile's comment line
+    rm -f "$work/port"
+    PPROF_CPU_HZ=$1 LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$work/port" \
+        "$burn" 1 60 > /dev/null &
+    pid=$!
+    while [ ! -s "$work/port" ]; do sleep 0.02; done
+    curl -s -o "$work/p.pb.gz" "http://$(cat "$work/port")/debug/pprof/profile?seconds=$2"
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    go tool pprof -comments "$work/p.pb.gz" 2>/dev/null | grep pprofagent
+    ms=$(go tool pprof -top -unit=ms -nodecount=1 "$work/p.pb.gz" 2>/dev/null | sed -n 's/.* of \([0-9.]*\)ms total.*/\1/p')
+    echo "  CPU in profile: ${ms} ms over $2 s (one busy thread)"
+}
+echo
+echo "Handler cost and delivered rate (one busy thread):"
+echo "100 Hz:"; sample_run 100 5
+echo "1000 Hz:"; sample_run 1000 5
+
+# Instructions per sample in the handler (deterministic), with callgrind.
+set +e
+if command -v valgrind >/dev/null 2>&1; then
+    rm -f "$work/port" "$work"/callgrind.out.*
+    PPROF_CPU_HZ=100 LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$work/port" \
+        valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out.%p" \
+        --toggle-collect=cpu_signal_handler "$burn" 1 40 > /dev/null 2> "$work/vg.err" &
+    vpid=$!
+    i=0
+    while [ ! -s "$work/port" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    if [ -s "$work/port" ]; then
+        curl -s -o "$work/vg.pb.gz" "http://$(cat "$work/port")/debug/pprof/profile?seconds=10"
+        kill "$vpid" 2>/dev/null || true
+        wait "$vpid" 2>/dev/null || true
+        f=$(ls "$work"/callgrind.out.* | head -n 1)
+        ir=$(callgrind_annotate "$f" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+        calls=$(go tool pprof -comments "$work/vg.pb.gz" 2>/dev/null | sed -n 's/.*pprofagent: \([0-9]*\) samples.*/\1/p')
+        if [ -n "$ir" ] && [ -n "$calls" ] && [ "$calls" -gt 0 ]; then
+            echo
+            echo "callgrind: $ir instructions in the handler for $calls samples = $((ir / calls)) instructions per sample"
+        else
+            echo "callgrind: no measurement (ir='$ir' samples='$calls')"
+        fi
+    else
+        kill "$vpid" 2>/dev/null || true
+        echo "callgrind: the program did not start under valgrind"
+    fi
+fi
