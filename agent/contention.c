@@ -52,8 +52,10 @@ struct lock_record {
     int waiters;
     const void *addr;
     int64_t last;
-    int64_t pending;
-    int64_t left; /* waiters that left since the last charge */
+    int64_t pending;    /* delay since the last hand-over or charge */
+    int64_t owed;       /* delay up to the last hand-over, not yet charged */
+    int64_t owed_count; /* waiters concerned by owed */
+    uint64_t owed_until; /* contention_stamp() of the last hand-over */
 } __attribute__((aligned(64)));
 
 static struct lock_record *records;
@@ -164,7 +166,9 @@ void *contention_arrive(const void *lock, int64_t now)
             if (r) {
                 __atomic_store_n(&r->addr, lock, __ATOMIC_RELAXED);
                 r->pending = 0;
-                r->left = 0;
+                r->owed = 0;
+                r->owed_count = 0;
+                r->owed_until = 0;
                 r->last = now;
             }
         }
@@ -189,12 +193,19 @@ void contention_leave(void *handle, int64_t now)
     spin_lock(&r->lock);
     integrate(r, now);
     r->waiters--;
-    r->left++;
+    /* This waiter now holds the lock, so whoever held it before has
+     * unlocked: what accrued so far is owed to that holder, whose charge
+     * (taken after its real unlock) may come later than this. */
+    r->owed += r->pending;
+    r->owed_count++;
+    r->owed_until = contention_stamp();
+    r->pending = 0;
     spin_unlock(&r->lock);
     __atomic_fetch_sub(&contention_waiters, 1, __ATOMIC_RELAXED);
 }
 
-int contention_charge(const void *lock, int64_t *delay, int64_t *count)
+int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
+                      int64_t *count)
 {
     *delay = 0;
     *count = 0;
@@ -203,11 +214,23 @@ int contention_charge(const void *lock, int64_t *delay, int64_t *count)
     struct lock_record *r = find_locked(lock);
     if (!r)
         return 0;
-    integrate(r, contention_clock());
-    int64_t d = r->pending;
-    int64_t c = r->waiters + r->left;
-    r->pending = 0;
-    r->left = 0;
+    int64_t d, c;
+    if (unlocked_at <= r->owed_until) {
+        /* A waiter took over after this unlock: the delay up to the
+         * hand-over is this unlocker's; what accrues since is the new
+         * holder's. */
+        d = r->owed;
+        c = r->owed_count;
+        r->owed = 0;
+        r->owed_count = 0;
+    } else {
+        /* This unlocker held the lock since the last hand-over (owed, if
+         * any, waits for its own unlocker, whose charge is late). */
+        integrate(r, contention_clock());
+        d = r->pending;
+        c = r->waiters;
+        r->pending = 0;
+    }
     spin_unlock(&r->lock);
     if (d <= 0)
         return 0;

@@ -19,6 +19,7 @@ rounds=${ROUNDS:-200000}
 pairs=${PAIRS:-20000000}
 agent_env=${AGENT_ENV:-}
 [ -x "$prog" ] || make -s "$prog" >/dev/null
+[ -f "$agent" ] || { echo "contention bench: $agent is missing" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
