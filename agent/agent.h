@@ -41,6 +41,7 @@ extern long opt_heap_rate;       /* PPROF_HEAP_RATE, bytes; 0 = off */
 extern int opt_cpu_hz;           /* PPROF_CPU_HZ */
 extern long opt_mutex_fraction;  /* PPROF_MUTEX_FRACTION; 0 = off */
 extern long opt_block_rate;      /* PPROF_BLOCK_RATE, ns; 0 = off */
+extern char opt_debug_dir[4096]; /* PPROF_DEBUG_DIR: absolute dirs, ':' */
 
 /* Reads and validates every PPROF_* variable; a bad value is reported in
  * one line and replaced by its default. Not async-signal-safe. */

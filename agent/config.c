@@ -22,6 +22,7 @@ char opt_token[256];
 int opt_log_level = LOG_INFO;
 long opt_heap_rate = 524288;
 int opt_cpu_hz = 100;
+char opt_debug_dir[4096];
 /* Contention defaults, chosen with test/bench/contention.sh (README,
  * "Contention profiles"): 5 and 10000 ns put the contended benchmark at the
  * 1.03 limit; 20 and 100000 ns keep it near 1.02. */
@@ -174,6 +175,25 @@ static void load_addr(void)
     opt_addr_loopback = loopback;
 }
 
+/* PPROF_DEBUG_DIR: a ':'-separated list of absolute directories searched
+ * for separate debug files before /usr/lib/debug (empty entries skipped). */
+static void load_debug_dir(void)
+{
+    const char *s = getenv("PPROF_DEBUG_DIR");
+    if (!s)
+        return;
+    int ok = strlen(s) < sizeof opt_debug_dir;
+    for (const char *p = s; ok && *p; p++)
+        if ((p == s || p[-1] == ':') && *p != '/' && *p != ':')
+            ok = 0;
+    if (ok)
+        copy_str(opt_debug_dir, sizeof opt_debug_dir, s);
+    else
+        log_info("PPROF_DEBUG_DIR=\"%s\" is not a ':'-separated list of "
+                 "absolute directories (under %zu characters); using none",
+                 s, sizeof opt_debug_dir);
+}
+
 void config_load(void)
 {
     const char *s = getenv("PPROF_LOG");
@@ -238,4 +258,5 @@ void config_load(void)
     opt_cpu_hz = (int)hz;
     load_long("PPROF_MUTEX_FRACTION", &opt_mutex_fraction, 0, 1000000000L);
     load_long("PPROF_BLOCK_RATE", &opt_block_rate, 0, 1000000000000L);
+    load_debug_dir();
 }

@@ -336,6 +336,29 @@ int symbols_refresh(void)
     return 0;
 }
 
+size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
+                                       const char *build_id,
+                                       int exported_only),
+                            void *arg)
+{
+    size_t listed = 0;
+    symbols_lock();
+    symbols_refresh();
+    for (size_t i = 0; i < nobjects; i++) {
+        struct sym_object *o = objects[i];
+        /* Pseudo objects ([vdso], [vsyscall]) are the kernel's. */
+        if (o->path[0] != '/')
+            continue;
+        symbols_debug_find(o);
+        if (o->source >= SYM_SOURCE_MINIDEBUG)
+            continue;
+        fn(arg, o->path, o->build_id, o->source == SYM_SOURCE_DYNAMIC);
+        listed++;
+    }
+    symbols_unlock();
+    return listed;
+}
+
 size_t symbols_mapping_count(void)
 {
     return nslots;
@@ -378,6 +401,8 @@ static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
     if (!o->loaded) {
         symbols_elf_load(o);
         symbols_dwarf_load(o);
+        /* Objects that appear in a profile are the ones worth a line. */
+        symbols_debug_report(o);
     }
     uint64_t fa = (uint64_t)(addr - s->bias);
     const struct sym_func *f = symbols_elf_lookup(o, fa);

@@ -1,8 +1,9 @@
 /*
  * Symbolization: which object covers an address, and what function, file
  * and line it is. Owned by agent/symbols.c (mappings from /proc/self/maps,
- * GNU build IDs, ELF .symtab/.dynsym, demangling) and agent/symbols_dwarf.c
- * (file:line through libdw).
+ * GNU build IDs, ELF .symtab/.dynsym, demangling), agent/symbols_debug.c
+ * (separate debug files by build ID and .gnu_debuglink, MiniDebugInfo) and
+ * agent/symbols_dwarf.c (file:line through libdw).
  *
  * Entered only from the agent's own threads, while a profile is encoded or
  * /debug/pprof/symbol is answered; never from a signal handler and never
@@ -69,6 +70,18 @@ int symbols_mapping_index(uintptr_t addr);
  * the next refresh. Lock held. Not async-signal-safe. */
 int symbols_resolve(uintptr_t addr, struct sym_frame *out, int max);
 
+/* Calls fn once for each loaded object whose function names are incomplete
+ * (no .symtab of its own, no separate debug file, no MiniDebugInfo), with
+ * its path, its build ID ("" when none) and whether exported (.dynsym)
+ * names at least exist. Searches debug files for objects not searched yet.
+ * Takes the lock itself; fn runs with it held and must not call back into
+ * the symbolizer. Returns how many objects were listed.
+ * Not async-signal-safe. */
+size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
+                                       const char *build_id,
+                                       int exported_only),
+                            void *arg);
+
 /* Tells the symbolizer that objects were loaded or unloaded (called from
  * the dlopen/dlclose interposers). Async-signal-safe. Does not allocate. */
 void symbols_invalidate(void);
@@ -122,6 +135,7 @@ struct dwarf_frame {
 };
 
 struct Elf;
+struct Elf_Scn;
 struct Dwarf;
 struct name_cache_slot;
 
@@ -141,13 +155,30 @@ struct sym_object {
     int loaded; /* symbol table and DWARF were tried (lazily) */
     struct sym_func *funcs;
     size_t nfuncs;
-    struct Elf *debug_elf; /* separate debug file found by build ID */
     struct Dwarf *dwarf;
+
+    /* Filled once by symbols_debug_find(). */
+    int debug_searched;
+    int source;            /* enum sym_source */
+    struct Elf *debug_elf; /* separate debug file, by build ID or debuglink */
+    char *debug_path;      /* where it was found, NULL when none */
+    struct Elf *mini_elf;  /* decompressed .gnu_debugdata (MiniDebugInfo) */
+    void *mini_image;      /* the buffer mini_elf reads */
+    int logged;            /* the missing-names line was written */
 
     struct name_cache_slot *names; /* mangled pointer -> demangled */
     size_t names_cap;
     size_t names_count;
     int mark; /* still mapped, during a refresh */
+};
+
+/* Where an object's function names come from, worst first. */
+enum sym_source {
+    SYM_SOURCE_NONE,       /* no symbol table at all */
+    SYM_SOURCE_DYNAMIC,    /* .dynsym only: exported functions, no statics */
+    SYM_SOURCE_MINIDEBUG,  /* .gnu_debugdata: every function, no lines */
+    SYM_SOURCE_DEBUG_FILE, /* separate debug file: full .symtab */
+    SYM_SOURCE_OWN,        /* the object's own .symtab */
 };
 
 /* symbols_elf.c: opens path (falling back to alt_path when not NULL),
@@ -173,6 +204,33 @@ const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
 /* Releases everything symbols_elf_* and symbols_dwarf_* attached to o.
  * Not async-signal-safe. */
 void symbols_elf_close(struct sym_object *o);
+
+/* Opens an ELF file read-only through a libelf mmap (no descriptor kept).
+ * NULL when it cannot be opened or is not ELF. Not async-signal-safe. */
+struct Elf *symbols_elf_open_file(const char *path);
+/* The GNU build ID of elf as lowercase hex ("" when none), malloc'd; NULL
+ * on OOM. Not async-signal-safe. */
+char *symbols_elf_build_id(struct Elf *elf);
+/* 1 when elf has a non-empty section of the given sh_type (SHT_SYMTAB...).
+ * Not async-signal-safe. Does not allocate. */
+int symbols_elf_has_type(struct Elf *elf, unsigned type);
+/* The section called name, or NULL. Not async-signal-safe. */
+struct Elf_Scn *symbols_elf_section(struct Elf *elf, const char *name);
+
+/* symbols_debug.c: finds what o lacks, once: a separate debug file (build
+ * ID tree, then .gnu_debuglink with its CRC checked, in PPROF_DEBUG_DIR
+ * directories before /usr/lib/debug) when o has no .symtab or no DWARF,
+ * and MiniDebugInfo when no full symbol table was found. Sets o->source.
+ * A corrupt candidate is logged once and skipped. Not async-signal-safe. */
+void symbols_debug_find(struct sym_object *o);
+/* Writes the one log line for an object that has no full symbol table
+ * (first time only, rate-limited across objects). Not async-signal-safe. */
+void symbols_debug_report(struct sym_object *o);
+/* Releases what symbols_debug_find() attached. Not async-signal-safe. */
+void symbols_debug_close(struct sym_object *o);
+/* The CRC that .gnu_debuglink records for the file at path (zlib's CRC-32,
+ * as binutils computes it). Returns 0 or -errno. Not async-signal-safe. */
+int symbols_debug_crc(const char *path, uint32_t *crc);
 
 /* symbols_dwarf.c: opens the DWARF of o (its debug file when there is one).
  * Not async-signal-safe. */

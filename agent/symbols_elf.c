@@ -1,8 +1,9 @@
 /*
  * symbols_elf.c owns what the symbolizer reads from ELF files: the GNU
  * build ID, the executable PT_LOAD segments (to turn runtime addresses into
- * file addresses), the function table from .symtab or .dynsym, and the
- * separate debug file found through /usr/lib/debug/.build-id. Files are
+ * file addresses), and the function table, built from the best symbol
+ * table symbols_debug.c found (the object's own .symtab, its separate
+ * debug file's, or its MiniDebugInfo's) merged with .dynsym. Files are
  * mapped by libelf (ELF_C_READ_MMAP), so symbol names point into the mapped
  * file and cost no copy.
  *
@@ -33,8 +34,9 @@ static void init_version(void)
 /* Opens an ELF file through a libelf mmap and closes the descriptor: the
  * mapping keeps the data, and hundreds of libraries must not cost hundreds
  * of descriptors. */
-static Elf *open_elf(const char *path)
+Elf *symbols_elf_open_file(const char *path)
 {
+    pthread_once(&version_once, init_version);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
@@ -63,7 +65,7 @@ static char *hex(const unsigned char *p, size_t n)
     return s;
 }
 
-static char *read_build_id(Elf *elf)
+char *symbols_elf_build_id(Elf *elf)
 {
     const void *id = NULL;
     ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
@@ -72,7 +74,7 @@ static char *read_build_id(Elf *elf)
     return hex(id, (size_t)n);
 }
 
-static int has_section(Elf *elf, Elf64_Word type)
+int symbols_elf_has_type(Elf *elf, unsigned type)
 {
     Elf_Scn *scn = NULL;
     while ((scn = elf_nextscn(elf, scn))) {
@@ -81,6 +83,23 @@ static int has_section(Elf *elf, Elf64_Word type)
             return 1;
     }
     return 0;
+}
+
+Elf_Scn *symbols_elf_section(Elf *elf, const char *name)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return NULL;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh))
+            continue;
+        const char *n = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (n && strcmp(n, name) == 0)
+            return scn;
+    }
+    return NULL;
 }
 
 /* Records the executable PT_LOAD segments and the build ID. */
@@ -106,21 +125,21 @@ static int describe(struct sym_object *o)
         };
     }
     free(o->build_id);
-    o->build_id = read_build_id(o->elf);
+    o->build_id = symbols_elf_build_id(o->elf);
     if (!o->build_id)
         return -ENOMEM;
     o->has_symbols =
-        has_section(o->elf, SHT_SYMTAB) || has_section(o->elf, SHT_DYNSYM);
+        symbols_elf_has_type(o->elf, SHT_SYMTAB) ||
+        symbols_elf_has_type(o->elf, SHT_DYNSYM);
     return 0;
 }
 
 int symbols_elf_open(struct sym_object *o, const char *path,
                      const char *alt_path)
 {
-    pthread_once(&version_once, init_version);
-    o->elf = open_elf(path);
+    o->elf = symbols_elf_open_file(path);
     if (!o->elf && alt_path)
-        o->elf = open_elf(alt_path);
+        o->elf = symbols_elf_open_file(alt_path);
     if (!o->elf)
         return -ENOENT;
     return describe(o);
@@ -275,31 +294,6 @@ static void build_table(struct sym_object *o, struct func_tmp *v, size_t n)
     o->nfuncs = out;
 }
 
-/* Debian and Fedora put stripped objects' debug info (with a full .symtab)
- * at /usr/lib/debug/.build-id/xx/rest.debug. */
-static void open_debug_file(struct sym_object *o)
-{
-    size_t len = strlen(o->build_id);
-    if (len < 4)
-        return;
-    char path[512];
-    int r = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug",
-                     o->build_id, o->build_id + 2);
-    if (r < 0 || (size_t)r >= sizeof path)
-        return;
-    Elf *elf = open_elf(path);
-    if (!elf)
-        return;
-    char *id = read_build_id(elf);
-    if (!id || strcmp(id, o->build_id) != 0) {
-        elf_end(elf);
-        free(id);
-        return;
-    }
-    free(id);
-    o->debug_elf = elf;
-}
-
 void symbols_elf_load(struct sym_object *o)
 {
     if (o->loaded)
@@ -307,35 +301,29 @@ void symbols_elf_load(struct sym_object *o)
     o->loaded = 1;
     if (!o->elf)
         return;
-    /* Only look for a separate file when this one carries no DWARF; an
-     * unstripped binary is complete on its own. */
-    Elf_Scn *scn = NULL;
-    int has_debug_info = 0;
-    size_t shstrndx;
-    if (elf_getshdrstrndx(o->elf, &shstrndx) == 0) {
-        while ((scn = elf_nextscn(o->elf, scn))) {
-            GElf_Shdr sh;
-            if (!gelf_getshdr(scn, &sh))
-                continue;
-            const char *name = elf_strptr(o->elf, shstrndx, sh.sh_name);
-            if (name && strcmp(name, ".debug_info") == 0) {
-                has_debug_info = 1;
-                break;
-            }
-        }
-    }
-    if (!has_debug_info && !o->image)
-        open_debug_file(o);
+    symbols_debug_find(o);
 
+    Elf *full = NULL;
+    switch (o->source) {
+    case SYM_SOURCE_OWN:
+        full = o->elf;
+        break;
+    case SYM_SOURCE_DEBUG_FILE:
+        full = o->debug_elf;
+        break;
+    case SYM_SOURCE_MINIDEBUG:
+        full = o->mini_elf;
+        break;
+    default:
+        break;
+    }
     struct func_tmp *v = NULL;
     size_t n = 0, cap = 0;
     int err = 0;
-    if (has_section(o->elf, SHT_SYMTAB))
-        err = collect(o->elf, SHT_SYMTAB, &v, &n, &cap);
-    else if (o->debug_elf && has_section(o->debug_elf, SHT_SYMTAB))
-        err = collect(o->debug_elf, SHT_SYMTAB, &v, &n, &cap);
-    /* .dynsym is a subset of .symtab; it only adds names when the full
-     * table is missing, but merging it is cheap and harmless. */
+    if (full)
+        err = collect(full, SHT_SYMTAB, &v, &n, &cap);
+    /* .dynsym is a subset of a full .symtab, but MiniDebugInfo leaves the
+     * exported functions out on purpose: merging is cheap and covers both. */
     if (!err)
         err = collect(o->elf, SHT_DYNSYM, &v, &n, &cap);
     if (n)
@@ -392,14 +380,13 @@ const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
 void symbols_elf_close(struct sym_object *o)
 {
     symbols_dwarf_close(o);
-    if (o->debug_elf)
-        elf_end(o->debug_elf);
+    symbols_debug_close(o);
     if (o->elf)
         elf_end(o->elf);
     free(o->image);
     free(o->funcs);
     free(o->segs);
-    o->elf = o->debug_elf = NULL;
+    o->elf = NULL;
     o->image = NULL;
     o->funcs = NULL;
     o->segs = NULL;

@@ -7,6 +7,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/symbols.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>
@@ -38,6 +39,17 @@ static void put_setting(struct pbuf *b, const char *name, long value,
 {
     pbuf_printf(b, "<tr><td>%s</td><td>%ld</td><td>%s</td></tr>\n", name,
                 value, meaning);
+}
+
+/* One row per loaded object whose functions profiles cannot name. */
+static void put_unnamed(void *arg, const char *path, const char *build_id,
+                        int exported_only)
+{
+    struct pbuf *b = arg;
+    pbuf_puts(b, "<li>");
+    put_escaped(b, path);
+    pbuf_printf(b, " (build ID %s): %s</li>\n", build_id[0] ? build_id : "none",
+                exported_only ? "exported functions only" : "no symbols");
 }
 
 void handle_index(struct request *r)
@@ -86,7 +98,12 @@ void handle_index(struct request *r)
     put_setting(&b, "PPROF_BLOCK_RATE", opt_block_rate,
                 opt_block_rate ? "one blocking event per N ns blocked"
                                : "block profile off");
-    pbuf_puts(&b, "</table>\n</p>\n</body>\n</html>");
+    pbuf_puts(&b, "</table>\n</p>\n<p>\nLoaded objects without a symbol "
+                  "table (addresses only; see README, \"Stripped binaries "
+                  "and debug files\"):\n<ul>\n");
+    if (symbols_list_unnamed(put_unnamed, &b) == 0)
+        pbuf_puts(&b, "<li>none</li>\n");
+    pbuf_puts(&b, "</ul>\n</p>\n</body>\n</html>");
     http_send(r, 200, "text/html; charset=utf-8", NULL, b.data, b.len);
     pbuf_free(&b);
 }
