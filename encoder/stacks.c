@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent.h"
 #include "agent/symbols.h"
 
 /* Inlining deeper than this is cut at the outermost frames. */
@@ -173,6 +174,12 @@ size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
     for (size_t i = 0; i < n; i++) {
         uintptr_t pc = pcs[i];
         uint64_t id;
+        /* The agent's own frames between host frames (the thread start
+         * wrapper, an interposer) are not the host's code: they are left
+         * out, as Go hides its runtime frames. A leaf inside the agent
+         * stays, so time spent there is not misattributed. */
+        if (i > 0 && pc >= stack_self_start && pc < stack_self_end)
+            continue;
         if (pc < FRAME_PSEUDO_MAX) {
             id = pseudo_location(se, pc);
         } else {
