@@ -30,7 +30,7 @@ CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
 LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
         -Wl,--version-script=agent/exports.map
 LIBS_AGENT := -lcivetweb -lunwind -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
-        -lpthread -lrt
+        -lpthread -lrt -lm
 
 SRCS := $(wildcard agent/*.c encoder/*.c http/*.c)
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)

@@ -7,6 +7,7 @@
 #include "agent/agent.h"
 #include "agent/cpu.h"
 #include "agent/contention.h"
+#include "agent/heap.h"
 #include "http/http.h"
 
 #include <time.h>
@@ -25,6 +26,7 @@ __attribute__((constructor)) static void agent_init(void)
     guard_enter();
     config_load();
     if (!opt_enable) {
+        heap_init();
         guard_leave();
         return;
     }
@@ -33,6 +35,7 @@ __attribute__((constructor)) static void agent_init(void)
     stack_init();
     cpu_timer_init();
     threadcreate_table = stack_table_create(1, 4096);
+    heap_init();
     contention_init();
     agent_ready = 1;
     if (opt_serve)

@@ -220,6 +220,39 @@ void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out);
  * unlocks, frees. Not async-signal-safe. */
 void stacks_end(struct stack_encoder *se);
 
+/* ---- heap profiles (heap.c): heap, allocs ------------------------------- */
+
+/* One heap bucket: a stack and a requested size, with raw sampled counts. */
+struct heap_record {
+    const uintptr_t *pcs; /* leaf first, location addresses */
+    int depth;
+    int64_t size;          /* requested bytes of each allocation */
+    int64_t alloc_objects; /* sampled allocations */
+    int64_t free_objects;  /* of which freed */
+};
+
+/* The factor that turns a raw count of allocations of size bytes into an
+ * unbiased estimate, when each is sampled with probability
+ * 1 - exp(-(size + 1) / rate); 1 when rate <= 1. Not async-signal-safe. */
+double heap_scale(int64_t size, long rate);
+
+/* Encodes Go's heap profile (alloc_objects/count, alloc_space/bytes,
+ * inuse_objects/count, inuse_space/bytes; period type space/bytes, period
+ * rate), unsampled per bucket, with the numeric label "bytes". default_type
+ * is NULL for heap (pprof then shows the last type, inuse_space) or
+ * "alloc_space" for allocs. comment, when not NULL, is added as the
+ * profile's comment. Returns 0 or -errno. Not async-signal-safe. */
+int heap_profile_proto(const struct heap_record *recs, size_t n, long rate,
+                       const char *default_type, int64_t time_nanos,
+                       int64_t duration_nanos, const char *comment,
+                       struct pbuf *out);
+/* Go's debug=1 text: "heap profile: ... @ heap/<2*rate>" and one record
+ * per bucket with raw counts, largest in-use bytes first; trailer lines
+ * (each starting with "# ") are appended. Returns 0 or -errno.
+ * Not async-signal-safe. */
+int heap_profile_text(const struct heap_record *recs, size_t n, long rate,
+                      const char *trailer, struct pbuf *out);
+
 /* ---- CPU profile (cpu.c) ------------------------------------------------- */
 
 struct cpu_agg;

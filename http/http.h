@@ -73,6 +73,9 @@ void handle_block(struct request *r);
 void handle_mutex(struct request *r);
 long block_count(void);
 long mutex_count(void);
+void handle_heap(struct request *r);   /* heap.c */
+void handle_allocs(struct request *r); /* heap.c */
+long heap_profile_count(void);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */

@@ -13,6 +13,12 @@ static long threadcreate_count(void)
 }
 
 const struct route routes[] = {
+    {"allocs", handle_allocs, "A sampling of all past memory allocations",
+     heap_profile_count, 1},
+    {"heap", handle_heap,
+     "A sampling of memory allocations of live objects. You can specify "
+     "the gc GET parameter to run GC before taking the heap sample.",
+     heap_profile_count, 1},
     {"block", handle_block,
      "Stack traces that led to blocking on synchronization primitives",
      block_count, 1},

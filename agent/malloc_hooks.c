@@ -1,0 +1,486 @@
+/*
+ * The malloc family interposers. Every call is forwarded to the next
+ * allocator in the lookup order (dlsym RTLD_NEXT: glibc, or jemalloc or
+ * tcmalloc loaded as shared libraries), which stays in charge of memory;
+ * this file only decides which allocations are sampled and makes sure the
+ * free of a sampled pointer is seen (agent/heap.h has the design).
+ *
+ * Entered on every host thread, before the constructor and after it, and
+ * from inside the agent itself (libunwind, civetweb, the symbolizer).
+ * The fast paths have no side effect but the thread's byte countdown and
+ * end in a tail call to the real function; everything else is out of line.
+ * The slow paths check the reentrancy guard first: while it is set (the
+ * agent's own work, its threads) nothing is sampled, but a free of a
+ * sampled pointer is still taken out of the table, from any context.
+ *
+ * Bootstrap: dlsym itself may call calloc before the real functions are
+ * known; those calls are served from a static buffer whose blocks are
+ * recognised (through the filter, at no cost to the fast path) by free,
+ * realloc and malloc_usable_size, and never released.
+ *
+ * Never: allocate through the host allocator, log, or take a lock on the
+ * fast path.
+ */
+#include "agent/heap.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define NOINLINE __attribute__((noinline))
+
+
+
+/* ---- bootstrap buffer ----------------------------------------------------- */
+
+#define BOOT_SIZE (64 * 1024)
+#define BOOT_HEADER 16
+
+static char boot_buf[BOOT_SIZE] __attribute__((aligned(64)));
+static size_t boot_used;
+
+static inline int is_boot(const void *p)
+{
+    return (const char *)p >= boot_buf && (const char *)p < boot_buf + BOOT_SIZE;
+}
+
+/* Zeroed memory that is never reused, aligned to align (a power of two up
+ * to 4096); the block's size sits in the 8 bytes before it. */
+static void *boot_alloc(size_t n, size_t align)
+{
+    if (align < BOOT_HEADER)
+        align = BOOT_HEADER;
+    size_t used = __atomic_load_n(&boot_used, __ATOMIC_RELAXED);
+    for (;;) {
+        size_t start = (used + BOOT_HEADER + align - 1) & ~(align - 1);
+        if (n > BOOT_SIZE || start + n > BOOT_SIZE)
+            return NULL;
+        if (__atomic_compare_exchange_n(&boot_used, &used, start + n, 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            char *p = boot_buf + start;
+            memcpy(p - sizeof(size_t), &n, sizeof n);
+            heap_filter_mark(p);
+            return p;
+        }
+    }
+}
+
+static size_t boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const char *)p - sizeof n, sizeof n);
+    return n;
+}
+
+/* ---- the next allocator ----------------------------------------------------- */
+
+static void *boot_malloc(size_t n);
+static void boot_free(void *p);
+static void *boot_calloc(size_t a, size_t b);
+static void *boot_realloc(void *p, size_t n);
+static int boot_posix_memalign(void **pp, size_t align, size_t n);
+static void *boot_aligned_alloc(size_t align, size_t n);
+static void *boot_memalign(size_t align, size_t n);
+static void *boot_valloc(size_t n);
+static void *boot_pvalloc(size_t n);
+static size_t boot_usable_size(void *p);
+
+/* Until resolved, each pointer leads to a stub that resolves them all. */
+static void *(*real_malloc)(size_t) = boot_malloc;
+static void (*real_free)(void *) = boot_free;
+static void *(*real_calloc)(size_t, size_t) = boot_calloc;
+static void *(*real_realloc)(void *, size_t) = boot_realloc;
+static int (*real_posix_memalign)(void **, size_t, size_t) = boot_posix_memalign;
+static void *(*real_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
+static void *(*real_memalign)(size_t, size_t) = boot_memalign;
+static void *(*real_valloc)(size_t) = boot_valloc;
+static void *(*real_pvalloc)(size_t) = boot_pvalloc;
+static size_t (*real_usable_size)(void *) = boot_usable_size;
+
+/* glibc's own entry points, if dlsym cannot find the next allocator. */
+extern void *__libc_malloc(size_t) __attribute__((weak));
+extern void __libc_free(void *) __attribute__((weak));
+extern void *__libc_calloc(size_t, size_t) __attribute__((weak));
+extern void *__libc_realloc(void *, size_t) __attribute__((weak));
+extern void *__libc_memalign(size_t, size_t) __attribute__((weak));
+
+/* Aligned allocations through posix_memalign, for allocators that lack
+ * memalign, aligned_alloc, valloc or pvalloc (jemalloc has no pvalloc: the
+ * next pvalloc would then be glibc's, on a heap jemalloc does not own). */
+static void *via_posix_memalign(size_t align, size_t n)
+{
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    if (align & (align - 1)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    void *p = NULL;
+    int err = real_posix_memalign(&p, align, n);
+    if (err) {
+        errno = err;
+        return NULL;
+    }
+    return p;
+}
+
+static size_t page_size(void)
+{
+    static size_t cached;
+    if (!cached)
+        cached = (size_t)sysconf(_SC_PAGESIZE);
+    return cached;
+}
+
+static void *fallback_aligned_alloc(size_t align, size_t n)
+{
+    return via_posix_memalign(align, n);
+}
+static void *fallback_memalign(size_t align, size_t n)
+{
+    return via_posix_memalign(align, n);
+}
+static void *fallback_valloc(size_t n)
+{
+    return via_posix_memalign(page_size(), n);
+}
+static void *fallback_pvalloc(size_t n)
+{
+    size_t page = page_size();
+    if (n > SIZE_MAX - page) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return via_posix_memalign(page, n ? (n + page - 1) & ~(page - 1) : page);
+}
+
+/* The next definition of name, if it lives in the same object as the next
+ * malloc; NULL otherwise. */
+static void *next_in(const char *name, const void *base)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f)
+        return NULL;
+    Dl_info info;
+    if (base && dladdr(f, &info) && info.dli_fbase != base)
+        return NULL;
+    return f;
+}
+
+static int resolve_state; /* 0 not yet, 1 under way, 2 done */
+
+/* Resolves every real_* pointer once. Returns 0, or -EAGAIN when called
+ * again from inside the resolution on the same thread (dlsym allocating):
+ * the caller then serves the request from the bootstrap buffer. */
+static int resolve(void)
+{
+    if (__atomic_load_n(&resolve_state, __ATOMIC_ACQUIRE) == 2)
+        return 0;
+    if (heap_tls.resolving)
+        return -EAGAIN;
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&resolve_state, &expected, 1, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&resolve_state, __ATOMIC_ACQUIRE) != 2)
+            sched_yield();
+        return 0;
+    }
+    heap_tls.resolving = 1;
+    void *m = dlsym(RTLD_NEXT, "malloc");
+    void *f = dlsym(RTLD_NEXT, "free");
+    void *c = dlsym(RTLD_NEXT, "calloc");
+    void *r = dlsym(RTLD_NEXT, "realloc");
+    void *base = NULL;
+    Dl_info info;
+    if (m && dladdr(m, &info))
+        base = info.dli_fbase;
+    void *pm = next_in("posix_memalign", base);
+    void *aa = next_in("aligned_alloc", base);
+    void *ma = next_in("memalign", base);
+    void *va = next_in("valloc", base);
+    void *pv = next_in("pvalloc", base);
+    void *us = next_in("malloc_usable_size", base);
+    if (!m || !f || !c || !r) {
+        m = (void *)__libc_malloc;
+        f = (void *)__libc_free;
+        c = (void *)__libc_calloc;
+        r = (void *)__libc_realloc;
+    }
+    real_malloc = (void *(*)(size_t))m;
+    real_free = (void (*)(void *))f;
+    real_calloc = (void *(*)(size_t, size_t))c;
+    real_realloc = (void *(*)(void *, size_t))r;
+    if (pm)
+        real_posix_memalign = (int (*)(void **, size_t, size_t))pm;
+    real_aligned_alloc =
+        aa ? (void *(*)(size_t, size_t))aa : fallback_aligned_alloc;
+    real_memalign = ma ? (void *(*)(size_t, size_t))ma : fallback_memalign;
+    real_valloc = va ? (void *(*)(size_t))va : fallback_valloc;
+    real_pvalloc = pv ? (void *(*)(size_t))pv : fallback_pvalloc;
+    if (us)
+        real_usable_size = (size_t (*)(void *))us;
+    heap_tls.resolving = 0;
+    __atomic_store_n(&resolve_state, 2, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void malloc_hooks_init(void)
+{
+    resolve();
+}
+
+static void *boot_malloc(size_t n)
+{
+    if (resolve() == 0 && real_malloc != boot_malloc)
+        return real_malloc(n);
+    return boot_alloc(n, 16);
+}
+static void boot_free(void *p)
+{
+    if (resolve() == 0 && real_free != boot_free)
+        real_free(p);
+    /* else: only bootstrap blocks can exist yet; they are never freed */
+}
+static void *boot_calloc(size_t a, size_t b)
+{
+    if (resolve() == 0 && real_calloc != boot_calloc)
+        return real_calloc(a, b);
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n))
+        return NULL;
+    return boot_alloc(n, 16); /* the buffer is zeroed and never reused */
+}
+static void *boot_realloc(void *p, size_t n)
+{
+    if (resolve() == 0 && real_realloc != boot_realloc)
+        return real_realloc(p, n);
+    return NULL; /* not reached: realloc() handles bootstrap blocks */
+}
+static int boot_posix_memalign(void **pp, size_t align, size_t n)
+{
+    if (resolve() == 0 && real_posix_memalign != boot_posix_memalign)
+        return real_posix_memalign(pp, align, n);
+    if (align > 4096 || (align & (align - 1)))
+        return EINVAL;
+    void *p = boot_alloc(n, align);
+    if (!p)
+        return ENOMEM;
+    *pp = p;
+    return 0;
+}
+static void *boot_aligned_alloc(size_t align, size_t n)
+{
+    if (resolve() == 0 && real_aligned_alloc != boot_aligned_alloc)
+        return real_aligned_alloc(align, n);
+    return boot_alloc(n, align <= 4096 ? align : 4096);
+}
+static void *boot_memalign(size_t align, size_t n)
+{
+    if (resolve() == 0 && real_memalign != boot_memalign)
+        return real_memalign(align, n);
+    return boot_alloc(n, align <= 4096 ? align : 4096);
+}
+static void *boot_valloc(size_t n)
+{
+    if (resolve() == 0 && real_valloc != boot_valloc)
+        return real_valloc(n);
+    return boot_alloc(n, 4096);
+}
+static void *boot_pvalloc(size_t n)
+{
+    if (resolve() == 0 && real_pvalloc != boot_pvalloc)
+        return real_pvalloc(n);
+    return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
+}
+static size_t boot_usable_size(void *p)
+{
+    if (resolve() == 0 && real_usable_size != boot_usable_size)
+        return real_usable_size(p);
+    return 0;
+}
+
+/* ---- slow paths ----------------------------------------------------------- */
+
+/* The allocation p of n bytes reached the countdown: maybe sample it. */
+static NOINLINE void *sample_slow(void *p, size_t n)
+{
+    if (!p)
+        return p;
+    if (guard_active()) {
+        /* The agent's own threads never sample: keep them off this path. */
+        if (agent_tls.agent_thread)
+            heap_tls.left = UINT64_MAX;
+        return p;
+    }
+    if (heap_sampler_take(n)) {
+        guard_enter();
+        heap_table_sample(p, n);
+        guard_leave();
+    }
+    return p;
+}
+
+/* Counts n bytes against the countdown after the allocation was made. */
+static inline void *account(void *p, size_t n)
+{
+    uint64_t need = (uint64_t)n + 1;
+    if (likely(need < heap_tls.left)) {
+        heap_tls.left -= need;
+        return p;
+    }
+    return sample_slow(p, n);
+}
+
+static NOINLINE void *malloc_slow(size_t n)
+{
+    return sample_slow(real_malloc(n), n);
+}
+
+static NOINLINE void *calloc_slow(size_t a, size_t b, size_t n)
+{
+    return sample_slow(real_calloc(a, b), n);
+}
+
+static NOINLINE void free_slow(void *p)
+{
+    if (is_boot(p))
+        return;
+    struct heap_live l;
+    if (heap_table_forget(p, &l))
+        heap_table_count_free(&l);
+    real_free(p);
+}
+
+static NOINLINE void *realloc_slow(void *p, size_t n)
+{
+    if (is_boot(p)) {
+        void *q = account(real_malloc(n ? n : 1), n);
+        if (q) {
+            size_t old = boot_size(p);
+            memcpy(q, p, old < n ? old : n);
+        }
+        return q;
+    }
+    /* The old block leaves the table before the allocator may hand its
+     * address to another thread; it comes back if realloc fails. */
+    struct heap_live l;
+    int had = p && heap_filter_maybe(p) && heap_table_forget(p, &l);
+    void *q = real_realloc(p, n);
+    if (had) {
+        if (!q && n != 0) {
+            heap_table_restore(p, &l);
+            return NULL;
+        }
+        heap_table_count_free(&l);
+    }
+    return q ? account(q, n) : q;
+}
+
+/* ---- interposers ---------------------------------------------------------- */
+
+EXPORT void *malloc(size_t n)
+{
+    uint64_t need = (uint64_t)n + 1;
+    if (likely(need < heap_tls.left)) {
+        heap_tls.left -= need;
+        return real_malloc(n);
+    }
+    return malloc_slow(n);
+}
+
+EXPORT void free(void *p)
+{
+    if (unlikely(heap_filter_maybe(p))) {
+        free_slow(p);
+        return;
+    }
+    real_free(p);
+}
+
+EXPORT void *calloc(size_t a, size_t b)
+{
+    size_t n;
+    if (unlikely(__builtin_mul_overflow(a, b, &n)))
+        return real_calloc(a, b); /* fails with ENOMEM, as the allocator's */
+    uint64_t need = (uint64_t)n + 1;
+    if (likely(need < heap_tls.left)) {
+        heap_tls.left -= need;
+        return real_calloc(a, b);
+    }
+    return calloc_slow(a, b, n);
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    uint64_t need = (uint64_t)n + 1;
+    if (likely(!heap_filter_maybe(p)) && likely(need < heap_tls.left)) {
+        heap_tls.left -= need;
+        return real_realloc(p, n);
+    }
+    return realloc_slow(p, n);
+}
+
+EXPORT void *reallocarray(void *p, size_t a, size_t b)
+{
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+
+EXPORT int posix_memalign(void **pp, size_t align, size_t n)
+{
+    int err = real_posix_memalign(pp, align, n);
+    if (err == 0)
+        *pp = account(*pp, n);
+    return err;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    return account(real_aligned_alloc(align, n), n);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+    return account(real_memalign(align, n), n);
+}
+
+EXPORT void *valloc(size_t n)
+{
+    return account(real_valloc(n), n);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+    return account(real_pvalloc(n), n);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    if (unlikely(is_boot(p)))
+        return boot_size(p);
+    return real_usable_size(p);
+}
+
+void heap_init(void)
+{
+    malloc_hooks_init();
+    if (!opt_enable || opt_heap_rate == 0) {
+        __atomic_store_n(&heap_enabled, -1, __ATOMIC_RELEASE);
+        return;
+    }
+    if (heap_table_init() != 0) {
+        log_info("heap profile off: no memory for its tables");
+        __atomic_store_n(&heap_enabled, -1, __ATOMIC_RELEASE);
+        return;
+    }
+    __atomic_store_n(&heap_enabled, 1, __ATOMIC_RELEASE);
+}

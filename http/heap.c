@@ -1,0 +1,124 @@
+/*
+ * /debug/pprof/heap and /debug/pprof/allocs: the sampled heap buckets kept
+ * by agent/heap_table.c, as Go serves them (the same data, default sample
+ * type inuse_space for heap and alloc_space for allocs), with Go's
+ * parameters: debug=1 text, seconds=N delta, gc=N accepted (a native
+ * process has no collector to run; live data is always current).
+ */
+#include "http/http.h"
+
+#include "agent/heap.h"
+#include "encoder/encoder.h"
+
+#include <stdlib.h>
+
+long heap_profile_count(void)
+{
+    return (long)stack_table_count(heap_buckets);
+}
+
+static void describe(char *buf, size_t size, const char *sep)
+{
+    struct heap_stats st;
+    heap_table_stats(&st);
+    log_snprintf(buf, size,
+                 "pprofagent heap: rate=%ld%ssampled=%ld%slive=%ld%s"
+                 "lost=%ld (samples not recorded for lack of table room)",
+                 opt_heap_rate, sep, st.sampled, sep, st.live, sep, st.lost);
+}
+
+static void serve_heap(struct request *r, const char *name,
+                       const char *default_type)
+{
+    int debug = http_param_debug(r);
+    long seconds;
+    if (http_param_delta_seconds(r, 1, debug, &seconds) != 0)
+        return;
+
+    int64_t start = agent_now_ns();
+    struct stack_snapshot snap;
+    if (stack_table_snapshot(heap_buckets, &snap) != 0) {
+        http_error(r, 500, "failed to collect profile");
+        return;
+    }
+    if (seconds > 0) {
+        struct stack_snapshot later;
+        if (http_wait(r, seconds) != 0) {
+            stack_snapshot_free(&snap);
+            http_error(r, 500, "context canceled");
+            return;
+        }
+        if (stack_table_snapshot(heap_buckets, &later) != 0) {
+            stack_snapshot_free(&snap);
+            http_error(r, 500, "failed to collect profile");
+            return;
+        }
+        stack_snapshot_subtract(&later, &snap);
+        stack_snapshot_free(&snap);
+        snap = later;
+    }
+    int64_t end = agent_now_ns();
+
+    struct heap_record *recs = malloc((snap.n ? snap.n : 1) * sizeof *recs);
+    if (!recs) {
+        stack_snapshot_free(&snap);
+        http_error(r, 500, "failed to collect profile");
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < snap.n; i++) {
+        const int64_t *v = &snap.values[i * (size_t)snap.nvalues];
+        struct heap_record *h = &recs[n];
+        h->pcs = snap.entries[i]->pcs;
+        h->depth = snap.entries[i]->depth;
+        h->size = (int64_t)snap.entries[i]->key;
+        h->alloc_objects = v[HEAP_ALLOC_OBJECTS];
+        h->free_objects = v[HEAP_FREE_OBJECTS];
+        /* The counters are read one after the other while threads go on:
+         * a free counted after its allocation was read would show as a
+         * negative in-use count in a full profile. */
+        if (seconds == 0 && h->free_objects > h->alloc_objects)
+            h->free_objects = h->alloc_objects;
+        if (h->alloc_objects == 0 && h->free_objects == 0)
+            continue;
+        n++;
+    }
+
+    struct pbuf out = {0};
+    char info[256];
+    int err;
+    if (debug != 0) {
+        char trailer[300];
+        describe(info, sizeof info, "\n# ");
+        log_snprintf(trailer, sizeof trailer, "# %s\n", info);
+        err = heap_profile_text(recs, n, opt_heap_rate, trailer, &out);
+        if (err == 0)
+            http_send_text(r, &out);
+    } else {
+        describe(info, sizeof info, " ");
+        err = heap_profile_proto(recs, n, opt_heap_rate, default_type,
+                                 seconds > 0 ? end : start,
+                                 seconds > 0 ? end - start : 0, info, &out);
+        if (err == 0) {
+            char filename[64];
+            log_snprintf(filename, sizeof filename,
+                         seconds > 0 ? "%s-delta" : "%s", name);
+            http_send_profile(r, filename, &out);
+        }
+    }
+    if (err != 0)
+        http_error(r, 500, "failed to collect profile");
+    pbuf_free(&out);
+    free(recs);
+    stack_snapshot_free(&snap);
+}
+
+void handle_heap(struct request *r)
+{
+    serve_heap(r, "heap", NULL);
+}
+
+void handle_allocs(struct request *r)
+{
+    serve_heap(r, "allocs", "alloc_space");
+}
