@@ -36,7 +36,10 @@
 
 #include "agent/agent.h"
 
+/* Overridable at build time to test machines without debug packages. */
+#ifndef SYSTEM_DEBUG_DIR
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
+#endif
 
 /* A MiniDebugInfo section decompresses to a few hundred KiB; anything past
  * this is not one, and the agent's memory must stay bounded. */
@@ -428,12 +431,13 @@ void symbols_debug_report(struct sym_object *o)
         o->path[0] != '/')
         return;
     o->logged = 1;
-    note("%s (build ID %s) has %s: its functions stay addresses; install "
-         "its debug file, set PPROF_DEBUG_DIR, or symbolize offline with "
+    note("%s (build ID %s) has %s stay addresses; install its debug "
+         "file, set PPROF_DEBUG_DIR, or symbolize offline with "
          "'go tool pprof BINARY_OR_DEBUG_FILE URL'",
          o->path, o->build_id[0] ? o->build_id : "none",
-         o->source == SYM_SOURCE_DYNAMIC ? "only exported symbols"
-                                         : "no symbol table");
+         o->source == SYM_SOURCE_DYNAMIC
+             ? "only exported symbols: its other functions"
+             : "no symbol table: its functions");
 }
 
 void symbols_debug_close(struct sym_object *o)
