@@ -1,0 +1,90 @@
+/*
+ * Benchmark host for the heap profiler: a malloc-heavy multi-threaded
+ * workload, or a plain loop of malloc+free pairs for instruction counts.
+ *
+ *   heap_bench work THREADS OPS   each thread: OPS allocations, sizes mostly
+ *                                 small (16..256 B: 90%), some medium
+ *                                 (1..8 KiB: 9.9%), a few large (64..256
+ *                                 KiB: 0.1%), each written to, kept in a
+ *                                 window of 4096 live objects (the oldest
+ *                                 is freed)
+ *   heap_bench pairs N            N x (malloc(64), write, free)
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW 4096
+
+static long ops;
+
+static size_t pick_size(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    unsigned r = (unsigned)(*x % 1000);
+    if (r < 900)
+        return 16 + (size_t)(*x >> 20) % 241;
+    if (r < 999)
+        return 1024 + (size_t)(*x >> 20) % 7169;
+    return 65536 + (size_t)(*x >> 20) % 196609;
+}
+
+static __attribute__((noinline)) void *alloc_one(size_t n)
+{
+    char *p = malloc(n);
+    if (p)
+        memset(p, (int)n, n < 128 ? n : 128);
+    return p;
+}
+
+static void *worker(void *arg)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(uintptr_t)(arg ? arg : (void *)1);
+    void **window = calloc(WINDOW, sizeof *window);
+    unsigned long sum = 0;
+    for (long i = 0; i < ops; i++) {
+        size_t slot = (size_t)i % WINDOW;
+        free(window[slot]);
+        window[slot] = alloc_one(pick_size(&x));
+        sum += (uintptr_t)window[slot] & 0xff;
+    }
+    for (size_t i = 0; i < WINDOW; i++)
+        free(window[i]);
+    free(window);
+    return (void *)(uintptr_t)sum;
+}
+
+static __attribute__((noinline)) void pairs(long n)
+{
+    for (long i = 0; i < n; i++) {
+        volatile char *p = malloc(64);
+        p[0] = 1;
+        free((void *)p);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "pairs") == 0) {
+        pairs(atol(argv[2]));
+        return 0;
+    }
+    if (argc < 4 || strcmp(argv[1], "work") != 0) {
+        fprintf(stderr, "usage: heap_bench work THREADS OPS | pairs N\n");
+        return 2;
+    }
+    int threads = atoi(argv[2]);
+    ops = atol(argv[3]);
+    pthread_t t[64];
+    if (threads < 1 || threads > 64)
+        return 2;
+    for (int i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
