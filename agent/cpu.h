@@ -30,7 +30,7 @@ struct cpu_sample {
     uint32_t tid;
     uint32_t weight; /* 1 + timer overruns: periods this sample stands for */
     uint32_t depth;
-    uint32_t pad;
+    uint32_t labels; /* the thread's label set id (agent/labels.h), 0: none */
     uintptr_t pcs[CPU_STACK_MAX]; /* leaf first; leaf exact, callers ra-1 */
 };
 
@@ -150,6 +150,8 @@ void cpu_thread_exiting(void);
 /* Records the calling thread as one of the agent's (never sampled).
  * Not async-signal-safe. */
 void cpu_agent_thread(void);
+/* 1 when tid is one of the agent's own threads. Async-signal-safe. */
+int cpu_is_agent_tid(int tid);
 
 /* Blocks the profiling signal in the calling thread around fork, so a busy
  * timer cannot make clone() restart forever; registered with pthread_atfork

@@ -24,6 +24,7 @@
 #include "agent/cpu.h"
 
 #include "agent/agent.h"
+#include "agent/labels.h"
 #include "agent/symbols.h"
 
 #include <errno.h>
@@ -110,6 +111,7 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
     }
     s->tid = tid;
     s->weight = weight;
+    s->labels = labels_current_id(); /* this thread's own TLS: a plain read */
     if (guard_active() || unloading) {
         /* Inside the agent (maybe inside libunwind), or a library is being
          * unloaded and the unwinder could walk into it: the PC only, which

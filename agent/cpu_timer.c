@@ -85,6 +85,11 @@ static int is_agent_tid(int tid)
     return 0;
 }
 
+int cpu_is_agent_tid(int tid)
+{
+    return is_agent_tid(tid);
+}
+
 /* The entry for tid, added if absent; NULL when the table is full.
  * reg_lock held. */
 static struct reg_entry *reg_get(int tid)

@@ -57,6 +57,8 @@ const char *symbols_pseudo_name(uintptr_t pc)
         return "[truncated]";
     case FRAME_LOST:
         return "[lost samples]";
+    case FRAME_UNAVAILABLE:
+        return "[stack unavailable]";
     default:
         return pc < FRAME_PSEUDO_MAX ? "[unknown]" : NULL;
     }

@@ -21,6 +21,7 @@
 #define FRAME_TRUNCATED 1 /* the stack was deeper than the agent keeps */
 #define FRAME_LOST 2      /* samples that could not be taken or stored */
 #define FRAME_UNKNOWN 3   /* no stack could be captured */
+#define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
 #define FRAME_PSEUDO_MAX 4096
 
 /* Returns the display name of a pseudo frame ("[truncated]", ...), or NULL

@@ -12,6 +12,7 @@
  */
 #include "agent/agent.h"
 #include "agent/cpu.h"
+#include "agent/labels.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>
@@ -28,6 +29,7 @@ struct start_record {
     void *(*fn)(void *);
     void *arg;
     int agent_thread;
+    const struct pprof_label_set *labels; /* the creator's, inherited */
 };
 
 void thread_hooks_init(void)
@@ -51,6 +53,7 @@ static void *thread_start(void *p)
     guard_enter();
     free(p);
     guard_leave();
+    labels_current = r.labels; /* as a goroutine inherits its creator's */
     if (r.agent_thread) {
         agent_tls.agent_thread = 1;
         cpu_agent_thread();
@@ -126,6 +129,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     r->fn = fn;
     r->arg = arg;
     r->agent_thread = agent;
+    r->labels = agent ? NULL : labels_current;
     /* The agent's own threads (civetweb asks for 100 KiB) get room for
      * symbolization: libdw recurses deeply on large compile units. */
     pthread_attr_t big;

@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "agent/cpu.h"
+#include "agent/labels.h"
 #include "agent/symbols.h"
 
 #include <errno.h>
@@ -22,6 +23,7 @@ struct agg_entry {
     uint64_t hash;
     uint32_t tid;
     uint32_t depth;
+    uint32_t labels;
     int64_t weight;
     uintptr_t pcs[CPU_STACK_MAX];
 };
@@ -59,7 +61,8 @@ void cpu_agg_free(struct cpu_agg *a)
 
 static uint64_t hash_sample(const struct cpu_sample *s)
 {
-    uint64_t h = 0xcbf29ce484222325ULL ^ s->tid ^ ((uint64_t)s->depth << 40);
+    uint64_t h = 0xcbf29ce484222325ULL ^ s->tid ^ ((uint64_t)s->depth << 40) ^
+                 ((uint64_t)s->labels << 20);
     for (uint32_t i = 0; i < s->depth; i++) {
         h ^= s->pcs[i];
         h *= 0x100000001b3ULL;
@@ -96,6 +99,7 @@ void cpu_agg_add(const struct cpu_sample *s, void *arg)
     while (a->index[j]) {
         struct agg_entry *e = &a->entries[a->index[j] - 1];
         if (e->hash == h && e->tid == s->tid && e->depth == s->depth &&
+            e->labels == s->labels &&
             memcmp(e->pcs, s->pcs, s->depth * sizeof *s->pcs) == 0) {
             e->weight += s->weight;
             return;
@@ -116,6 +120,7 @@ void cpu_agg_add(const struct cpu_sample *s, void *arg)
     e->hash = h;
     e->tid = s->tid;
     e->depth = s->depth;
+    e->labels = s->labels;
     e->weight = s->weight;
     memcpy(e->pcs, s->pcs, s->depth * sizeof *s->pcs);
     a->index[j] = (uint32_t)++a->n;
@@ -187,8 +192,24 @@ int cpu_profile_proto(const struct cpu_agg *a, int64_t period_ns,
         size_t nids = stacks_locations(se, e->pcs, e->depth, ids);
         int64_t values[2] = {e->weight, e->weight * period_ns};
         const char *name = name_for(&names, &nnames, e->tid, name_of);
-        struct profile_label label = {.key = "thread", .str = name};
-        profile_sample(p, ids, nids, values, 2, &label, name ? 1 : 0);
+        struct profile_label labels[1 + LABELS_MAX_PAIRS];
+        size_t nlabels = 0;
+        if (name)
+            labels[nlabels++] = (struct profile_label){.key = "thread",
+                                                       .str = name};
+        /* The host's labels (pprof_label_set); a "thread" key of its own
+         * wins over the thread name. */
+        const struct pprof_label_set *set = labels_by_id(e->labels);
+        for (uint32_t k = 0; set && k < set->n; k++) {
+            if (strcmp(set->pairs[k].key, "thread") == 0 && nlabels > 0 &&
+                name) {
+                labels[0].str = set->pairs[k].value;
+                continue;
+            }
+            labels[nlabels++] = (struct profile_label){
+                .key = set->pairs[k].key, .str = set->pairs[k].value};
+        }
+        profile_sample(p, ids, nids, values, 2, labels, nlabels);
     }
     if (lost > 0) {
         uintptr_t pc = FRAME_LOST;

@@ -159,6 +159,7 @@ struct count_record {
     const uintptr_t *pcs; /* leaf first, location addresses */
     int depth;
     int64_t count;
+    uint32_t labels; /* label set id (agent/labels.h) as string labels; 0 */
 };
 
 /* Encodes a count profile as Go does (sample type and period type
@@ -196,6 +197,14 @@ int contention_profile_text(const char *kind, long sampling_period,
                             const struct contention_record *recs, size_t n,
                             struct pbuf *out);
 
+/* ---- threads dump (threads.c): goroutine?debug=2 ------------------------- */
+
+struct thread_dump;
+/* Every thread of d as Go's full goroutine dump: "goroutine <tid> "<name>"
+ * [<state>, <syscall>]:", labels, then "func(...)\n\tfile:line +0xOFF" per
+ * frame. Returns 0 or -ENOMEM. Not async-signal-safe. */
+int threads_dump_text(const struct thread_dump *d, struct pbuf *out);
+
 /* ---- raw stacks to symbolized locations (stacks.c) ------------------------ */
 
 struct stack_encoder;
@@ -229,6 +238,7 @@ struct heap_record {
     int64_t size;          /* requested bytes of each allocation */
     int64_t alloc_objects; /* sampled allocations */
     int64_t free_objects;  /* of which freed */
+    uint32_t labels;       /* label set id (agent/labels.h), 0: none */
 };
 
 /* The factor that turns a raw count of allocations of size bytes into an

@@ -56,6 +56,7 @@ void serve_count_table(struct request *r, const char *name,
         recs[n].pcs = snap.entries[i]->pcs;
         recs[n].depth = snap.entries[i]->depth;
         recs[n].count = count;
+        recs[n].labels = 0;
         n++;
     }
 

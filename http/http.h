@@ -76,6 +76,19 @@ long mutex_count(void);
 void handle_heap(struct request *r);   /* heap.c */
 void handle_allocs(struct request *r); /* heap.c */
 long heap_profile_count(void);
+/* Threads profile and custom profiles (goroutine.c, custom.c). */
+void handle_goroutine(struct request *r);
+long goroutine_count(void);
+/* Serves r->name when it is a custom profile: returns 1 when it answered,
+ * 0 when no custom profile has that name. Not async-signal-safe. */
+int custom_profile_serve(struct request *r);
+/* Appends the index rows of custom profiles (descriptions = 0: table rows
+ * with counts; 1: description items) whose names sort before `before`
+ * (NULL: all the rest), continuing from *pos (start at 0), so that the
+ * index interleaves them with the built-in rows in name order.
+ * Not async-signal-safe. */
+void custom_index_rows(struct pbuf *b, int descriptions, const char *before,
+                       size_t *pos);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */

@@ -67,7 +67,9 @@ void handle_index(struct request *r)
                   "\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
                   "/debug/pprof/<br>\n<br>\nTypes of profiles available:\n"
                   "<table>\n<thead><td>Count</td><td>Profile</td></thead>\n");
+    size_t custom_pos = 0;
     for (size_t i = 0; i < n; i++) {
+        custom_index_rows(&b, 0, sorted[i]->name, &custom_pos);
         long count = sorted[i]->count ? sorted[i]->count() : 0;
         pbuf_printf(&b, "<tr><td>%ld</td><td><a href='", count);
         put_escaped(&b, sorted[i]->name);
@@ -75,15 +77,19 @@ void handle_index(struct request *r)
         put_escaped(&b, sorted[i]->name);
         pbuf_puts(&b, "</a></td></tr>\n");
     }
+    custom_index_rows(&b, 0, NULL, &custom_pos);
     pbuf_puts(&b, "</table>\n<a href='goroutine?debug=2'>full goroutine "
                   "stack dump</a>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
+    custom_pos = 0;
     for (size_t i = 0; i < n; i++) {
+        custom_index_rows(&b, 1, sorted[i]->name, &custom_pos);
         pbuf_puts(&b, "<li><div class=profile-name>");
         put_escaped(&b, sorted[i]->name);
         pbuf_puts(&b, ": </div> ");
         put_escaped(&b, sorted[i]->description);
         pbuf_puts(&b, "</li>\n");
     }
+    custom_index_rows(&b, 1, NULL, &custom_pos);
     pbuf_puts(&b, "</ul>\n</p>\n<p>\nSettings in force (pprofagent):\n"
                   "<table>\n<thead><td>Setting</td><td>Value</td>"
                   "<td>Meaning</td></thead>\n");

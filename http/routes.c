@@ -24,6 +24,11 @@ const struct route routes[] = {
      block_count, 1},
     {"mutex", handle_mutex, "Stack traces of holders of contended mutexes",
      mutex_count, 1},
+    {"goroutine", handle_goroutine,
+     "Stack traces of all current goroutines (here: every thread of the "
+     "process). Use debug=2 as a query parameter to export in the same "
+     "format as an unrecovered panic.",
+     goroutine_count, 1},
     {"cmdline", handle_cmdline,
      "The command line invoking the current program", NULL, 1},
     {"profile", handle_profile,

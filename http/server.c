@@ -105,7 +105,7 @@ static int handle(struct mg_connection *conn, void *data)
         const struct route *route = find_route(r.name);
         if (route)
             route->handle(&r);
-        else
+        else if (!custom_profile_serve(&r))
             http_error(&r, 404, "Unknown profile");
     }
     free(r.body);

@@ -1,0 +1,566 @@
+/*
+ * Taking a threads dump: lists /proc/self/task, decides for each host
+ * thread whether it may be interrupted, asks those with a queued real-time
+ * signal for their stack (threads_signal.c answers), waits at most
+ * THREADS_WAIT_MS, and describes the others from /proc.
+ *
+ * Runs on an HTTP worker only, one dump at a time (dump_lock). It installs
+ * its handler for the length of one dump and puts the host's disposition
+ * back afterwards, passing through SIG_IGN so that a signal still pending
+ * on a thread that never answered is discarded, never delivered to the
+ * host's default action.
+ *
+ * The signal: a real-time signal the host leaves at its default, chosen
+ * from SIGRTMAX down, never the one a running CPU profile uses. Its handler
+ * is installed with SA_RESTART and the CPU profiler's signals blocked.
+ *
+ * Which threads are interrupted (so that the host never sees an EINTR it
+ * could not have seen before): a thread that /proc/self/task/TID/syscall
+ * shows running, or blocked in read/write-family calls, wait4, waitid,
+ * accept, flock, fcntl, open, or an untimed futex wait (pthread mutex,
+ * condition variable, join, untimed semaphore): the kernel restarts these
+ * after a handler with SA_RESTART. On a socket, the read/write family and
+ * accept restart only when the socket has no timeout (SO_RCVTIMEO,
+ * SO_SNDTIMEO), which is checked. Every other blocked thread (poll, select,
+ * epoll_wait, nanosleep, timed futex, pause, sigwait ...) is listed with
+ * the system call and the address it is blocked at, and no more. A thread
+ * that starts a system call between the check and the signal's arrival (a
+ * few microseconds) is the one remaining case in which a host could see an
+ * EINTR.
+ */
+#include "agent/threads.h"
+
+#include "agent/agent.h"
+#include "agent/cpu.h"
+#include "agent/symbols.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t generation;
+static size_t slots_cap;
+
+/* ---- /proc --------------------------------------------------------------- */
+
+static ssize_t read_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+static void task_path(char *out, size_t size, int tid, const char *file)
+{
+    log_snprintf(out, size, "/proc/self/task/%d/%s", tid, file);
+}
+
+static void read_name(int tid, char *name, size_t size)
+{
+    char path[64], buf[64];
+    task_path(path, sizeof path, tid, "comm");
+    name[0] = '\0';
+    ssize_t n = read_file(path, buf, sizeof buf);
+    if (n <= 0)
+        return;
+    if (buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    size_t len = (size_t)n < size - 1 ? (size_t)n : size - 1;
+    memcpy(name, buf, len);
+    name[len] = '\0';
+}
+
+/* State letter from stat: the field after the ")" that ends the name. */
+static char read_state(int tid)
+{
+    char path[64], buf[512];
+    task_path(path, sizeof path, tid, "stat");
+    if (read_file(path, buf, sizeof buf) <= 0)
+        return '?';
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] ? p[2] : '?';
+}
+
+/* 1 when the thread blocks signal sig (SigBlk in status). */
+static int blocks_signal(int tid, int sig)
+{
+    char path[64], buf[2048];
+    task_path(path, sizeof path, tid, "status");
+    if (read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    char *p = strstr(buf, "\nSigBlk:");
+    if (!p)
+        return 0;
+    unsigned long long mask = strtoull(p + 8, NULL, 16);
+    return (mask >> (sig - 1)) & 1;
+}
+
+struct syscall_state {
+    long nr;            /* -1: running (not in a system call) */
+    unsigned long args[6];
+    uintptr_t pc;       /* user address the call returns to; 0: unknown */
+};
+
+/* Parses /proc/self/task/TID/syscall: "running", or "-1 sp pc" (blocked
+ * outside a system call), or "nr a0 .. a5 sp pc". Returns 0 or -1. */
+static int read_syscall(int tid, struct syscall_state *st)
+{
+    char path[64], buf[256];
+    task_path(path, sizeof path, tid, "syscall");
+    memset(st, 0, sizeof *st);
+    st->nr = -2;
+    if (read_file(path, buf, sizeof buf) <= 0)
+        return -1;
+    if (strncmp(buf, "running", 7) == 0) {
+        st->nr = -1;
+        return 0;
+    }
+    char *p = buf, *end;
+    st->nr = strtol(p, &end, 10);
+    if (end == p)
+        return -1;
+    unsigned long v[8];
+    int n = 0;
+    for (p = end; n < 8; p = end) {
+        v[n] = strtoul(p, &end, 0);
+        if (end == p)
+            break;
+        n++;
+    }
+    if (st->nr >= 0 && n == 8) {
+        memcpy(st->args, v, sizeof st->args);
+        st->pc = v[7];
+    } else if (n >= 2) {
+        st->pc = v[n - 1];
+    }
+    return 0;
+}
+
+/* 1 when the socket fd has no timeout in the direction used. */
+static int socket_untimed(int fd, int optname)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return 0;
+    if (!S_ISSOCK(sb.st_mode))
+        return 1;
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    if (getsockopt(fd, SOL_SOCKET, optname, &tv, &len) != 0)
+        return 0;
+    return tv.tv_sec == 0 && tv.tv_usec == 0;
+}
+
+#define FUTEX_CMD_MASK 0x7f /* without FUTEX_PRIVATE_FLAG, CLOCK_REALTIME */
+
+/* 1 when a handler (SA_RESTART) on a thread blocked in st cannot make the
+ * call fail with EINTR: the kernel restarts it. */
+static int restarts(const struct syscall_state *st)
+{
+    int fd = (int)st->args[0];
+    switch (st->nr) {
+    case -1: /* running */
+        return 1;
+    case SYS_futex: {
+        /* Untimed waits restart (-ERESTARTSYS); timed ones return EINTR
+         * (sem_timedwait passes it to the host). Lock-PI ops restart. */
+        int cmd = (int)st->args[1] & FUTEX_CMD_MASK;
+        if (cmd == 6 /* LOCK_PI */ || cmd == 13 /* LOCK_PI2 */)
+            return 1;
+        return st->args[3] == 0;
+    }
+    case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv:
+    case SYS_recvfrom: case SYS_recvmsg: case SYS_accept: case SYS_accept4:
+        return socket_untimed(fd, SO_RCVTIMEO);
+    case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_pwritev:
+    case SYS_sendto: case SYS_sendmsg:
+        return socket_untimed(fd, SO_SNDTIMEO);
+    case SYS_wait4: case SYS_waitid: case SYS_flock: case SYS_fcntl:
+    case SYS_open: case SYS_openat:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+const char *threads_state_name(char state)
+{
+    switch (state) {
+    case 'R': return "running";
+    case 'S': return "sleeping";
+    case 'D': return "disk sleep";
+    case 'T': return "stopped";
+    case 't': return "tracing stop";
+    case 'Z': return "zombie";
+    case 'X': return "dead";
+    case 'I': return "idle";
+    case 'P': return "parked";
+    default: return "unknown";
+    }
+}
+
+const char *threads_syscall_name(long nr)
+{
+    switch (nr) {
+    case SYS_read: return "read";
+    case SYS_write: return "write";
+    case SYS_readv: return "readv";
+    case SYS_writev: return "writev";
+    case SYS_pread64: return "pread64";
+    case SYS_pwrite64: return "pwrite64";
+    case SYS_poll: return "poll";
+    case SYS_ppoll: return "ppoll";
+    case SYS_select: return "select";
+    case SYS_pselect6: return "pselect6";
+    case SYS_epoll_wait: return "epoll_wait";
+    case SYS_epoll_pwait: return "epoll_pwait";
+    case SYS_nanosleep: return "nanosleep";
+    case SYS_clock_nanosleep: return "clock_nanosleep";
+    case SYS_futex: return "futex";
+    case SYS_accept: return "accept";
+    case SYS_accept4: return "accept4";
+    case SYS_connect: return "connect";
+    case SYS_recvfrom: return "recvfrom";
+    case SYS_recvmsg: return "recvmsg";
+    case SYS_sendto: return "sendto";
+    case SYS_sendmsg: return "sendmsg";
+    case SYS_wait4: return "wait4";
+    case SYS_waitid: return "waitid";
+    case SYS_pause: return "pause";
+    case SYS_rt_sigsuspend: return "rt_sigsuspend";
+    case SYS_rt_sigtimedwait: return "rt_sigtimedwait";
+    case SYS_flock: return "flock";
+    case SYS_fcntl: return "fcntl";
+    case SYS_open: return "open";
+    case SYS_openat: return "openat";
+    case SYS_ioctl: return "ioctl";
+    case SYS_msgrcv: return "msgrcv";
+    case SYS_semop: return "semop";
+    case SYS_semtimedop: return "semtimedop";
+    case SYS_io_getevents: return "io_getevents";
+    default: return NULL;
+    }
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+/* Host thread ids now, sorted; *agent gets the number of agent threads.
+ * Returns a malloc'd array (n entries) or NULL. */
+static int *list_tids(size_t *n, size_t *agent)
+{
+    *n = 0;
+    *agent = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return NULL;
+    size_t cap = 64;
+    int *tids = malloc(cap * sizeof *tids);
+    struct dirent *de;
+    while (tids && (de = readdir(d)) != NULL) {
+        long tid;
+        if (config_parse_long(de->d_name, 1, 0x7fffffff, &tid) != 0)
+            continue;
+        if (cpu_is_agent_tid((int)tid)) {
+            (*agent)++;
+            continue;
+        }
+        if (*n == cap) {
+            int *more = realloc(tids, cap * 2 * sizeof *tids);
+            if (!more) {
+                free(tids);
+                tids = NULL;
+                break;
+            }
+            tids = more;
+            cap *= 2;
+        }
+        tids[(*n)++] = (int)tid;
+    }
+    closedir(d);
+    return tids;
+}
+
+static int by_tid(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+long threads_host_count(void)
+{
+    size_t n, agent;
+    int *tids = list_tids(&n, &agent);
+    free(tids);
+    return (long)n;
+}
+
+/* ---- signal -------------------------------------------------------------- */
+
+static int handler_is_ours(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) &&
+           sa->sa_sigaction == threads_signal_handler;
+}
+
+/* A real-time signal left at its default by the host and not the CPU
+ * profiler's; installs the handler. Returns the signal or -EAGAIN. */
+static int install(struct sigaction *saved)
+{
+    for (int sig = SIGRTMAX; sig >= SIGRTMIN + 4; sig--) {
+        if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST) &&
+            sig == cpu_signo)
+            continue;
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
+            (cur.sa_flags & SA_SIGINFO))
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = threads_signal_handler;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGPROF);
+        sigaddset(&sa.sa_mask, cpu_signo);
+        if (sigaction(sig, &sa, saved) == 0)
+            return sig;
+    }
+    return -EAGAIN;
+}
+
+static void uninstall(int sig, const struct sigaction *saved)
+{
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) != 0 || !handler_is_ours(&cur))
+        return; /* the host replaced it meanwhile: leave the host's */
+    /* SIG_IGN discards what is still pending (a thread that blocked it, or
+     * never ran); the default action must never see our signal. */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(sig, &ign, NULL);
+    sigaction(sig, saved, NULL);
+}
+
+static int ask(int tid, int sig, uint32_t gen, uint32_t slot)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = sig;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = (void *)(uintptr_t)threads_value(gen, slot);
+    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &si) != 0)
+        return -errno;
+    return 0;
+}
+
+/* Slots for n threads, mapped once and grown by remapping; an old array
+ * is never unmapped (a late handler may still look at it). */
+static int ensure_slots(size_t n)
+{
+    if (threads_slots && n <= slots_cap)
+        return 0;
+    size_t cap = slots_cap ? slots_cap : 1024;
+    while (cap < n)
+        cap *= 2;
+    void *p = mmap(NULL, cap * sizeof(struct thread_slot),
+                   PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -ENOMEM;
+    __atomic_store_n(&threads_nslots, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&threads_slots, (struct thread_slot *)p,
+                     __ATOMIC_SEQ_CST);
+    __atomic_store_n(&threads_nslots, (uint32_t)cap, __ATOMIC_SEQ_CST);
+    slots_cap = cap;
+    return 0;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the dump ------------------------------------------------------------ */
+
+/* Fills what /proc says and decides whether to ask. Returns 1 to ask. */
+static int describe(struct thread_info *t, int sig)
+{
+    read_name(t->tid, t->name, sizeof t->name);
+    t->state = read_state(t->tid);
+    t->syscall = -1;
+    struct syscall_state st;
+    int have = read_syscall(t->tid, &st) == 0;
+    if (have && st.nr >= 0)
+        t->syscall = st.nr;
+    if (have && st.pc && st.nr != -1) {
+        t->pcs[0] = st.pc;
+        t->depth = 1;
+    }
+    if (t->state == 'T' || t->state == 't' || t->state == 'Z' ||
+        t->state == 'X') {
+        t->status = THREAD_STACK_STOPPED;
+        return 0;
+    }
+    if (sig <= 0) {
+        t->status = THREAD_STACK_NO_SIGNAL;
+        return 0;
+    }
+    if (blocks_signal(t->tid, sig)) {
+        t->status = THREAD_STACK_BLOCKED;
+        return 0;
+    }
+    if (!have || !restarts(&st)) {
+        t->status = THREAD_STACK_EINTR;
+        return 0;
+    }
+    return 1;
+}
+
+int threads_dump(struct thread_dump *out)
+{
+    memset(out, 0, sizeof *out);
+    out->time_ns = agent_now_ns();
+    size_t n;
+    int *tids = list_tids(&n, &out->agent_threads);
+    if (!tids)
+        return -ENOMEM;
+    qsort(tids, n, sizeof *tids, by_tid);
+    struct thread_info *th = calloc(n ? n : 1, sizeof *th);
+    if (!th) {
+        free(tids);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        th[i].tid = tids[i];
+    free(tids);
+    out->threads = th;
+    out->n = n;
+
+    pthread_mutex_lock(&dump_lock);
+    /* Libraries loaded since the last look must be in the snapshot the
+     * handlers unwind with. */
+    if (phdr_cache_refresh(0) > 0)
+        symbols_invalidate();
+    struct sigaction saved;
+    int sig = ensure_slots(n) == 0 ? install(&saved) : -ENOMEM;
+    out->signo = sig > 0 ? sig : 0;
+    uint32_t gen = ++generation & 0xffff;
+    struct thread_slot *slots = threads_slots;
+
+    size_t asked = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct thread_info *t = &th[i];
+        if (!describe(t, sig))
+            continue;
+        __atomic_store_n(&slots[i].word, ((uint64_t)gen << 2) | SLOT_ASKED,
+                         __ATOMIC_SEQ_CST);
+        int err = ask(t->tid, sig, gen, (uint32_t)i);
+        if (err) {
+            __atomic_store_n(&slots[i].word, 0, __ATOMIC_RELAXED);
+            /* ESRCH: it ended since the listing */
+            t->status = err == -ESRCH ? -1 : THREAD_STACK_NO_SIGNAL;
+            continue;
+        }
+        t->status = THREAD_STACK_NO_ANSWER;
+        asked++;
+    }
+
+    /* Wait for the answers. */
+    int64_t deadline = mono_ms() + THREADS_WAIT_MS;
+    for (;;) {
+        size_t done = 0;
+        for (size_t i = 0; i < n; i++)
+            if (th[i].status == THREAD_STACK_NO_ANSWER &&
+                __atomic_load_n(&slots[i].word, __ATOMIC_ACQUIRE) ==
+                    (((uint64_t)gen << 2) | SLOT_DONE))
+                done++;
+        if (done == asked || mono_ms() >= deadline)
+            break;
+        struct timespec nap = {0, 200000};
+        nanosleep(&nap, NULL);
+    }
+    if (sig > 0)
+        uninstall(sig, &saved);
+
+    /* Collect; withdraw the questions nobody answered. A handler caught
+     * half-way (its thread stopped inside it) gets a little longer; if it
+     * still has not finished, this array is abandoned for a fresh one. */
+    int poisoned = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct thread_info *t = &th[i];
+        if (t->status != THREAD_STACK_NO_ANSWER)
+            continue;
+        uint64_t asked_word = ((uint64_t)gen << 2) | SLOT_ASKED;
+        if (__atomic_compare_exchange_n(&slots[i].word, &asked_word,
+                                        (uint64_t)gen << 2, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue; /* never answered */
+        int64_t until = mono_ms() + 100;
+        while (__atomic_load_n(&slots[i].word, __ATOMIC_ACQUIRE) !=
+                   (((uint64_t)gen << 2) | SLOT_DONE) &&
+               mono_ms() < until)
+            sched_yield();
+        if (__atomic_load_n(&slots[i].word, __ATOMIC_ACQUIRE) !=
+            (((uint64_t)gen << 2) | SLOT_DONE)) {
+            poisoned = 1;
+            continue;
+        }
+        uint32_t depth = slots[i].depth;
+        if (depth > THREADS_STACK_MAX)
+            depth = THREADS_STACK_MAX;
+        /* The agent's frames between host frames (the thread start
+         * wrapper, an interposer) are left out, as in every profile; a
+         * leaf inside the agent stays. */
+        int kept = 0;
+        for (uint32_t f = 0; f < depth; f++) {
+            uintptr_t pc = slots[i].pcs[f];
+            if (f > 0 && pc >= stack_self_start && pc < stack_self_end)
+                continue;
+            t->pcs[kept++] = pc;
+        }
+        t->depth = kept;
+        t->labels = slots[i].labels;
+        t->status = THREAD_STACK_OK;
+    }
+    if (poisoned) {
+        __atomic_store_n(&threads_slots, NULL, __ATOMIC_SEQ_CST);
+        slots_cap = 0;
+    }
+    pthread_mutex_unlock(&dump_lock);
+
+    /* Threads that ended since the listing are not part of "now". */
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (th[i].status != -1)
+            th[kept++] = th[i];
+    out->n = kept;
+    return 0;
+}
+
+void threads_dump_free(struct thread_dump *d)
+{
+    free(d->threads);
+    d->threads = NULL;
+    d->n = 0;
+}

@@ -1,0 +1,106 @@
+/*
+ * The threads profile (/debug/pprof/goroutine): every host thread of the
+ * process now, with its name, state and stack. Owned by agent/threads.c
+ * (listing /proc/self/task, asking each thread for its stack, waiting) and
+ * agent/threads_signal.c (the handler that answers, and nothing else).
+ *
+ * How a stack is taken: the HTTP worker sends each thread a real-time
+ * signal (rt_tgsigqueueinfo, carrying the request's generation and the
+ * thread's slot number); the thread's handler unwinds its own interrupted
+ * context with libunwind, as the CPU sampler does, into that slot of a
+ * preallocated array; the worker waits at most THREADS_WAIT_MS for all
+ * answers. A thread that does not answer is still listed with its name,
+ * state and what /proc tells (the system call it is blocked in).
+ *
+ * A thread is only interrupted when that cannot change what the host
+ * sees: running, or blocked in a system call that the kernel restarts after
+ * a handler (SA_RESTART), never in one that would return EINTR (poll,
+ * epoll_wait, nanosleep, timed futex waits, socket calls with a timeout).
+ * See threads.c for the list.
+ */
+#ifndef PPROF_THREADS_H
+#define PPROF_THREADS_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define THREADS_STACK_MAX 64
+#define THREADS_WAIT_MS 200
+
+/* Why a thread has no full stack. */
+enum thread_stack_status {
+    THREAD_STACK_OK,         /* unwound by its own handler */
+    THREAD_STACK_EINTR,      /* blocked where a handler would cause EINTR */
+    THREAD_STACK_BLOCKED,    /* the thread blocks the signal */
+    THREAD_STACK_STOPPED,    /* stopped, traced or exiting */
+    THREAD_STACK_NO_ANSWER,  /* no answer within THREADS_WAIT_MS */
+    THREAD_STACK_NO_SIGNAL,  /* no signal free, or it could not be sent */
+};
+
+struct thread_info {
+    int tid;
+    char name[16];
+    char state;         /* /proc state letter: R, S, D, T, t, Z ... */
+    long syscall;       /* blocked in this system call; -1: none/unknown */
+    int status;         /* enum thread_stack_status */
+    uint32_t labels;    /* label set id (agent/labels.h), 0: none/unknown */
+    int depth;
+    uintptr_t pcs[THREADS_STACK_MAX]; /* leaf first; leaf exact, ra - 1 */
+};
+
+struct thread_dump {
+    struct thread_info *threads; /* sorted by tid */
+    size_t n;
+    size_t agent_threads; /* the agent's own threads, not listed */
+    int signo;            /* the signal used, 0 when none */
+    int64_t time_ns;      /* when the dump was taken */
+};
+
+/* Lists every host thread and takes its stack (at most THREADS_WAIT_MS).
+ * One dump at a time (callers wait for each other). Returns 0 or -ENOMEM.
+ * Not async-signal-safe; HTTP workers only. */
+int threads_dump(struct thread_dump *out);
+void threads_dump_free(struct thread_dump *d);
+
+/* Number of host threads now (the agent's own not counted).
+ * Not async-signal-safe. */
+long threads_host_count(void);
+
+/* Human-readable state ("sleeping", "running", ...) of a /proc state letter
+ * and name of a system call number ("futex", NULL when not in the table).
+ * Async-signal-safe. */
+const char *threads_state_name(char state);
+const char *threads_syscall_name(long nr);
+
+/* ---- signal side (threads_signal.c) -------------------------------------- */
+
+/* One thread's answer. `word` is (generation << 2) | state: the worker
+ * writes ASKED before sending; the handler moves ASKED -> WRITING with a
+ * CAS, fills the slot, then stores DONE (release); after the wait the
+ * worker moves ASKED -> IDLE with a CAS, so a late handler finds nothing
+ * to write. Slots live in memory that is never unmapped. */
+enum { SLOT_IDLE, SLOT_ASKED, SLOT_WRITING, SLOT_DONE };
+struct thread_slot {
+    uint64_t word;
+    uint32_t depth;
+    uint32_t labels;
+    uintptr_t pcs[THREADS_STACK_MAX];
+};
+
+/* The current request's slots (written by the worker before any signal is
+ * sent, read by handlers). */
+extern struct thread_slot *threads_slots;
+extern uint32_t threads_nslots;
+
+/* si_value of a request: cookie, 16-bit generation, 32-bit slot index. */
+#define THREADS_COOKIE 0x7467ULL
+static inline uint64_t threads_value(uint32_t gen, uint32_t slot)
+{
+    return (THREADS_COOKIE << 48) | ((uint64_t)(gen & 0xffff) << 32) | slot;
+}
+
+/* The handler, for sigaction (SA_SIGINFO). Async-signal-safe. */
+void threads_signal_handler(int sig, siginfo_t *si, void *uc);
+
+#endif

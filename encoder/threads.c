@@ -1,0 +1,134 @@
+/*
+ * The full threads dump (/debug/pprof/goroutine?debug=2): one block per
+ * host thread in the shape of Go's unrecovered-panic traceback, which is
+ * what Go serves there:
+ *
+ *     goroutine 4242 "worker-3" [sleeping, futex]:
+ *     labels: {"endpoint":"/api"}
+ *     worker_loop(...)
+ *     	/src/server.c:42 +0x1d
+ *     main(...)
+ *     	/src/server.c:99 +0x2f
+ *
+ * The id is the kernel's thread id, the quoted name the thread's name
+ * (pthread_setname_np), the bracket its /proc state and the system call it
+ * is blocked in. A thread whose stack could not be taken shows what is
+ * known (the address of its system call) and a "[stack unavailable: why]"
+ * line. Runs on the agent's server threads only; allocates freely.
+ */
+#include "encoder/encoder.h"
+
+#include "agent/labels.h"
+#include "agent/symbols.h"
+#include "agent/threads.h"
+
+#include <errno.h>
+
+static const char *why(int status)
+{
+    switch (status) {
+    case THREAD_STACK_EINTR:
+        return "blocked in a call that a signal would interrupt with EINTR";
+    case THREAD_STACK_BLOCKED: return "the thread blocks the signal";
+    case THREAD_STACK_STOPPED: return "stopped";
+    case THREAD_STACK_NO_ANSWER: return "no answer in time";
+    default: return "no signal available";
+    }
+}
+
+static void put_quoted(struct pbuf *out, const char *s)
+{
+    pbuf_puts(out, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            pbuf_append(out, "\\", 1);
+        if ((unsigned char)*s < 0x20)
+            pbuf_printf(out, "\\x%02x", (unsigned char)*s);
+        else
+            pbuf_append(out, s, 1);
+    }
+    pbuf_puts(out, "\"");
+}
+
+/* One frame: "func(...)\n\tfile:line +0xOFF\n" per inlined function,
+ * innermost first; the offset is Go's (from the function's entry to the
+ * thread's pc, a return address for callers). */
+static void put_frame(struct pbuf *out, uintptr_t pc, int leaf)
+{
+    const char *pseudo = symbols_pseudo_name(pc);
+    if (pseudo) {
+        pbuf_printf(out, "%s\n", pseudo);
+        return;
+    }
+    uintptr_t shown = leaf ? pc : pc + 1;
+    struct sym_frame f[8];
+    int n = symbols_resolve(pc, f, 8);
+    if (n <= 0) {
+        int m = symbols_mapping_index(pc);
+        pbuf_printf(out, "0x%lx(...)\n", (unsigned long)shown);
+        if (m >= 0) {
+            const struct sym_mapping *map = symbols_mapping_at((size_t)m);
+            pbuf_printf(out, "\t%s +0x%lx\n", map->path,
+                        (unsigned long)(shown - map->start + map->offset));
+        } else {
+            pbuf_puts(out, "\t?\n");
+        }
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        pbuf_printf(out, "%s(...)\n\t", f[i].name ? f[i].name : "?");
+        if (f[i].file)
+            pbuf_printf(out, "%s:%d", f[i].file, f[i].line);
+        else {
+            int m = symbols_mapping_index(pc);
+            pbuf_puts(out, m >= 0 ? symbols_mapping_at((size_t)m)->path : "?");
+        }
+        if (i == n - 1 && f[i].sym_start && shown >= f[i].sym_start)
+            pbuf_printf(out, " +0x%lx",
+                        (unsigned long)(shown - f[i].sym_start));
+        pbuf_puts(out, "\n");
+    }
+}
+
+int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
+{
+    symbols_lock();
+    symbols_refresh();
+    for (size_t i = 0; i < d->n; i++) {
+        const struct thread_info *t = &d->threads[i];
+        pbuf_printf(out, "goroutine %d ", t->tid);
+        put_quoted(out, t->name);
+        pbuf_printf(out, " [%s", threads_state_name(t->state));
+        if (t->syscall >= 0) {
+            const char *sc = threads_syscall_name(t->syscall);
+            if (sc)
+                pbuf_printf(out, ", %s", sc);
+            else
+                pbuf_printf(out, ", syscall %ld", t->syscall);
+        }
+        pbuf_puts(out, "]:\n");
+        const struct pprof_label_set *set = labels_by_id(t->labels);
+        if (set) {
+            pbuf_puts(out, "labels: {");
+            for (uint32_t k = 0; k < set->n; k++) {
+                if (k)
+                    pbuf_puts(out, ", ");
+                put_quoted(out, set->pairs[k].key);
+                pbuf_puts(out, ":");
+                put_quoted(out, set->pairs[k].value);
+            }
+            pbuf_puts(out, "}\n");
+        }
+        for (int f = 0; f < t->depth; f++)
+            put_frame(out, t->pcs[f], f == 0);
+        if (t->status != THREAD_STACK_OK)
+            pbuf_printf(out, "[stack unavailable: %s]\n", why(t->status));
+        pbuf_puts(out, "\n");
+    }
+    symbols_unlock();
+    if (d->agent_threads)
+        pbuf_printf(out, "# pprofagent: %zu threads of the agent itself are "
+                         "not listed\n",
+                    d->agent_threads);
+    return out->oom ? -ENOMEM : 0;
+}
