@@ -6,11 +6,14 @@
  * variable, the value and what is accepted, and the default is used.
  */
 #include "agent/agent.h"
+#include "agent/ops.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 int opt_enable = 1;
 int opt_serve = 1;
@@ -259,4 +262,115 @@ void config_load(void)
     load_long("PPROF_MUTEX_FRACTION", &opt_mutex_fraction, 0, 1000000000L);
     load_long("PPROF_BLOCK_RATE", &opt_block_rate, 0, 1000000000000L);
     load_debug_dir();
+    config_load_ops();
+}
+
+/* ---- operations: run directory, children, dumps (agent/ops.h) ------------ */
+
+char opt_run_dir[1024];
+int opt_children = CHILDREN_SERVE;
+char opt_dump_dir[1024];
+int opt_dump_signal;
+long opt_dump_interval;
+
+/* A path the agent may create files in: absolute, no newline, short enough
+ * for a file name to follow. */
+static int good_dir(const char *s)
+{
+    return s[0] == '/' && !strchr(s, '\n') && strlen(s) + 100 < 1024;
+}
+
+/* Signals an operator may give: those whose default action is to terminate
+ * or to be ignored and that no C library or debugger needs. TERM, INT and
+ * the fault signals are refused: taking one over would stop the program
+ * from ending as it should. */
+static int parse_dump_signal(const char *s)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {
+        {"HUP", SIGHUP},     {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+        {"USR2", SIGUSR2},   {"WINCH", SIGWINCH}, {"URG", SIGURG},
+        {"PWR", SIGPWR},     {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
+    };
+    if (strncmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i].name) == 0)
+            return names[i].sig;
+    long n;
+    if (strncmp(s, "RTMIN+", 6) == 0 &&
+        config_parse_long(s + 6, 0, SIGRTMAX - SIGRTMIN, &n) == 0)
+        return SIGRTMIN + (int)n;
+    if (strncmp(s, "RTMAX-", 6) == 0 &&
+        config_parse_long(s + 6, 0, SIGRTMAX - SIGRTMIN, &n) == 0)
+        return SIGRTMAX - (int)n;
+    if (config_parse_long(s, 1, SIGRTMAX, &n) == 0) {
+        if (n >= SIGRTMIN)
+            return (int)n;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (names[i].sig == n)
+                return (int)n;
+    }
+    return 0;
+}
+
+void config_load_ops(void)
+{
+    const char *s = getenv("PPROF_RUN_DIR");
+    if (s && strcmp(s, "off") == 0) {
+        opt_run_dir[0] = '\0';
+    } else if (s && good_dir(s)) {
+        copy_str(opt_run_dir, sizeof opt_run_dir, s);
+    } else {
+        /* $XDG_RUNTIME_DIR is per user and cleaned at logout; services
+         * and root get a folder of their own in /tmp. */
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (xdg && good_dir(xdg))
+            log_snprintf(opt_run_dir, sizeof opt_run_dir, "%s/pprofagent",
+                         xdg);
+        else
+            log_snprintf(opt_run_dir, sizeof opt_run_dir,
+                         "/tmp/pprofagent-%u", (unsigned)getuid());
+        if (s)
+            log_info("PPROF_RUN_DIR=\"%s\" is not an absolute directory (under "
+                     "900 characters) or off; using %s",
+                     s, opt_run_dir);
+    }
+
+    s = getenv("PPROF_CHILDREN");
+    if (s) {
+        if (strcmp(s, "serve") == 0)
+            opt_children = CHILDREN_SERVE;
+        else if (strcmp(s, "off") == 0)
+            opt_children = CHILDREN_OFF;
+        else
+            log_info("PPROF_CHILDREN=\"%s\" is not serve or off; using serve",
+                     s);
+    }
+
+    s = getenv("PPROF_DUMP_DIR");
+    if (s) {
+        if (good_dir(s))
+            copy_str(opt_dump_dir, sizeof opt_dump_dir, s);
+        else
+            log_info("PPROF_DUMP_DIR=\"%s\" is not an absolute directory "
+                     "(under 900 characters); writing no dumps",
+                     s);
+    }
+
+    s = getenv("PPROF_DUMP_SIGNAL");
+    if (s) {
+        opt_dump_signal = parse_dump_signal(s);
+        if (!opt_dump_signal)
+            log_info("PPROF_DUMP_SIGNAL=\"%s\" is not one of HUP, QUIT, USR1, "
+                     "USR2, WINCH, URG, PWR, TTIN, TTOU, RTMIN+N, RTMAX-N "
+                     "(or its number); no dumps on a signal",
+                     s);
+    }
+    load_long("PPROF_DUMP_INTERVAL", &opt_dump_interval, 0, 86400 * 365);
+    if ((opt_dump_signal || opt_dump_interval) && !opt_dump_dir[0])
+        log_info("PPROF_DUMP_SIGNAL and PPROF_DUMP_INTERVAL need "
+                 "PPROF_DUMP_DIR; writing no dumps");
 }

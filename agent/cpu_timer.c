@@ -270,6 +270,10 @@ static void fork_child(void)
         handler_installed = 0;
         slot_taken = 0;
         reg_lock.locked = 0;
+        /* The parent's threads and timer ids mean nothing here, and a
+         * timer the child creates may get one of those ids. */
+        if (reg)
+            memset(reg, 0, REG_SLOTS * sizeof *reg);
     }
     fork_parent();
 }

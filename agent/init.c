@@ -8,6 +8,7 @@
 #include "agent/cpu.h"
 #include "agent/contention.h"
 #include "agent/heap.h"
+#include "agent/ops.h"
 #include "http/http.h"
 
 #include <time.h>
@@ -38,8 +39,10 @@ __attribute__((constructor)) static void agent_init(void)
     heap_init();
     contention_init();
     agent_ready = 1;
+    children_init();
     if (opt_serve)
         server_start();
+    dump_start();
     guard_leave();
 }
 

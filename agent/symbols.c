@@ -12,6 +12,8 @@
  */
 #include "agent/symbols.h"
 
+#include "agent/agent.h"
+
 #include <errno.h>
 #include <libiberty/demangle.h>
 #include <limits.h>
@@ -545,4 +547,27 @@ int symbols_resolve(uintptr_t addr, struct sym_frame *out, int max)
     n = n < max ? n : max;
     memcpy(out, tmp, (size_t)n * sizeof *out);
     return n;
+}
+
+void symbols_fork_child(void)
+{
+    guard_enter();
+    int busy = pthread_mutex_trylock(&lock) != 0;
+    if (!busy)
+        pthread_mutex_unlock(&lock);
+    guard_leave();
+    if (!busy)
+        return;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&lock, &fresh, sizeof lock);
+    slots = NULL;
+    nslots = 0;
+    by_addr = NULL;
+    objects = NULL;
+    nobjects = 0;
+    refreshed = 0;
+    seen_generation = 0;
+    exe_path = NULL;
+    cache = NULL;
+    cache_cap = cache_count = 0;
 }

@@ -87,6 +87,12 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
  * the dlopen/dlclose interposers). Async-signal-safe. Does not allocate. */
 void symbols_invalidate(void);
 
+/* In a fork child (the only thread): when a thread of the parent held the
+ * symbolizer's lock at fork time, starts over with an empty state (the old
+ * one, perhaps half-changed, is left alone) and a fresh lock.
+ * Async-signal-safe. Does not allocate. */
+void symbols_fork_child(void);
+
 
 /* ---- internal to agent/symbols*.c and agent/maps.c ----------------------- */
 

@@ -68,6 +68,10 @@ void handle_index(struct request *r);
 void handle_cmdline(struct request *r);
 void handle_symbol(struct request *r);
 void handle_threadcreate(struct request *r);
+/* processes.c: the processes announced in the run directory, as text
+ * (the route) and as a table for the index page. */
+void handle_processes(struct request *r);
+void processes_html(struct pbuf *b);
 void handle_profile(struct request *r); /* cpu_profile.c */
 void handle_block(struct request *r);
 void handle_mutex(struct request *r);

@@ -104,7 +104,9 @@ void handle_index(struct request *r)
     put_setting(&b, "PPROF_BLOCK_RATE", opt_block_rate,
                 opt_block_rate ? "one blocking event per N ns blocked"
                                : "block profile off");
-    pbuf_puts(&b, "</table>\n</p>\n<p>\nLoaded objects without a symbol "
+    pbuf_puts(&b, "</table>\n</p>\n");
+    processes_html(&b);
+    pbuf_puts(&b, "<p>\nLoaded objects without a symbol "
                   "table (addresses only; see README, \"Stripped binaries "
                   "and debug files\"):\n<ul>\n");
     if (symbols_list_unnamed(put_unnamed, &b) == 0)

@@ -38,6 +38,10 @@ const struct route routes[] = {
      NULL, 1},
     {"symbol", handle_symbol,
      "Maps addresses to function names (used by pprof)", NULL, 0},
+    {"processes", handle_processes,
+     "Every process of this service under the agent, with its address "
+     "(pid ppid program URL per line)",
+     NULL, 0},
     {"threadcreate", handle_threadcreate,
      "Stack traces that led to the creation of new OS threads",
      threadcreate_count, 1},

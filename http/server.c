@@ -11,6 +11,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/ops.h"
 
 #include <civetweb.h>
 #include <errno.h>
@@ -185,11 +186,22 @@ int server_start(void)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     server_ctx = mg_start2(&init, &err);
+    /* The port is taken (an exec'd child of a process under the agent, a
+     * second instance): with a run directory, serve on port 0 instead and
+     * be found there (agent/children.c). */
+    char first_error[256] = "";
+    if (!server_ctx && children_port0(opt_addr, sizeof opt_addr)) {
+        log_snprintf(first_error, sizeof first_error, "%s",
+                     errtext[0] ? errtext : "unknown error");
+        server_ctx = mg_start2(&init, &err);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (!server_ctx) {
         log_info("cannot serve on %s: %s; profiling endpoints are off",
-                 opt_addr_shown, errtext[0] ? errtext : "unknown error");
+                 opt_addr_shown,
+                 first_error[0] ? first_error
+                                : (errtext[0] ? errtext : "unknown error"));
         return -EADDRINUSE;
     }
     mg_set_request_handler(server_ctx, "/", handle, NULL);
@@ -199,7 +211,12 @@ int server_start(void)
     int nports = mg_get_server_ports(server_ctx, 4, ports);
     int port = nports > 0 ? ports[0].port : 0;
     log_debug("serving on %s (port %d)", opt_addr_shown, port);
+    if (first_error[0])
+        log_info("cannot serve on %s: %s; serving on port %d instead, "
+                 "announced in %s",
+                 opt_addr_shown, first_error, port, opt_run_dir);
     if (opt_port_file[0])
         write_port_file(port);
+    children_announce(port);
     return 0;
 }

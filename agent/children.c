@@ -1,0 +1,149 @@
+/*
+ * The fork policy: what the agent does in a child forked without exec.
+ *
+ * A child has none of its parent's threads, so none of the agent's: no
+ * server, no dump thread, no CPU timers (cpu_timer.c resets the profiler).
+ * With PPROF_CHILDREN=serve (the default) and a parent that served, the
+ * child gets a server of its own on port 0 of the same host, so that every
+ * worker of nginx, PostgreSQL or a prefork server can be profiled, and
+ * announces it in the run directory (rundir.c).
+ *
+ * The fork child handler only does what is safe in a fresh child: it
+ * resets the agent's state that a thread of the parent may have held at
+ * fork time, creates the child's announcement file (while the child still
+ * has its parent's rights) and creates one small agent thread. That thread
+ * waits STARTER_DELAY_MS and only then starts the server: a child that
+ * execs or exits at once (a shell running a command, a daemon's first
+ * fork) pays one thread creation and never binds a port. An exec'd child
+ * runs the agent's constructor afresh (LD_PRELOAD is inherited): with a
+ * fixed PPROF_ADDR port taken by its parent it falls back to port 0 and
+ * announces itself (server.c).
+ *
+ * Contexts: the prepare and parent handlers run in the host's forking
+ * thread; the child handler in the child's only thread; the starter is an
+ * agent thread with every signal blocked.
+ */
+#include "agent/ops.h"
+
+#include "agent/agent.h"
+#include "agent/symbols.h"
+#include "http/http.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STARTER_DELAY_MS 100
+
+int children_is_forked;
+
+/* Rewrites opt_addr (civetweb's syntax, "host:port" or "port") to port 0
+ * on the same host. */
+static void addr_port_zero(void)
+{
+    char *colon = strrchr(opt_addr, ':');
+    if (colon && colon[1] != ']')
+        memcpy(colon + 1, "0", 2);
+    else
+        memcpy(opt_addr, "0", 2);
+}
+
+static int addr_port(const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+    long port = -1;
+    config_parse_long(colon ? colon + 1 : addr, 0, 65535, &port);
+    return (int)port;
+}
+
+int children_port0(char *addr, size_t size)
+{
+    if (!opt_run_dir[0] || addr != opt_addr || size != sizeof opt_addr ||
+        addr_port(addr) == 0)
+        return 0;
+    addr_port_zero();
+    return 1;
+}
+
+void children_announce(int port)
+{
+    if (!opt_run_dir[0])
+        return;
+    /* The host as served: civetweb's "port" alone means every interface. */
+    char host[200] = "0.0.0.0";
+    const char *colon = strrchr(opt_addr, ':');
+    if (colon && (size_t)(colon - opt_addr) < sizeof host) {
+        memcpy(host, opt_addr, (size_t)(colon - opt_addr));
+        host[colon - opt_addr] = '\0';
+    }
+    char addr[256];
+    log_snprintf(addr, sizeof addr, "%s:%d", host, port);
+    rundir_publish(addr);
+}
+
+static void *starter(void *unused)
+{
+    (void)unused;
+    struct timespec nap = {0, STARTER_DELAY_MS * 1000000L};
+    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+        ;
+    if (opt_dump_dir[0])
+        dump_start();
+    if (opt_serve && opt_children == CHILDREN_SERVE)
+        server_start();
+    return NULL;
+}
+
+static void fork_child(void)
+{
+    children_is_forked = 1;
+    /* A worker of the parent may have been inside the symbolizer. */
+    symbols_fork_child();
+    dump_fork_child();
+    int serve = opt_serve && opt_children == CHILDREN_SERVE;
+    if (!agent_ready || (!serve && !opt_dump_dir[0]))
+        return;
+    if (serve) {
+        addr_port_zero();
+        /* The parent's port file names the parent; the child is found
+         * through the run directory. */
+        opt_port_file[0] = '\0';
+        if (opt_run_dir[0])
+            rundir_reserve();
+    }
+
+    /* The starter is one of the agent's threads (the guard makes the
+     * pthread_create interposer mark it so) and takes no host signal. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    guard_enter();
+    pthread_t t;
+    pthread_attr_t attr;
+    int err = pthread_attr_init(&attr);
+    if (err == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        err = pthread_create(&t, &attr, starter, NULL);
+        pthread_attr_destroy(&attr);
+    }
+    guard_leave();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err)
+        log_info("forked child %d: cannot start the agent's thread (%s); "
+                 "this child is not profiled",
+                 (int)getpid(), strerror(err));
+}
+
+static void at_exit(void)
+{
+    rundir_remove();
+}
+
+void children_init(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+    atexit(at_exit);
+}

@@ -1,0 +1,119 @@
+/*
+ * Operations: what an operator needs around the endpoints.
+ *
+ * - The run directory (rundir.c): one small file per serving process
+ *   ("pid ppid program address"), so that every worker of a multi-process
+ *   service can be found, and the index page can link to all of them.
+ * - Children (children.c): the fork policy. A child forked without exec
+ *   (nginx and PostgreSQL workers, prefork servers) gets a server of its
+ *   own on port 0, started a moment after the fork by a small agent thread,
+ *   and announces it in the run directory.
+ * - Dumps (dump.c): profiles written to files (PPROF_DUMP_DIR) at exit, on
+ *   a signal the operator chooses and at an interval, for batch jobs and
+ *   programs that live seconds.
+ *
+ * Contexts: the init functions run in the constructor; the fork handlers
+ * run in the forking thread (prepare, parent) and in the child's only
+ * thread (child); the dump signal handler runs anywhere; everything else
+ * runs on the agent's own threads or in the host's exit path.
+ */
+#ifndef PPROF_OPS_H
+#define PPROF_OPS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* ---- configuration (config.c) --------------------------------------------- */
+
+enum children_policy { CHILDREN_OFF = 0, CHILDREN_SERVE = 1 };
+
+extern char opt_run_dir[1024];   /* PPROF_RUN_DIR, "" = off */
+extern int opt_children;         /* PPROF_CHILDREN */
+extern char opt_dump_dir[1024];  /* PPROF_DUMP_DIR, "" = off */
+extern int opt_dump_signal;      /* PPROF_DUMP_SIGNAL, 0 = none */
+extern long opt_dump_interval;   /* PPROF_DUMP_INTERVAL, seconds; 0 = none */
+
+/* Reads PPROF_RUN_DIR, PPROF_CHILDREN, PPROF_DUMP_DIR, PPROF_DUMP_SIGNAL and
+ * PPROF_DUMP_INTERVAL (bad values: one line, then the default). Called by
+ * config_load(). Not async-signal-safe. */
+void config_load_ops(void);
+
+/* ---- run directory (rundir.c) --------------------------------------------- */
+
+/* One announced process, as read back from the run directory. */
+struct rundir_entry {
+    int pid;
+    int ppid;
+    char program[64];
+    char addr[96]; /* host:port */
+};
+
+/*
+ * Creates this process's announcement file (empty) and keeps a descriptor
+ * on it, so it can be filled later even after the process gave up the
+ * rights to write in the directory (nginx workers switch to an unprivileged
+ * user right after fork). Creates the directory (mode 0700) when missing
+ * and removes the files of processes that no longer exist. Returns 0 or
+ * -errno (logged once). Uses only system calls: safe in a fork child
+ * handler. Not async-signal-safe (opendir).
+ */
+int rundir_reserve(void);
+
+/* Writes "pid ppid starttime program host:port\n" into this process's file
+ * with one write (reserving it first when needed), then removes the files
+ * of processes that are gone. Returns 0 or -errno. Not async-signal-safe. */
+int rundir_publish(const char *addr);
+
+/* Removes this process's file (at exit). Async-signal-safe. */
+void rundir_remove(void);
+
+/* Calls fn for every announced process still alive (pid exists and its
+ * program name still matches). Returns how many. Not async-signal-safe. */
+size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
+                   void *arg);
+
+/* Program name of this process (its /proc comm, at most 15 characters).
+ * Not async-signal-safe. */
+void rundir_program(char *out, size_t size);
+
+/* ---- children (children.c) ------------------------------------------------ */
+
+/* Registers the fork handlers. Called once by the constructor.
+ * Not async-signal-safe. */
+void children_init(void);
+
+/* 1 in a process that was forked (without exec) from one under the agent. */
+extern int children_is_forked;
+
+/* When the configured port cannot be had and a run directory is in use,
+ * rewrites addr (civetweb's syntax) to port 0 on the same host and returns
+ * 1; otherwise 0. Not async-signal-safe. */
+int children_port0(char *addr, size_t size);
+
+/* Called by the server once it listens on port: announces this process in
+ * the run directory (reserving its file first when not done yet).
+ * Not async-signal-safe. */
+void children_announce(int port);
+
+/* ---- dumps (dump.c) ------------------------------------------------------- */
+
+/* When PPROF_DUMP_DIR is set: starts the whole-run CPU profile, installs
+ * the dump signal's handler (unless the host handles that signal), starts
+ * the dump thread and registers the exit dump. Also called in a forked
+ * child (children.c) to start that child's own dumps. Not
+ * async-signal-safe. */
+void dump_start(void);
+
+/* Resets the dumper's state in a fork child (the dump thread is gone).
+ * Async-signal-safe. */
+void dump_fork_child(void);
+
+/* Writes every dump profile now, on the calling thread (the dump thread or
+ * the exit path). reason is "exit", "signal" or "interval". Returns the
+ * number of files written. Not async-signal-safe. */
+int dump_now(const char *reason);
+
+/* Counts since start, for the index page. */
+extern long dump_files_written;
+
+#endif

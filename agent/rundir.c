@@ -1,0 +1,221 @@
+/*
+ * The run directory (PPROF_RUN_DIR): one file per serving process, named
+ * pid-<pid>, holding one line "pid ppid starttime program host:port". It is
+ * how the workers of a multi-process service are found: the index page of
+ * any of them lists all, and scripts read the folder.
+ *
+ * The file is created (empty) as early as possible and its descriptor kept:
+ * a forked worker creates it in the fork child handler, while it still has
+ * its parent's rights, and fills it once its server listens, which may be
+ * after it switched to an unprivileged user (nginx workers do). A reader
+ * takes only complete lines. A process's own file is removed at exit; files
+ * of processes that are gone (pid dead, or reused: the start time differs)
+ * are removed by the next process that publishes, and skipped by readers.
+ *
+ * Contexts: rundir_reserve() in the constructor's thread or in a fork child
+ * handler (system calls only there); publish and list on the agent's
+ * threads; rundir_remove() in the exit path. Nothing here takes a lock.
+ */
+#include "agent/ops.h"
+
+#include "agent/agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* This process's file: its path and descriptor (-1: none). Written by the
+ * thread that reserves (the only thread, in a fork child), read at exit. */
+static char own_path[1100];
+static int own_fd = -1;
+static int own_pid;
+static int reserve_logged;
+
+static int read_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, size - 1);
+    int err = errno;
+    close(fd);
+    if (n < 0)
+        return -err;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+/* Start time of pid in clock ticks since boot (field 22 of its stat), which
+ * tells a live process from a later one that reuses the pid. 0 when gone. */
+static unsigned long long start_time(int pid)
+{
+    char path[64], buf[1024];
+    log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    /* The command name is in parentheses and may hold anything: count the
+     * fields after its last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    int field = 2;
+    for (; *p; p++) {
+        if (*p != ' ')
+            continue;
+        if (++field == 22)
+            return strtoull(p + 1, NULL, 10);
+    }
+    return 0;
+}
+
+void rundir_program(char *out, size_t size)
+{
+    char buf[64];
+    int n = read_file("/proc/self/comm", buf, sizeof buf);
+    if (n <= 0) {
+        log_snprintf(out, size, "unknown");
+        return;
+    }
+    size_t j = 0;
+    for (int i = 0; i < n && buf[i] != '\n' && j + 1 < size; i++)
+        out[j++] = (buf[i] == ' ' || buf[i] < ' ') ? '_' : buf[i];
+    out[j] = '\0';
+}
+
+int rundir_reserve(void)
+{
+    if (!opt_run_dir[0])
+        return -ENOENT;
+    if (own_fd >= 0)
+        close(own_fd);
+    own_fd = -1;
+    own_pid = (int)getpid();
+    if (mkdir(opt_run_dir, 0700) != 0 && errno != EEXIST)
+        goto fail;
+    log_snprintf(own_path, sizeof own_path, "%s/pid-%d", opt_run_dir, own_pid);
+    own_fd = open(own_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (own_fd < 0)
+        goto fail;
+    return 0;
+fail:;
+    int err = errno;
+    if (!reserve_logged++)
+        log_info("cannot announce this process in PPROF_RUN_DIR %s: %s",
+                 opt_run_dir, strerror(err));
+    own_path[0] = '\0';
+    return -err;
+}
+
+/* Parses one announcement; 0 or -EINVAL (incomplete or not ours). */
+static int parse_entry(const char *buf, struct rundir_entry *e,
+                       unsigned long long *started)
+{
+    const char *nl = strchr(buf, '\n');
+    if (!nl)
+        return -EINVAL;
+    char line[256];
+    size_t n = (size_t)(nl - buf);
+    if (n >= sizeof line)
+        return -EINVAL;
+    memcpy(line, buf, n);
+    line[n] = '\0';
+    char *save = NULL;
+    char *f[5];
+    int nf = 0;
+    for (char *t = strtok_r(line, " ", &save); t && nf < 5;
+         t = strtok_r(NULL, " ", &save))
+        f[nf++] = t;
+    long pid, ppid;
+    if (nf != 5 || config_parse_long(f[0], 1, 0x7fffffff, &pid) != 0 ||
+        config_parse_long(f[1], 0, 0x7fffffff, &ppid) != 0)
+        return -EINVAL;
+    e->pid = (int)pid;
+    e->ppid = (int)ppid;
+    *started = strtoull(f[2], NULL, 10);
+    log_snprintf(e->program, sizeof e->program, "%s", f[3]);
+    log_snprintf(e->addr, sizeof e->addr, "%s", f[4]);
+    return 0;
+}
+
+/* Reads every file; live entries go to fn, dead ones are removed when
+ * collect is set. Returns the number of live entries. */
+static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
+                   void *arg, int collect)
+{
+    if (!opt_run_dir[0])
+        return 0;
+    DIR *d = opendir(opt_run_dir);
+    if (!d)
+        return 0;
+    size_t live = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, "pid-", 4) != 0)
+            continue;
+        char path[1400], buf[512];
+        log_snprintf(path, sizeof path, "%s/%s", opt_run_dir, de->d_name);
+        struct rundir_entry e;
+        unsigned long long started;
+        long pid;
+        if (config_parse_long(de->d_name + 4, 1, 0x7fffffff, &pid) != 0)
+            continue;
+        int n = read_file(path, buf, sizeof buf);
+        int ok = n > 0 && parse_entry(buf, &e, &started) == 0 &&
+                 e.pid == (int)pid;
+        unsigned long long now = start_time((int)pid);
+        if (now == 0 || (ok && now != started)) {
+            /* Gone, or a later process reused the pid. An empty file of a
+             * live process is a worker still starting: keep it. */
+            if (collect)
+                unlink(path);
+            continue;
+        }
+        if (!ok)
+            continue;
+        live++;
+        if (fn)
+            fn(arg, &e);
+    }
+    closedir(d);
+    return live;
+}
+
+int rundir_publish(const char *addr)
+{
+    if (own_fd < 0 || own_pid != (int)getpid()) {
+        int err = rundir_reserve();
+        if (err)
+            return err;
+    }
+    char program[64], line[256];
+    rundir_program(program, sizeof program);
+    size_t n = log_snprintf(line, sizeof line, "%d %d %llu %s %s\n",
+                            (int)getpid(), (int)getppid(),
+                            start_time((int)getpid()), program, addr);
+    ssize_t w = pwrite(own_fd, line, n, 0);
+    int err = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
+    if (err)
+        log_info("cannot announce this process in %s: %s", own_path,
+                 strerror(-err));
+    scan(NULL, NULL, 1);
+    return err;
+}
+
+void rundir_remove(void)
+{
+    /* Only the process that reserved the file removes it: a forked child
+     * that never reserved its own must not remove its parent's. */
+    if (own_path[0] && own_pid == (int)getpid())
+        unlink(own_path);
+}
+
+size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
+                   void *arg)
+{
+    return scan(fn, arg, 0);
+}

@@ -1,0 +1,84 @@
+/*
+ * The processes of a multi-process service: every live process announced
+ * in the run directory (agent/rundir.c), this one included, so that the
+ * workers of nginx or PostgreSQL can be found from any of them.
+ *
+ * /debug/pprof/processes answers text/plain, one line per process,
+ * "pid ppid program http://host:port/debug/pprof/" (this process marked
+ * with " self" at the end), for scripts; the index page shows the same
+ * as links. Runs on the agent's server threads.
+ */
+#include "http/http.h"
+
+#include "agent/agent.h"
+#include "agent/ops.h"
+#include "encoder/encoder.h"
+
+#include <string.h>
+#include <unistd.h>
+
+struct listing {
+    struct pbuf *b;
+    int html;
+};
+
+static void put_html_text(struct pbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': pbuf_puts(b, "&lt;"); break;
+        case '>': pbuf_puts(b, "&gt;"); break;
+        case '&': pbuf_puts(b, "&amp;"); break;
+        case '\'': pbuf_puts(b, "&#39;"); break;
+        case '"': pbuf_puts(b, "&#34;"); break;
+        default: pbuf_append(b, s, 1);
+        }
+    }
+}
+
+static void put_one(void *arg, const struct rundir_entry *e)
+{
+    struct listing *l = arg;
+    int self = e->pid == (int)getpid();
+    if (!l->html) {
+        pbuf_printf(l->b, "%d %d %s http://%s/debug/pprof/%s\n", e->pid,
+                    e->ppid, e->program, e->addr, self ? " self" : "");
+        return;
+    }
+    pbuf_printf(l->b, "<tr><td>%d</td><td>%d</td><td>", e->pid, e->ppid);
+    put_html_text(l->b, e->program);
+    pbuf_puts(l->b, "</td><td><a href='http://");
+    put_html_text(l->b, e->addr);
+    pbuf_puts(l->b, "/debug/pprof/'>");
+    put_html_text(l->b, e->addr);
+    pbuf_printf(l->b, "</a>%s</td></tr>\n", self ? " (this process)" : "");
+}
+
+void processes_html(struct pbuf *b)
+{
+    if (!opt_run_dir[0])
+        return;
+    pbuf_puts(b, "<p>\nProcesses under the agent (PPROF_RUN_DIR ");
+    put_html_text(b, opt_run_dir);
+    pbuf_puts(b, "):\n<table>\n<thead><td>pid</td><td>ppid</td>"
+                 "<td>program</td><td>profiles</td></thead>\n");
+    struct listing l = {b, 1};
+    rundir_list(put_one, &l);
+    pbuf_puts(b, "</table>\n</p>\n");
+}
+
+void handle_processes(struct request *r)
+{
+    if (!opt_run_dir[0]) {
+        http_error(r, 404, "no run directory (PPROF_RUN_DIR=off)");
+        return;
+    }
+    struct pbuf b = {0};
+    struct listing l = {&b, 0};
+    rundir_list(put_one, &l);
+    if (b.oom)
+        http_error(r, 500, "out of memory");
+    else
+        http_send_text(r, &b);
+    pbuf_free(&b);
+}
