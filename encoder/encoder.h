@@ -146,6 +146,11 @@ int profile_serialize(struct profile *p, struct pbuf *out);
  * best-speed level as Go does. Returns 0, -ENOMEM or -EIO.
  * Not async-signal-safe. */
 int gzip_compress(const void *in, size_t n, struct pbuf *out);
+/* Appends the decompressed bytes of in (one or more gzip members) to out,
+ * stopping with -EFBIG past max bytes of output (a bound against a hostile
+ * or runaway input). Returns 0, -ENOMEM, -EFBIG or -EINVAL (not gzip, or
+ * truncated). Not async-signal-safe. */
+int gzip_decompress(const void *in, size_t n, size_t max, struct pbuf *out);
 
 /* Serializes and gzips in one step. Returns 0 or -errno.
  * Not async-signal-safe. */

@@ -63,3 +63,64 @@ int gzip_compress(const void *in, size_t n, struct pbuf *out)
     deflateEnd(&zs);
     return ret;
 }
+
+/* The inverse, for the agent's own readers of its profiles (the flame
+ * graph and the stats read a profile handler's output back). Multi-member
+ * input is accepted, as Go's reader accepts it. */
+int gzip_decompress(const void *in, size_t n, size_t max, struct pbuf *out)
+{
+    z_stream zs = {0};
+    int rc = inflateInit2(&zs, GZIP_WINDOW_BITS);
+    if (rc != Z_OK)
+        return rc == Z_MEM_ERROR ? -ENOMEM : -EIO;
+
+    const uint8_t *src = in;
+    size_t left = n;
+    size_t produced = 0;
+    unsigned char chunk[GZIP_CHUNK];
+    int ret = 0;
+    for (;;) {
+        if (zs.avail_in == 0 && left > 0) {
+            size_t take = left < GZIP_MAX_IN ? left : GZIP_MAX_IN;
+            zs.next_in = (Bytef *)(uintptr_t)src;
+            zs.avail_in = (uInt)take;
+            src += take;
+            left -= take;
+        }
+        zs.next_out = chunk;
+        zs.avail_out = sizeof chunk;
+        rc = inflate(&zs, Z_NO_FLUSH);
+        size_t got = sizeof chunk - zs.avail_out;
+        produced += got;
+        if (produced > max) {
+            ret = -EFBIG;
+            break;
+        }
+        pbuf_append(out, chunk, got);
+        if (out->oom) {
+            ret = -ENOMEM;
+            break;
+        }
+        if (rc == Z_STREAM_END) {
+            if (zs.avail_in == 0 && left == 0)
+                break;
+            /* Another member follows. */
+            if (inflateReset(&zs) != Z_OK) {
+                ret = -EINVAL;
+                break;
+            }
+            continue;
+        }
+        if (rc == Z_MEM_ERROR) {
+            ret = -ENOMEM;
+            break;
+        }
+        if (rc != Z_OK || (got == 0 && zs.avail_in == 0 && left == 0)) {
+            /* Z_DATA_ERROR, Z_NEED_DICT, or the input ended mid-stream. */
+            ret = -EINVAL;
+            break;
+        }
+    }
+    inflateEnd(&zs);
+    return ret;
+}

@@ -22,6 +22,11 @@ struct request {
     char *body;        /* request body (POST), NUL-terminated; may be NULL */
     size_t body_len;
     int form_body;     /* body is application/x-www-form-urlencoded */
+    /* A sub-request (flamegraph.c, stats.c): when capture is set, the
+     * response helpers append the body there and set capture_status
+     * instead of writing to conn (still used to notice a client gone). */
+    struct pbuf *capture;
+    int capture_status;
 };
 
 /* Starts the server on opt_addr, writes PPROF_PORT_FILE. On failure logs
@@ -62,6 +67,16 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
  * Returns 0 after the full time. */
 int http_wait(struct request *r, long seconds);
 
+/* Responses sent, by status: slots 1..5 count 1xx..5xx (0: anything
+ * else), slots 6.. the codes of HTTP_STATUS_CODES in that order. Written
+ * with atomics by every server thread, read by /debug/stats. */
+#define HTTP_STATUS_CODES 200, 301, 400, 401, 404, 413, 500, 503
+#define HTTP_STATUS_SLOTS (6 + 8)
+extern long http_status_counts[HTTP_STATUS_SLOTS];
+/* Counts one response (the helpers above do it; code that writes a status
+ * line itself calls this). Not async-signal-safe. */
+void http_count_status(int status);
+
 /* ---- endpoints ----------------------------------------------------------- */
 
 void handle_index(struct request *r);
@@ -80,6 +95,12 @@ long mutex_count(void);
 void handle_heap(struct request *r);   /* heap.c */
 void handle_allocs(struct request *r); /* heap.c */
 long heap_profile_count(void);
+/* Flame graphs, stats and charts (flamegraph.c, stats.c, charts.c). */
+void handle_flamegraph(struct request *r);
+void handle_charts(struct request *r);
+/* Serves /debug/stats and /debug/charts: returns 1 when uri is one of
+ * them (answered), 0 otherwise. Not async-signal-safe. */
+int debug_pages_serve(struct request *r, const char *uri);
 /* Threads profile and custom profiles (goroutine.c, custom.c). */
 void handle_goroutine(struct request *r);
 long goroutine_count(void);

@@ -90,7 +90,23 @@ void handle_index(struct request *r)
         pbuf_puts(&b, "</li>\n");
     }
     custom_index_rows(&b, 1, NULL, &custom_pos);
-    pbuf_puts(&b, "</ul>\n</p>\n<p>\nSettings in force (pprofagent):\n"
+    pbuf_puts(&b, "</ul>\n</p>\n<p>\nFlame graphs (SVG, open in a "
+                  "browser):\n<ul>\n");
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(sorted[i]->name, "cmdline") == 0)
+            continue;
+        pbuf_puts(&b, "<li><a href='flamegraph?profile=");
+        put_escaped(&b, sorted[i]->name);
+        pbuf_puts(&b, "'>");
+        put_escaped(&b, sorted[i]->name);
+        pbuf_puts(&b, strcmp(sorted[i]->name, "profile") == 0
+                          ? " (CPU, 10 s)</a></li>\n"
+                          : "</a></li>\n");
+    }
+    pbuf_puts(&b, "</ul>\nThe process at a glance: <a href='../stats'>"
+                  "/debug/stats</a> (JSON) and <a href='../charts'>"
+                  "/debug/charts</a> (live charts).\n</p>\n");
+    pbuf_puts(&b, "<p>\nSettings in force (pprofagent):\n"
                   "<table>\n<thead><td>Setting</td><td>Value</td>"
                   "<td>Meaning</td></thead>\n");
     put_setting(&b, "PPROF_HEAP_RATE", opt_heap_rate,

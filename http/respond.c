@@ -37,9 +37,39 @@ static const char *status_text(int status)
     }
 }
 
+/* Responses by status, for /debug/stats: 2xx..5xx and the codes the
+ * endpoints use, counted where the status line is written. */
+long http_status_counts[HTTP_STATUS_SLOTS];
+
+void http_count_status(int status)
+{
+    int slot = status >= 100 && status < 600 ? status / 100 : 0;
+    __atomic_fetch_add(&http_status_counts[slot], 1, __ATOMIC_RELAXED);
+    static const int codes[] = {HTTP_STATUS_CODES};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (codes[i] == status)
+            __atomic_fetch_add(&http_status_counts[6 + i], 1,
+                               __ATOMIC_RELAXED);
+}
+
+/* A sub-request (r->capture set) keeps its answer instead of writing it:
+ * the flame graph reads a profile handler's output this way. */
+static int capture(struct request *r, int status, const void *body,
+                   size_t len)
+{
+    if (!r->capture)
+        return 0;
+    r->capture_status = status;
+    pbuf_append(r->capture, body, len);
+    return 1;
+}
+
 void http_send(struct request *r, int status, const char *content_type,
                const char *disposition_name, const void *body, size_t len)
 {
+    if (capture(r, status, body, len))
+        return;
+    http_count_status(status);
     char disp[256] = "";
     if (disposition_name)
         log_snprintf(disp, sizeof disp,
@@ -61,6 +91,9 @@ void http_error(struct request *r, int status, const char *msg)
 {
     char line[512];
     size_t n = log_snprintf(line, sizeof line, "%s\n", msg);
+    if (capture(r, status, line, n))
+        return;
+    http_count_status(status);
     char disp[1] = "";
     (void)disp;
     mg_printf(r->conn,

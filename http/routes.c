@@ -42,6 +42,10 @@ const struct route routes[] = {
      "Every process of this service under the agent, with its address "
      "(pid ppid program URL per line)",
      NULL, 0},
+    {"flamegraph", handle_flamegraph,
+     "Any profile as an interactive SVG flame graph: "
+     "flamegraph?profile=NAME[&seconds=N][&sample_index=TYPE]",
+     NULL, 0},
     {"threadcreate", handle_threadcreate,
      "Stack traces that led to the creation of new OS threads",
      threadcreate_count, 1},

@@ -89,12 +89,16 @@ static int handle(struct mg_connection *conn, void *data)
 
     static const char prefix[] = "/debug/pprof/";
     if (strcmp(uri, "/debug/pprof") == 0) {
+        http_count_status(301);
         mg_printf(conn, "HTTP/1.1 301 Moved Permanently\r\n"
                         "Location: /debug/pprof/\r\n"
                         "Content-Length: 0\r\nConnection: close\r\n\r\n");
         return 301;
     }
     if (strncmp(uri, prefix, sizeof prefix - 1) != 0) {
+        /* /debug/stats and /debug/charts live beside /debug/pprof/. */
+        if (debug_pages_serve(&r, uri))
+            return 200;
         http_error(&r, 404, "404 page not found");
         return 404;
     }
