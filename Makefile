@@ -97,14 +97,39 @@ demo: $(LIB) $(BUILD)/test/programs/demo_service
 bench: $(LIB)
 	@sh test/bench/run $(BUILD)
 
+# Installed: the library, the public header, a pkg-config file (generated:
+# `pkg-config --variable=agent pprofagent` gives the path for LD_PRELOAD),
+# the operator's scripts and the configuration's man page. DESTDIR is a
+# staging root (packages); PREFIX is where the files will live.
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+BINDIR       ?= $(PREFIX)/bin
+MANDIR       ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SCRIPTS      := pprof-systemd pprof-snapshot
+VERSION      ?= $(shell git describe --always --dirty 2>/dev/null || echo 0)
+
 install: $(LIB)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libpprofagent.so
-	install -m 0644 agent/pprofagent.h $(DESTDIR)$(PREFIX)/include/pprofagent.h
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libpprofagent.so
+	install -m 0644 agent/pprofagent.h $(DESTDIR)$(INCLUDEDIR)/pprofagent.h
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' \
+	    'includedir=$(INCLUDEDIR)' 'agent=$${libdir}/libpprofagent.so' '' \
+	    'Name: pprofagent' \
+	    'Description: Go-compatible /debug/pprof profiling for native processes (LD_PRELOAD agent; its API is weak, so nothing to link)' \
+	    'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs:' \
+	    > $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc
+	for s in $(SCRIPTS); do install -m 0755 scripts/$$s $(DESTDIR)$(BINDIR)/$$s; done
+	install -m 0644 agent/pprofagent.7 $(DESTDIR)$(MANDIR)/man7/pprofagent.7
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libpprofagent.so \
-	      $(DESTDIR)$(PREFIX)/include/pprofagent.h
+	rm -f $(DESTDIR)$(LIBDIR)/libpprofagent.so \
+	      $(DESTDIR)$(INCLUDEDIR)/pprofagent.h \
+	      $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc \
+	      $(DESTDIR)$(MANDIR)/man7/pprofagent.7 \
+	      $(SCRIPTS:%=$(DESTDIR)$(BINDIR)/%)
 
 format:
 	clang-format -i agent/*.[ch] encoder/*.[ch] http/*.[ch] test/unit/*.[ch]

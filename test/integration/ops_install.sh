@@ -1,0 +1,62 @@
+# make install / uninstall with PREFIX and DESTDIR: the library, the header,
+# the pkg-config file, the scripts and the man page land where they should;
+# a program built with pkg-config's flags compiles and runs with and without
+# the installed agent; the man page renders; uninstall removes every file.
+. "$TOP/test/integration/lib.sh"
+dest="$WORK/dest"
+prefix=/opt/pprof-test
+make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$dest" PREFIX="$prefix" > "$WORK/install.log" 2>&1 \
+    || { cat "$WORK/install.log"; fail "make install failed"; }
+root="$dest$prefix"
+for f in lib/libpprofagent.so include/pprofagent.h lib/pkgconfig/pprofagent.pc \
+    bin/pprof-systemd bin/pprof-snapshot share/man/man7/pprofagent.7; do
+    [ -f "$root/$f" ] || { find "$dest" -type f; fail "install lacks $prefix/$f"; }
+done
+[ -x "$root/bin/pprof-systemd" ] && [ -x "$root/bin/pprof-snapshot" ] || fail "scripts are not executable"
+cmp -s "$root/lib/libpprofagent.so" "$AGENT" || fail "installed library differs from the build"
+# Nothing outside DESTDIR/PREFIX.
+outside=$(find "$dest" -type f | grep -v "^$root/" || true)
+[ -z "$outside" ] || fail "files outside PREFIX: $outside"
+
+# pkg-config: the paths are the final ones (PREFIX), the sysroot maps them
+# into the staging root.
+export PKG_CONFIG_PATH="$root/lib/pkgconfig"
+flags=$(pkg-config --cflags --libs pprofagent)
+[ "$(echo $flags)" = "-I$prefix/include" ] || fail "pkg-config --cflags --libs: '$flags'"
+[ "$(pkg-config --variable=agent pprofagent)" = "$prefix/lib/libpprofagent.so" ] \
+    || fail "pkg-config agent variable"
+cat > "$WORK/user.c" <<'C'
+#include <pprofagent.h>
+#include <stdio.h>
+int main(void)
+{
+    printf("agent %s\n", pprof_agent_loaded() ? "loaded" : "absent");
+    return 0;
+}
+C
+# shellcheck disable=SC2046
+cc -o "$WORK/user" "$WORK/user.c" $(PKG_CONFIG_SYSROOT_DIR="$dest" pkg-config --cflags --libs pprofagent) \
+    || fail "a program does not build with pkg-config's flags"
+[ "$("$WORK/user")" = "agent absent" ] || fail "the program does not run without the agent"
+[ "$(LD_PRELOAD="$root/lib/libpprofagent.so" PPROF_ADDR=off "$WORK/user")" = "agent loaded" ] \
+    || fail "the program does not see the installed agent"
+
+# The man page renders and documents every setting the agent reads.
+page=$(MANWIDTH=80 man -l "$root/share/man/man7/pprofagent.7" 2>"$WORK/man.err") \
+    || { cat "$WORK/man.err"; fail "man -l failed"; }
+! grep -qi 'warning' "$WORK/man.err" || { cat "$WORK/man.err"; fail "man page warnings"; }
+for v in $(grep -ho 'getenv("PPROF_[A-Z_]*")' "$TOP"/agent/*.c | sed 's/getenv("\(.*\)")/\1/' | sort -u); do
+    expect_contains "$page" "$v" "man page"
+done
+expect_contains "$page" "PPROF_DUMP_SIGNAL" "man page"
+
+# The installed systemd script finds the installed library by itself.
+out=$(SYSTEMD_DIR="$WORK/systemd" sh "$root/bin/pprof-systemd" install demo 127.0.0.1:3333)
+grep -q "LD_PRELOAD=$root/lib/libpprofagent.so" "$WORK/systemd/demo.service.d/pprofagent.conf" \
+    || { cat "$WORK/systemd/demo.service.d/pprofagent.conf"; fail "pprof-systemd did not find the installed library"; }
+
+make -s -C "$TOP" BUILD="$BUILD" uninstall DESTDIR="$dest" PREFIX="$prefix" > "$WORK/uninstall.log" 2>&1 \
+    || { cat "$WORK/uninstall.log"; fail "make uninstall failed"; }
+left=$(find "$dest" -type f)
+[ -z "$left" ] || fail "uninstall left: $left"
+echo ok
