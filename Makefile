@@ -46,9 +46,21 @@ UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
 PROG_SRCS := $(wildcard test/programs/*.c test/programs/*.cc)
 PROG_BINS := $(patsubst test/programs/%,$(BUILD)/test/programs/%,$(basename $(PROG_SRCS)))
 
+# Fuzz targets (libFuzzer, clang): the parsers facing the network, built
+# with ASan+UBSan from their sources alone. A short run is part of `make
+# test` (test/integration/fuzz_parsers.sh); `make fuzz` runs each for
+# FUZZ_SECONDS.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 300
+FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_DEPS := http/auth.c http/parse.c http/respond.c agent/config.c encoder/buf.c \
+        agent/log.c test/fuzz/stubs.c
+
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps demo test test-bins bench install uninstall clean format
+.PHONY: all deps demo test test-bins bench install uninstall clean format \
+        fuzz test-asan
 
 all: $(LIB)
 
@@ -86,10 +98,19 @@ $(BUILD)/test/programs/%: test/programs/%.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $< -o $@ -ldl
 
-test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS)
+test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 
 test: test-bins
 	@sh test/run-tests $(BUILD)
+
+$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h http/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -D_GNU_SOURCE -pthread -I. \
+	    $< $(FUZZ_DEPS) -o $@ -lcivetweb
+
+fuzz: $(FUZZ_BINS)
+	@sh test/fuzz/run $(BUILD) $(FUZZ_SECONDS)
 
 demo: $(LIB) $(BUILD)/test/programs/demo_service
 	@sh scripts/demo $(BUILD)

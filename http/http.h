@@ -67,6 +67,36 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
  * Returns 0 after the full time. */
 int http_wait(struct request *r, long seconds);
 
+/* ---- parsers facing the network (auth.c, parse.c) ----------------------- *
+ * Pure functions over attacker-controlled bytes, fuzzed by test/fuzz/.
+ * None allocates. Not async-signal-safe (server threads only). */
+
+#define AUTH_HEADER_MAX 1024
+
+/* 1 when the Authorization header value (NULL when absent) carries token
+ * as "Bearer TOKEN" or as the password of basic auth; 1 when token is
+ * empty (no authentication configured); 0 otherwise. Compares in time that
+ * depends on the lengths only. */
+int auth_check(const char *header, const char *token);
+/* 1 when the two byte strings are equal, in time that depends on the
+ * lengths only. */
+int auth_equal(const char *a, size_t alen, const char *b, size_t blen);
+/* Decodes standard or URL-safe base64 (padding optional) into out.
+ * Returns the number of bytes or -1 (bad input, or more than size). */
+int auth_base64_decode(const char *in, size_t len, char *out, size_t size);
+
+enum path_kind { PATH_NOT_FOUND, PATH_REDIRECT, PATH_INDEX, PATH_NAMED };
+/* Classifies a request path (already %-decoded and normalized by
+ * civetweb); for PATH_NAMED, *name points into uri after /debug/pprof/. */
+enum path_kind path_classify(const char *uri, const char **name);
+/* The route whose name is exactly name, or NULL. */
+const struct route *path_find_route(const char *name);
+
+/* Calls fn for every nonzero address in a symbolz request ('+'-separated
+ * tokens with C base prefixes; anything else is skipped, as Go does). */
+void symbol_parse(const char *in, size_t len,
+                  void (*fn)(uintptr_t addr, void *ctx), void *ctx);
+
 /* Responses sent, by status: slots 1..5 count 1xx..5xx (0: anything
  * else), slots 6.. the codes of HTTP_STATUS_CODES in that order. Written
  * with atomics by every server thread, read by /debug/stats. */

@@ -124,14 +124,19 @@ int http_param(struct request *r, const char *name, char *out, size_t size)
     if (size == 0)
         return 0;
     out[0] = '\0';
-    if (r->query[0] &&
-        mg_get_var(r->query, strlen(r->query), name, out, size) >= 0)
+    int got = -1;
+    if (r->query[0])
+        got = mg_get_var(r->query, strlen(r->query), name, out, size);
+    if (got == -1 && r->body && r->form_body)
+        got = mg_get_var(r->body, r->body_len, name, out, size);
+    if (got >= 0 && (size_t)got == strlen(out))
         return 1;
-    if (r->body && r->form_body &&
-        mg_get_var(r->body, r->body_len, name, out, size) >= 0)
-        return 1;
-    out[0] = '\0';
-    return 0;
+    /* -2: present but longer than out; or a %00 inside. It is still the
+     * user's value, and a wrong one for every parameter we read: make it
+     * one that no parser accepts rather than pretend it was absent or
+     * read only its part before the NUL. */
+    log_snprintf(out, size, "%s", got != -1 ? "?" : "");
+    return got != -1;
 }
 
 int http_param_debug(struct request *r)

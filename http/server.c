@@ -3,6 +3,15 @@
  * the handler registered here: no document root (no file serving, no
  * directory listing), a few worker threads, bounded requests.
  *
+ * Limits, so that a flood of requests cannot exhaust the host's memory or
+ * starve it: SERVER_THREADS workers (each request holds one), at most
+ * SERVER_LONG_MAX of them in requests that wait (CPU profiles, ?seconds=N
+ * deltas) so the index and snapshots stay answerable, request headers up to
+ * 16 KiB, bodies up to MAX_BODY (413 beyond), a 10 s timeout on reading a
+ * request or writing a response, and a bounded accept queue beyond which
+ * the kernel refuses connections. With PPROF_TOKEN set, every request is
+ * authenticated first (auth.c) and nothing is read or parsed before that.
+ *
  * server_start() runs in the agent's constructor on the host's main thread;
  * the request handler runs on civetweb's threads, which are the agent's own
  * (created with the guard entered, so thread_hooks.c marks them, and with
@@ -23,6 +32,11 @@
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
+#define SERVER_THREADS "8"
+#define SERVER_LONG_MAX 3
+
+/* Requests in progress that hold their worker for seconds. */
+static int long_requests;
 
 static struct mg_context *server_ctx;
 
@@ -41,25 +55,19 @@ static void *init_thread(const struct mg_context *ctx, int type)
     return NULL;
 }
 
-static const struct route *find_route(const char *name)
-{
-    for (size_t i = 0; i < route_count; i++)
-        if (strcmp(routes[i].name, name) == 0)
-            return &routes[i];
-    return NULL;
-}
-
-static void read_body(struct request *r)
+/* Reads the body of a POST (symbolz) up to MAX_BODY. Returns 0, or -1 when
+ * the client announced more than MAX_BODY (answered 413 by the caller). */
+static int read_body(struct request *r)
 {
     const struct mg_request_info *ri = mg_get_request_info(r->conn);
     long long want = ri->content_length;
     if (want <= 0)
-        return;
+        return 0;
     if (want > MAX_BODY)
-        want = MAX_BODY;
+        return -1;
     r->body = malloc((size_t)want + 1);
     if (!r->body)
-        return;
+        return 0;
     size_t got = 0;
     while (got < (size_t)want) {
         int n = mg_read(r->conn, r->body + got, (size_t)want - got);
@@ -72,14 +80,62 @@ static void read_body(struct request *r)
     const char *ct = mg_get_header(r->conn, "Content-Type");
     r->form_body = ct && strncmp(ct, "application/x-www-form-urlencoded",
                                  strlen("application/x-www-form-urlencoded")) == 0;
+    return 0;
+}
+
+static void unauthorized(struct mg_connection *conn)
+{
+    static const char body[] = "Unauthorized\n";
+    http_count_status(401);
+    mg_printf(conn,
+              "HTTP/1.1 401 Unauthorized\r\n"
+              "WWW-Authenticate: Basic realm=\"pprof\", charset=\"UTF-8\"\r\n"
+              "Content-Type: text/plain; charset=utf-8\r\n"
+              "X-Go-Pprof: 1\r\n"
+              "X-Content-Type-Options: nosniff\r\n"
+              "Content-Length: %zu\r\n"
+              "Connection: close\r\n\r\n",
+              sizeof body - 1);
+    mg_write(conn, body, sizeof body - 1);
+}
+
+/* A request that waits for seconds: a CPU profile (30 s by default) or a
+ * delta (?seconds=N) of any other profile. */
+static int is_long(struct request *r, const struct route *route)
+{
+    char buf[8];
+    if (route->handle == handle_profile || route->handle == handle_flamegraph)
+        return 1;
+    return http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0';
+}
+
+static void serve_route(struct request *r, const struct route *route)
+{
+    if (!is_long(r, route)) {
+        route->handle(r);
+        return;
+    }
+    if (__atomic_add_fetch(&long_requests, 1, __ATOMIC_ACQ_REL) >
+        SERVER_LONG_MAX) {
+        __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
+        http_error(r, 503,
+                   "too many profiles in progress; try again when one "
+                   "ends");
+        return;
+    }
+    route->handle(r);
+    __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
 }
 
 static int handle(struct mg_connection *conn, void *data)
 {
     (void)data;
     agent_tls.agent_thread = 1;
+    if (!auth_check(mg_get_header(conn, "Authorization"), opt_token)) {
+        unauthorized(conn);
+        return 401;
+    }
     const struct mg_request_info *ri = mg_get_request_info(conn);
-    const char *uri = ri->local_uri ? ri->local_uri : "/";
     struct request r = {
         .conn = conn,
         .method = ri->request_method ? ri->request_method : "GET",
@@ -87,29 +143,33 @@ static int handle(struct mg_connection *conn, void *data)
         .query = ri->query_string ? ri->query_string : "",
     };
 
-    static const char prefix[] = "/debug/pprof/";
-    if (strcmp(uri, "/debug/pprof") == 0) {
+    switch (path_classify(ri->local_uri ? ri->local_uri : "/", &r.name)) {
+    case PATH_REDIRECT:
         http_count_status(301);
         mg_printf(conn, "HTTP/1.1 301 Moved Permanently\r\n"
                         "Location: /debug/pprof/\r\n"
                         "Content-Length: 0\r\nConnection: close\r\n\r\n");
         return 301;
-    }
-    if (strncmp(uri, prefix, sizeof prefix - 1) != 0) {
+    case PATH_NOT_FOUND:
         /* /debug/stats and /debug/charts live beside /debug/pprof/. */
-        if (debug_pages_serve(&r, uri))
+        if (debug_pages_serve(&r, ri->local_uri ? ri->local_uri : "/"))
             return 200;
         http_error(&r, 404, "404 page not found");
         return 404;
+    case PATH_INDEX:
+    case PATH_NAMED:
+        break;
     }
-    r.name = uri + sizeof prefix - 1;
-    read_body(&r);
+    if (read_body(&r) != 0) {
+        http_error(&r, 413, "request body too large");
+        return 413;
+    }
     if (r.name[0] == '\0') {
         handle_index(&r);
     } else {
-        const struct route *route = find_route(r.name);
+        const struct route *route = path_find_route(r.name);
         if (route)
-            route->handle(&r);
+            serve_route(&r, route);
         else if (!custom_profile_serve(&r))
             http_error(&r, 404, "Unknown profile");
     }
@@ -158,12 +218,14 @@ int server_start(void)
     mg_init_library(0);
     const char *options[] = {
         "listening_ports", opt_addr,
-        "num_threads", "6",
+        "num_threads", SERVER_THREADS,
         "listen_backlog", "64",
-        "request_timeout_ms", "30000",
+        "connection_queue", "32",
+        "request_timeout_ms", "10000",
         "enable_keep_alive", "no",
-        "max_request_size", "65536",
+        "max_request_size", "16384",
         "enable_directory_listing", "no",
+        "enable_auth_domain_check", "no",
         NULL,
     };
     struct mg_callbacks cb;
