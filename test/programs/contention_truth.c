@@ -6,8 +6,9 @@
  * measure their own time in pthread_mutex_lock and the total is printed as
  * "mutex_wait_ns=N". Phase 2: waits on a condition variable
  * (cond_waiter_work), a read lock held by a writer (rwlock_reader_work) and
- * a semaphore (sem_waiter_work), about 10 ms each. Then prints "done" and
- * sleeps until killed, so the profiles can be read.
+ * a semaphore (sem_waiter_work), about 10 ms each, each measured here and
+ * printed as "cond_wait_ns=N", "rwlock_wait_ns=N", "sem_wait_ns=N". Then
+ * prints "done" and sleeps until killed, so the profiles can be read.
  *
  *   contention_truth ROUNDS
  */
@@ -78,25 +79,33 @@ static pthread_mutex_t cv_mu = PTHREAD_MUTEX_INITIALIZER;
 static int cv_ready;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static sem_t sem;
+static long cond_wait_ns, rwlock_wait_ns, sem_wait_ns;
 
 static __attribute__((noinline)) void cond_waiter_work(void)
 {
     pthread_mutex_lock(&cv_mu);
-    while (!cv_ready)
+    while (!cv_ready) {
+        long t0 = now_ns();
         pthread_cond_wait(&cv, &cv_mu);
+        cond_wait_ns += now_ns() - t0;
+    }
     cv_ready = 0;
     pthread_mutex_unlock(&cv_mu);
 }
 
 static __attribute__((noinline)) void rwlock_reader_work(void)
 {
+    long t0 = now_ns();
     pthread_rwlock_rdlock(&rw);
+    rwlock_wait_ns += now_ns() - t0;
     pthread_rwlock_unlock(&rw);
 }
 
 static __attribute__((noinline)) void sem_waiter_work(void)
 {
+    long t0 = now_ns();
     sem_wait(&sem);
+    sem_wait_ns += now_ns() - t0;
 }
 
 static void *phase2_waiter(void *arg)
@@ -133,18 +142,21 @@ int main(int argc, char **argv)
     pthread_create(&t, NULL, phase2_waiter, &rounds2);
     for (int i = 0; i < rounds2; i++) {
         sleep_ms(10);
+        /* Write-lock before waking the waiter, so that its read lock waits
+         * however late it wakes. */
+        pthread_rwlock_wrlock(&rw);
         pthread_mutex_lock(&cv_mu);
         cv_ready = 1;
         pthread_cond_signal(&cv);
         pthread_mutex_unlock(&cv_mu);
-        /* The waiter is now on its way to the read lock: hold it. */
-        pthread_rwlock_wrlock(&rw);
         sleep_ms(10);
         pthread_rwlock_unlock(&rw);
         sleep_ms(10);
         sem_post(&sem);
     }
     pthread_join(t, NULL);
+    printf("cond_wait_ns=%ld\nrwlock_wait_ns=%ld\nsem_wait_ns=%ld\n",
+           cond_wait_ns, rwlock_wait_ns, sem_wait_ns);
     printf("done\n");
     for (;;)
         pause();
