@@ -112,6 +112,11 @@ $(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h http/*.h) | $(D
 fuzz: $(FUZZ_BINS)
 	@sh test/fuzz/run $(BUILD) $(FUZZ_SECONDS)
 
+# ASan+UBSan unit tests and the UBSan agent under test programs, in the
+# trees $(BUILD)-asan and $(BUILD)-ubsan.
+test-asan:
+	@sh test/run-sanitizers $(BUILD)
+
 demo: $(LIB) $(BUILD)/test/programs/demo_service
 	@sh scripts/demo $(BUILD)
 

@@ -509,7 +509,8 @@ static int copy_out(const struct cache_entry *e, struct sym_frame *out,
                     int max)
 {
     int n = e->n < max ? e->n : max;
-    memcpy(out, e->frames, (size_t)n * sizeof *out);
+    if (n > 0) /* frames is NULL for an address without a name */
+        memcpy(out, e->frames, (size_t)n * sizeof *out);
     return n;
 }
 
