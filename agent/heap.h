@@ -47,6 +47,24 @@ enum {
 /* Frames kept per heap sample. */
 #define HEAP_STACK_MAX 64
 
+/* A bucket's stack_table key: the requested size in the low 48 bits, the
+ * sampling thread's label set id (agent/labels.h) above, so that samples
+ * taken under different labels stay apart. */
+#define HEAP_KEY_SIZE_BITS 48
+static inline uint64_t heap_key(uint64_t size, uint32_t labels)
+{
+    return (size & ((1ULL << HEAP_KEY_SIZE_BITS) - 1)) |
+           ((uint64_t)labels << HEAP_KEY_SIZE_BITS);
+}
+static inline int64_t heap_key_size(uint64_t key)
+{
+    return (int64_t)(key & ((1ULL << HEAP_KEY_SIZE_BITS) - 1));
+}
+static inline uint32_t heap_key_labels(uint64_t key)
+{
+    return (uint32_t)(key >> HEAP_KEY_SIZE_BITS);
+}
+
 /* ---- per-thread sampler (heap_sampler.c) --------------------------------- */
 
 /*

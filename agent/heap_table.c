@@ -13,6 +13,7 @@
  */
 #include "agent/heap.h"
 
+#include "agent/labels.h"
 #include "agent/symbols.h"
 
 #include <errno.h>
@@ -199,7 +200,8 @@ void heap_table_sample(void *p, size_t size)
         pcs[0] = FRAME_UNKNOWN;
         n = 1;
     }
-    struct stack_entry *e = stack_table_get(heap_buckets, pcs, n, size);
+    struct stack_entry *e = stack_table_get(heap_buckets, pcs, n,
+                                            heap_key(size, labels_current_id()));
     if (!e || track(p, e, size) != 0) {
         __atomic_fetch_add(&stat_lost, 1, __ATOMIC_RELAXED);
     } else {

@@ -13,6 +13,7 @@
  */
 #include "encoder/encoder.h"
 
+#include "agent/labels.h"
 #include "agent/symbols.h"
 
 #include <errno.h>
@@ -73,8 +74,16 @@ int heap_profile_proto(const struct heap_record *recs, size_t n, long rate,
         if (depth > sizeof ids / sizeof ids[0])
             depth = sizeof ids / sizeof ids[0];
         size_t nids = stacks_locations(se, r->pcs, depth, ids);
-        struct profile_label label = {"bytes", NULL, r->size, NULL};
-        profile_sample(p, ids, nids, values, 4, &label, r->size ? 1 : 0);
+        struct profile_label labels[1 + LABELS_MAX_PAIRS];
+        size_t nlabels = 0;
+        if (r->size)
+            labels[nlabels++] = (struct profile_label){"bytes", NULL, r->size,
+                                                       NULL};
+        const struct pprof_label_set *set = labels_by_id(r->labels);
+        for (uint32_t k = 0; set && k < set->n; k++)
+            labels[nlabels++] = (struct profile_label){
+                .key = set->pairs[k].key, .str = set->pairs[k].value};
+        profile_sample(p, ids, nids, values, 4, labels, nlabels);
     }
     stacks_end(se);
     int err = profile_write_gzip(p, out);
