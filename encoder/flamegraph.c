@@ -31,6 +31,10 @@
 #define YPAD_TOP 64    /* title, subtitle, controls */
 #define YPAD_BOTTOM 34 /* details line */
 #define MIN_WIDTH_PX 0.1
+/* Past this many frames a browser slows down noticeably (each is a few
+ * hundred bytes of SVG); the narrowest are then left out, by doubling the
+ * minimum width until the rest fits. */
+#define FLAME_MAX_FRAMES 30000
 
 /* The name of a node: a string index, or an unsymbolized address. */
 struct frame_key {
@@ -384,7 +388,8 @@ struct visit {
 };
 
 struct layout {
-    double scale; /* pixels per value unit */
+    double scale;     /* pixels per value unit */
+    double min_width; /* narrower frames (and their children) are left out */
     int top_depth;
     int drawn;
 };
@@ -447,7 +452,7 @@ static int walk(const struct tree *t, struct layout *lay, struct pbuf *out,
         struct visit v = stack[--sp];
         const struct node *n = &t->nodes[v.node];
         double w = (double)n->value * lay->scale;
-        if (w < MIN_WIDTH_PX)
+        if (w < lay->min_width)
             continue;
         lay->drawn++;
         if (!out && v.depth > lay->top_depth)
@@ -596,6 +601,14 @@ static const char flame_script[] =
     "    e.preventDefault(); ask();\n"
     "  } else if (e.keyCode === 27) { search(null); unzoom(); }\n"
     "});\n"
+    "var z0 = svg.getAttribute('data-zoom');\n"
+    "if (z0) {\n"
+    "  try {\n"
+    "    var zre = new RegExp(z0);\n"
+    "    for (var k = 1; k < items.length; k++)\n"
+    "      if (zre.test(items[k].name)) { zoom(items[k]); break; }\n"
+    "  } catch (err) { }\n"
+    "}\n"
     "var initial = svg.getAttribute('data-search');\n"
     "if (initial) {\n"
     "  try { search(new RegExp(initial)); } catch (err) { }\n"
@@ -617,11 +630,16 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
     int err = tree_build(&t, index, &dropped);
     if (err == 0)
         err = sort_children(&t);
-    struct layout lay = {0};
+    struct layout lay = {.min_width = MIN_WIDTH_PX};
     int64_t total = t.nodes ? t.nodes[0].value : 0;
     lay.scale = total > 0 ? (double)(width - 2 * XPAD) / (double)total : 0;
-    if (err == 0 && total > 0)
+    while (err == 0 && total > 0) {
+        lay.top_depth = 0;
         err = walk(&t, &lay, NULL, type, unit);
+        if (lay.drawn <= FLAME_MAX_FRAMES)
+            break;
+        lay.min_width *= 2;
+    }
     if (err != 0) {
         free(t.nodes);
         free(t.slots);
@@ -640,6 +658,9 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
                 width, height, width, height);
     if (opt->search)
         flamegraph_xml_escape(out, opt->search);
+    pbuf_puts(out, "\" data-zoom=\"");
+    if (opt->zoom)
+        flamegraph_xml_escape(out, opt->zoom);
     pbuf_puts(out,
               "\">\n<style type=\"text/css\">\n"
               "text { font-family: Verdana, 'DejaVu Sans', sans-serif; "
@@ -668,8 +689,8 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
         flamegraph_xml_escape(out, opt->subtitle);
     }
     if (t.n > (size_t)lay.drawn)
-        pbuf_printf(out, "; %zu frames too narrow to draw",
-                    t.n - (size_t)lay.drawn);
+        pbuf_printf(out, "; %zu frames narrower than %.1f px not drawn",
+                    t.n - (size_t)lay.drawn, lay.min_width);
     if (dropped > 0)
         pbuf_printf(out, "; %ld negative samples left out", dropped);
     pbuf_printf(out,

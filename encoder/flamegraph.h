@@ -91,6 +91,7 @@ struct flamegraph_options {
     const char *subtitle; /* second line (may be NULL) */
     int width;            /* pixels; 1200 when 0 */
     const char *search;   /* regular expression highlighted at load, or NULL */
+    const char *zoom;     /* regular expression: zoom on the first match */
 };
 
 /*
@@ -99,8 +100,11 @@ struct flamegraph_options {
  * one rectangle per frame with its text and a <title> (name, value in the
  * type's unit, share of the total); inline script for hover details,
  * click to zoom, and search (a prompt, or `search` given at load) that
- * highlights matches and shows their share. Frames narrower than a tenth
- * of a pixel are left out (and counted in the picture). Samples with a
+ * highlights matches and shows their share; `zoom` zooms on the first
+ * frame (depth first) whose name matches, at load. Frames narrower than a tenth
+ * of a pixel are left out (and counted in the picture), and more when
+ * that leaves over 30000 frames, so that a browser stays responsive (the
+ * SVG stays under about 10 MB). Samples with a
  * value <= 0 (negative in deltas) are left out and counted. Names are
  * XML-escaped; the result is well-formed XML with no external reference.
  * Returns 0, -ENOMEM or -EINVAL (bad index). Not async-signal-safe.

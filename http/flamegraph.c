@@ -1,6 +1,6 @@
 /*
  * /debug/pprof/flamegraph?profile=NAME[&seconds=N][&sample_index=TYPE]
- * [&search=REGEXP]: any profile the agent serves, drawn as an interactive
+ * [&search=REGEXP][&zoom=REGEXP]: any profile the agent serves, drawn as an interactive
  * SVG flame graph, for people who would rather look than read and for
  * machines without a Go toolchain.
  *
@@ -102,7 +102,7 @@ static void draw(struct request *r, const char *name, long seconds,
         return;
     }
 
-    char prog[64], title[160], subtitle[160], search[256] = "";
+    char prog[64], title[160], subtitle[160], search[256] = "", zoom[256] = "";
     program_name(prog, sizeof prog);
     snprintf(title, sizeof title, "%s flame graph of %s (pid %d)",
              strcmp(name, "profile") == 0 ? "CPU" : name, prog,
@@ -112,10 +112,12 @@ static void draw(struct request *r, const char *name, long seconds,
     else
         snprintf(subtitle, sizeof subtitle, "since the program started");
     http_param(r, "search", search, sizeof search);
+    http_param(r, "zoom", zoom, sizeof zoom);
     struct flamegraph_options opt = {
         .title = title,
         .subtitle = subtitle,
         .search = search[0] ? search : NULL,
+        .zoom = zoom[0] ? zoom : NULL,
     };
     struct pbuf svg = {0};
     err = flamegraph_svg(&p, index, &opt, &svg);

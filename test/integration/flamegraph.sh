@@ -3,7 +3,7 @@
 #  - the SVG is well-formed XML and names the host's functions, escaped;
 #  - its totals are pprof's totals for the same profile and sample index;
 #  - in a browser its script runs: the search highlights the right frames
-#    and reports their share;
+#    and reports their share, zoom stretches one frame and hides the rest;
 #  - /debug/stats agrees with /proc and with the heap profile; on jemalloc
 #    it reports jemalloc's own figures;
 #  - the charts page, in a browser, plots points with the process's values;
@@ -123,6 +123,16 @@ note "search flame_heap_g: matched $matched% in the browser, $share% in the SVG"
 browser --dump-dom "http://$ADDR/debug/pprof/flamegraph?profile=profile&seconds=1" > "$WORK/cpu.dom"
 grep -q 'flame_cpu_outer(long)' "$WORK/cpu.dom" || fail "browser DOM lacks flame_cpu_outer"
 grep -q 'flame_cpu_leaf&lt;int&gt;' "$WORK/cpu.dom" || fail "browser DOM lacks flame_cpu_leaf<int>"
+
+# Zoom (as a click does, here from the URL): the goroutine profile has the
+# spinner beside the other threads; zoomed on it, it spans the whole width
+# and the frames beside it are hidden.
+browser --dump-dom "http://$ADDR/debug/pprof/flamegraph?profile=goroutine&zoom=spinner" > "$WORK/zoom.dom"
+grep -q 'data-zoomed="spinner(void\*)"' "$WORK/zoom.dom" || fail "zoom=spinner did not zoom"
+grep -q '<title>spinner(void\*) ([^)]*)</title><rect x="10.00" y="[0-9]*" width="1180.00"' "$WORK/zoom.dom" \
+    || fail "the zoomed frame does not span the width"
+grep -q '<g class="f" data-i="[0-9]*" style="display: none;">' "$WORK/zoom.dom" \
+    || fail "zoom hid no frame beside the spinner"
 
 # --- /debug/stats against /proc and the heap profile. -------------------------
 fetch debug/stats > "$WORK/stats.json"

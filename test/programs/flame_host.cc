@@ -10,7 +10,7 @@
  *     on stdout);
  *   - main: sleeps.
  *
- *   flame_host SECONDS
+ *   flame_host SECONDS [quiet]     (quiet: no spinner, for the benchmark)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -69,7 +69,8 @@ int main(int argc, char **argv)
 {
     int seconds = argc > 1 ? atoi(argv[1]) : 60;
     pthread_t a, b;
-    pthread_create(&a, nullptr, spinner, nullptr);
+    if (argc <= 2 || strcmp(argv[2], "quiet") != 0)
+        pthread_create(&a, nullptr, spinner, nullptr);
     pthread_create(&b, nullptr, grower, nullptr);
     printf("ready\n");
     fflush(stdout);

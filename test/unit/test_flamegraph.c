@@ -11,6 +11,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <time.h>
 
 TEST(gzip_round_trip)
 {
@@ -247,7 +248,7 @@ TEST(svg_narrow_and_negative)
     struct flamegraph_options opt = {.title = "t"};
     expect_int_eq(flamegraph_svg(&d, 0, &opt, &svg), 0);
     pbuf_append(&svg, "", 1);
-    expect_true(contains(&svg, "3000 frames too narrow to draw"));
+    expect_true(contains(&svg, "3000 frames narrower than 0.1 px not drawn"));
     expect_true(contains(&svg, "1 negative samples left out"));
     expect_true(contains(&svg, "<title>f0 "));
     expect_true(!contains(&svg, "<title>f1 "));
@@ -269,8 +270,87 @@ TEST(xml_escape_bytes)
     pbuf_free(&b);
 }
 
-int main(void)
+/*
+ * Benchmark mode (test/bench/flamegraph.sh): a synthetic profile of n
+ * samples, 400 functions, stacks 8..31 deep along 16 call paths with
+ * three random leaf frames each, read back from gzip and drawn. bench_read_and_draw is what callgrind counts (--toggle-collect).
+ */
+static struct pbuf bench_gz;
+
+__attribute__((noinline)) static size_t bench_read_and_draw(void)
 {
+    struct pbuf raw = {0}, svg = {0};
+    struct decoded_profile d;
+    size_t len = 0;
+    if (gzip_decompress(bench_gz.data, bench_gz.len, (size_t)1 << 30, &raw) == 0 &&
+        decoded_profile_read(raw.data, raw.len, &d) == 0) {
+        struct flamegraph_options opt = {.title = "bench"};
+        if (flamegraph_svg(&d, decoded_sample_index(&d, NULL), &opt, &svg) == 0)
+            len = svg.len;
+        decoded_profile_free(&d);
+    }
+    pbuf_free(&raw);
+    pbuf_free(&svg);
+    return len;
+}
+
+static int bench(long n, int reps)
+{
+    struct profile *p = profile_new();
+    if (!p)
+        return 1;
+    profile_sample_type(p, "samples", "count");
+    profile_sample_type(p, "cpu", "nanoseconds");
+    uint64_t funcs[400];
+    for (int i = 0; i < 400; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "namespace::Class%d::method%d(int)", i % 37, i);
+        funcs[i] = profile_function(p, name, name, "bench.cc", i);
+    }
+    unsigned seed = 1;
+    uint64_t locs[32];
+    for (long k = 0; k < n; k++) {
+        seed = seed * 1103515245u + 12345u;
+        int depth = 8 + (int)((seed >> 16) % 24);
+        int path = (int)((seed >> 8) % 16);
+        /* Callers repeat often (a few hot paths), leaves vary. */
+        for (int j = 0; j < depth; j++) {
+            seed = seed * 1103515245u + 12345u;
+            int f = j < depth - 3 ? (path * 7 + j) % 40
+                                  : (int)((seed >> 16) % 400);
+            struct profile_line ln = {funcs[f], 1};
+            locs[depth - 1 - j] =
+                profile_location(p, 0, 0x10000 + (uint64_t)f * 16, &ln, 1);
+        }
+        int64_t v[2] = {1, 10000000};
+        profile_sample(p, locs, (size_t)depth, v, 2, NULL, 0);
+    }
+    if (profile_write_gzip(p, &bench_gz) != 0)
+        return 1;
+    profile_free(p);
+    size_t len = 0;
+    struct timespec t0, t1;
+    double best = 1e9;
+    for (int r = 0; r < reps; r++) {
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        len = bench_read_and_draw();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms < best)
+            best = ms;
+    }
+    printf("samples=%ld gz_bytes=%zu svg_bytes=%zu best_ms=%.2f\n", n,
+           bench_gz.len, len, best);
+    pbuf_free(&bench_gz);
+    return len ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "bench") == 0)
+        return bench(argc > 2 ? atol(argv[2]) : 10000,
+                     argc > 3 ? atoi(argv[3]) : 5);
     return run_tests(gzip_round_trip, decode_profile, decode_malformed,
                      svg_values_and_escaping, svg_narrow_and_negative,
                      xml_escape_bytes, NULL);
