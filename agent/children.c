@@ -10,8 +10,9 @@
  *
  * The fork child handler only does what is safe in a fresh child: it
  * resets the agent's state that a thread of the parent may have held at
- * fork time, creates the child's announcement file (while the child still
- * has its parent's rights) and creates one small agent thread. That thread
+ * fork time, creates the child's announcement file when the child runs as
+ * root (while it still has its parent's rights) and creates one small
+ * agent thread. That thread
  * waits STARTER_DELAY_MS and only then starts the server: a child that
  * execs or exits at once (a shell running a command, a daemon's first
  * fork) pays one thread creation and never binds a port. An exec'd child
@@ -111,7 +112,12 @@ static void fork_child(void)
         /* The parent's port file names the parent; the child is found
          * through the run directory. */
         opt_port_file[0] = '\0';
-        if (opt_run_dir[0])
+        /* A privileged child may give up its rights before its server
+         * starts (nginx workers switch to an unprivileged user at once):
+         * it creates its announcement file now, while it still may. Others
+         * create it when the server starts, so that a child that execs or
+         * exits at once costs no file. */
+        if (opt_run_dir[0] && geteuid() == 0)
             rundir_reserve();
     }
 

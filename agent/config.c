@@ -324,12 +324,15 @@ void config_load_ops(void)
     } else if (s && good_dir(s)) {
         copy_str(opt_run_dir, sizeof opt_run_dir, s);
     } else {
-        /* $XDG_RUNTIME_DIR is per user and cleaned at logout; services
-         * and root get a folder of their own in /tmp. */
+        /* $XDG_RUNTIME_DIR is per user and cleaned at logout; root (most
+         * services) uses /run, a memory file system cleaned at boot; any
+         * other user gets a folder of its own in /tmp. */
         const char *xdg = getenv("XDG_RUNTIME_DIR");
         if (xdg && good_dir(xdg))
             log_snprintf(opt_run_dir, sizeof opt_run_dir, "%s/pprofagent",
                          xdg);
+        else if (geteuid() == 0 && access("/run", W_OK) == 0)
+            log_snprintf(opt_run_dir, sizeof opt_run_dir, "/run/pprofagent");
         else
             log_snprintf(opt_run_dir, sizeof opt_run_dir,
                          "/tmp/pprofagent-%u", (unsigned)getuid());

@@ -1,0 +1,71 @@
+# The fork and exec policy: forked children (a prefork server's workers)
+# each serve on a port of their own and are listed by every process of the
+# family; with PPROF_CHILDREN=off they serve nothing; a second process that
+# finds the configured port taken (an exec'd child, a second instance)
+# serves on port 0 instead and says so in one line; a killed worker's
+# announcement is never listed and is cleaned up.
+. "$TOP/test/integration/lib.sh"
+export PPROF_RUN_DIR="$WORK/run"
+prog="$BUILD/test/programs/fork_bench"
+
+count_listed() { fetch debug/pprof/processes | grep -c 'http://' || true; }
+
+# Three workers that live 30 s.
+start_agent prefork "$prog" hold 3 30
+i=0
+while [ "$(count_listed)" -lt 4 ]; do
+    i=$((i + 1)); [ $i -lt 100 ] || { fetch debug/pprof/processes; fail "expected the parent and 3 workers"; }
+    sleep 0.1
+done
+listing=$(fetch debug/pprof/processes)
+printf '%s\n' "$listing"
+for w in $(pgrep -P "$PID"); do
+    url=$(printf '%s\n' "$listing" | awk -v p="$w" '$1 == p { print $4 }')
+    [ -n "$url" ] || fail "worker $w is not listed"
+    # Each worker answers for itself: its own threadcreate count and cmdline.
+    cmd=$(curl -sS --max-time 10 "${url}cmdline" | tr '\0' ' ')
+    expect_contains "$cmd" "fork_bench hold 3 30" "worker $w cmdline"
+    wpid=$(curl -sS --max-time 10 "${url}processes" | awk '/ self$/ { print $1 }')
+    [ "$wpid" = "$w" ] || fail "worker $w's server says it is $wpid"
+done
+
+# A worker killed with SIGKILL leaves its file; it is never listed, and the
+# next process that announces itself removes it.
+victim=$(pgrep -P "$PID" | head -n 1)
+kill -9 "$victim"
+sleep 0.2
+[ -e "$WORK/run/pid-$victim" ] || note "the killed worker's file is already gone"
+[ "$(count_listed)" = 3 ] || { fetch debug/pprof/processes; fail "a dead worker is listed"; }
+parent=$PID
+parent_addr=$ADDR
+
+# A second process with the parent's fixed port falls back to port 0.
+port=${parent_addr##*:}
+env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$port" PPROF_CHILDREN=off \
+    "$prog" hold 1 30 >"$WORK/second.out" 2>"$WORK/second.err" &
+second=$!
+PIDS="$PIDS $second"
+i=0
+while ! grep -q "serving on port" "$WORK/second.err"; do
+    i=$((i + 1)); [ $i -lt 100 ] || { cat "$WORK/second.err"; fail "no fallback line"; }
+    sleep 0.1
+done
+cat "$WORK/second.err"
+[ "$(grep -c '^pprofagent:' "$WORK/second.err")" = 1 ] || fail "the fallback took more than one line"
+grep -q "cannot serve on 127.0.0.1:$port: .*; serving on port [0-9]* instead, announced in $WORK/run" "$WORK/second.err" \
+    || fail "fallback message"
+[ ! -e "$WORK/run/pid-$victim" ] || fail "the killed worker's file was not cleaned up"
+i=0
+while ! fetch debug/pprof/processes | grep -q "^$second "; do
+    i=$((i + 1)); [ $i -lt 50 ] || fail "the second process is not listed"
+    sleep 0.1
+done
+# PPROF_CHILDREN=off: its worker serves nothing and is not listed.
+sleep 0.5
+w2=$(pgrep -P "$second")
+! fetch debug/pprof/processes | grep -q "^$w2 " || fail "a child was listed with PPROF_CHILDREN=off"
+[ ! -e "$WORK/run/pid-$w2" ] || fail "a child announced itself with PPROF_CHILDREN=off"
+for p in $(pgrep -P "$parent") $(pgrep -P "$second") "$second" "$parent"; do
+    kill "$p" 2>/dev/null || true
+done
+echo ok
