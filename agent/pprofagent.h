@@ -56,13 +56,21 @@ typedef const struct pprof_label_set *pprof_labels;
 #else
 #define PPROF_WEAK __attribute__((weak))
 #endif
+/* Keys are identities, never read: tell GCC so (no "may be used
+ * uninitialized" for a key that points to fresh memory). */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#define PPROF_KEY_UNREAD __attribute__((access(none, 2)))
+#else
+#define PPROF_KEY_UNREAD
+#endif
 extern int pprof_agent_api_version(void) PPROF_WEAK;
 extern pprof_profile *pprof_agent_profile_new(const char *name) PPROF_WEAK;
 extern pprof_profile *pprof_agent_profile_lookup(const char *name) PPROF_WEAK;
 extern int pprof_agent_profile_add(pprof_profile *p, const void *key,
-                                   int skip) PPROF_WEAK;
+                                   int skip) PPROF_WEAK PPROF_KEY_UNREAD;
 extern int pprof_agent_profile_remove(pprof_profile *p,
-                                      const void *key) PPROF_WEAK;
+                                      const void *key) PPROF_WEAK
+    PPROF_KEY_UNREAD;
 extern long pprof_agent_profile_count(pprof_profile *p) PPROF_WEAK;
 extern int pprof_agent_label_set(const char *key,
                                  const char *value) PPROF_WEAK;
@@ -70,6 +78,7 @@ extern int pprof_agent_label_clear(const char *key) PPROF_WEAK;
 extern pprof_labels pprof_agent_labels_save(void) PPROF_WEAK;
 extern void pprof_agent_labels_restore(pprof_labels labels) PPROF_WEAK;
 #undef PPROF_WEAK
+#undef PPROF_KEY_UNREAD
 
 #ifndef PPROF_AGENT_BUILD /* the agent itself needs no wrappers */
 
