@@ -200,7 +200,8 @@ static int encode_heap(struct pbuf *out)
         struct heap_record *h = &recs[n];
         h->pcs = snap.entries[i]->pcs;
         h->depth = snap.entries[i]->depth;
-        h->size = (int64_t)snap.entries[i]->key;
+        h->size = heap_key_size(snap.entries[i]->key);
+        h->labels = heap_key_labels(snap.entries[i]->key);
         h->alloc_objects = v[HEAP_ALLOC_OBJECTS];
         h->free_objects = v[HEAP_FREE_OBJECTS];
         if (h->free_objects > h->alloc_objects)
