@@ -688,7 +688,7 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
         pbuf_puts(out, "; ");
         flamegraph_xml_escape(out, opt->subtitle);
     }
-    if (t.n > (size_t)lay.drawn)
+    if (total > 0 && t.n > (size_t)lay.drawn)
         pbuf_printf(out, "; %zu frames narrower than %.1f px not drawn",
                     t.n - (size_t)lay.drawn, lay.min_width);
     if (dropped > 0)

@@ -2,8 +2,8 @@
  * /debug/charts: one self-contained HTML page (inline style and script, no
  * external resource of any kind) that polls /debug/stats once a second and
  * draws live line charts of the sampled heap in use, RSS, CPU and threads,
- * for the last five minutes it has been open (the first minute is
- * stretched over the whole width). The page is static: all the
+ * for the last five minutes it has been open (the window is at least a
+ * minute wide). The page is static: all the
  * work is in the browser, and each poll costs the process one /debug/stats.
  *
  * Runs on HTTP workers; sends a constant string.

@@ -121,6 +121,15 @@ TEST(decode_profile)
     pbuf_free(&raw);
 }
 
+static int contains(const struct pbuf *b, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= b->len; i++)
+        if (memcmp(b->data + i, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
 TEST(decode_malformed)
 {
     struct pbuf raw = {0};
@@ -165,20 +174,28 @@ TEST(decode_malformed)
     /* A group wire type is refused. */
     static const uint8_t group[] = {0x0b, 0x0c};
     expect_int_eq(decoded_profile_read(group, sizeof group, &d), -EINVAL);
-    /* The empty message is an empty profile. */
+    /* The empty message is an empty profile; one with a type and no
+     * samples draws "No samples" and nothing else. */
     expect_int_eq(decoded_profile_read("", 0, &d), 0);
     expect_int_eq(d.nstrings, 1);
     decoded_profile_free(&d);
+    struct profile *p = profile_new();
+    assert_true(p != NULL);
+    profile_sample_type(p, "delay", "nanoseconds");
+    struct pbuf e = {0}, svg = {0};
+    assert_true(profile_serialize(p, &e) == 0);
+    profile_free(p);
+    assert_true(decoded_profile_read(e.data, e.len, &d) == 0);
+    struct flamegraph_options opt = {.title = "t"};
+    expect_int_eq(flamegraph_svg(&d, 0, &opt, &svg), 0);
+    pbuf_append(&svg, "", 1);
+    expect_true(contains(&svg, ">No samples</text>"));
+    expect_true(contains(&svg, ">delay, total 0ns</text>"));
+    expect_true(!contains(&svg, "<g class=\"f\""));
+    decoded_profile_free(&d);
+    pbuf_free(&svg);
+    pbuf_free(&e);
     pbuf_free(&raw);
-}
-
-static int contains(const struct pbuf *b, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= b->len; i++)
-        if (memcmp(b->data + i, needle, n) == 0)
-            return 1;
-    return 0;
 }
 
 TEST(svg_values_and_escaping)
