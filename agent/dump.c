@@ -122,7 +122,10 @@ static int write_atomic(const char *path, const struct pbuf *data)
 {
     char tmp[1400];
     log_snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* O_EXCL and O_NOFOLLOW: in a folder others can write to, a link
+     * planted under our temporary name must not make us write elsewhere. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0644);
     if (fd < 0)
         return -errno;
     size_t off = 0;
@@ -324,10 +327,17 @@ static void *dump_thread(void *unused)
 
 void dump_fork_child(void)
 {
-    /* The dump thread and the CPU profile stay with the parent; the pipe
-     * and handler are inherited and keep working once the child's own
-     * dump thread runs (children.c starts it). */
+    /* The dump thread and the CPU profile stay with the parent; the
+     * handler is inherited and works again once the child's own dump
+     * thread runs (children.c starts it). */
     dump_lock.locked = 0;
+    /* The pipe is shared with the parent: a signal to either would wake
+     * either's dump thread. The child makes its own in dump_start(). */
+    if (wake_pipe[0] >= 0) {
+        close(wake_pipe[0]);
+        close(wake_pipe[1]);
+    }
+    wake_pipe[0] = wake_pipe[1] = -1;
     started = 0;
     cpu_running = 0;
     cpu_agg = NULL; /* the parent's samples: not this child's */

@@ -52,23 +52,24 @@ struct rundir_entry {
  * Creates this process's announcement file (empty) and keeps a descriptor
  * on it, so it can be filled later even after the process gave up the
  * rights to write in the directory (nginx workers switch to an unprivileged
- * user right after fork). Creates the directory (mode 0700) when missing
- * and removes the files of processes that no longer exist. Returns 0 or
- * -errno (logged once). Uses only system calls: safe in a fork child
- * handler. Not async-signal-safe (opendir).
+ * user right after fork). Creates the directory (mode 0700) when missing,
+ * and refuses one that is not this user's or that others can write to.
+ * Returns 0 or -errno (logged once). Uses only system calls: safe in a fork
+ * child handler. Not async-signal-safe (the log line).
  */
 int rundir_reserve(void);
 
 /* Writes "pid ppid starttime program host:port\n" into this process's file
- * with one write (reserving it first when needed), then removes the files
- * of processes that are gone. Returns 0 or -errno. Not async-signal-safe. */
+ * with one write (reserving it first when needed). Returns 0 or -errno.
+ * Not async-signal-safe. */
 int rundir_publish(const char *addr);
 
 /* Removes this process's file (at exit). Async-signal-safe. */
 void rundir_remove(void);
 
-/* Calls fn for every announced process still alive (pid exists and its
- * program name still matches). Returns how many. Not async-signal-safe. */
+/* Calls fn for every announced process still alive (pid exists with the
+ * announced start time) and removes the files of the others. Returns how
+ * many are alive. Not async-signal-safe. */
 size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
                    void *arg);
 

@@ -10,7 +10,8 @@
  * after it switched to an unprivileged user (nginx workers do). A reader
  * takes only complete lines. A process's own file is removed at exit; files
  * of processes that are gone (pid dead, or reused: the start time differs)
- * are removed by the next process that publishes, and skipped by readers.
+ * are skipped and removed by whoever lists the folder (never in the
+ * constructor: a host's start must not wait on a folder full of them).
  *
  * Contexts: rundir_reserve() in the constructor's thread or in a fork child
  * handler (system calls only there); publish and list on the agent's
@@ -51,7 +52,8 @@ static int read_file(const char *path, char *buf, size_t size)
 }
 
 /* Start time of pid in clock ticks since boot (field 22 of its stat), which
- * tells a live process from a later one that reuses the pid. 0 when gone. */
+ * tells a live process from a later one that reuses the pid. 0 when gone
+ * or a zombie. */
 static unsigned long long start_time(int pid)
 {
     char path[64], buf[1024];
@@ -61,8 +63,8 @@ static unsigned long long start_time(int pid)
     /* The command name is in parentheses and may hold anything: count the
      * fields after its last ')'. */
     char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
+    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+        return 0; /* a zombie serves nothing */
     int field = 2;
     for (; *p; p++) {
         if (*p != ' ')
@@ -97,8 +99,21 @@ int rundir_reserve(void)
     own_pid = (int)getpid();
     if (mkdir(opt_run_dir, 0700) != 0 && errno != EEXIST)
         goto fail;
+    /* The default folder is in /tmp for most users: someone else may have
+     * made it first. Use it only when it is a real folder of our own that
+     * nobody else can write to. */
+    struct stat st;
+    if (lstat(opt_run_dir, &st) != 0)
+        goto fail;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        errno = EPERM;
+        goto fail;
+    }
     log_snprintf(own_path, sizeof own_path, "%s/pid-%d", opt_run_dir, own_pid);
-    own_fd = open(own_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    own_fd = open(own_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+                                O_CLOEXEC,
+                  0644);
     if (own_fd < 0)
         goto fail;
     return 0;
@@ -106,7 +121,10 @@ fail:;
     int err = errno;
     if (!reserve_logged++)
         log_info("cannot announce this process in PPROF_RUN_DIR %s: %s",
-                 opt_run_dir, strerror(err));
+                 opt_run_dir,
+                 err == EPERM ? "not a folder of this user's that only it "
+                                "can write to"
+                              : strerror(err));
     own_path[0] = '\0';
     return -err;
 }
@@ -143,7 +161,8 @@ static int parse_entry(const char *buf, struct rundir_entry *e,
 }
 
 /* Reads every file; live entries go to fn, dead ones are removed when
- * collect is set. Returns the number of live entries. */
+ * collect is set (files this process cannot remove stay, skipped).
+ * Returns the number of live entries. */
 static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
                    void *arg, int collect)
 {
@@ -202,7 +221,6 @@ int rundir_publish(const char *addr)
     if (err)
         log_info("cannot announce this process in %s: %s", own_path,
                  strerror(-err));
-    scan(NULL, NULL, 1);
     return err;
 }
 
@@ -217,5 +235,5 @@ void rundir_remove(void)
 size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
                    void *arg)
 {
-    return scan(fn, arg, 0);
+    return scan(fn, arg, 1);
 }

@@ -281,8 +281,10 @@ int server_start(void)
         log_info("cannot serve on %s: %s; serving on port %d instead, "
                  "announced in %s",
                  opt_addr_shown, first_error, port, opt_run_dir);
+    /* Announced before the port file is written: a test or script that
+     * waits for the port file finds the process announced too. */
+    children_announce(port);
     if (opt_port_file[0])
         write_port_file(port);
-    children_announce(port);
     return 0;
 }

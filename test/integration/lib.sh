@@ -25,6 +25,10 @@ start_agent() {
     name=$1; shift
     portfile="$WORK/$name.port"
     rm -f "$portfile"
+    # "env VAR=VALUE... CMD": the variables go on the outer env instead, so
+    # that an intermediate env does not load the agent and write the port
+    # file before exec'ing the program (a stale port the test would read).
+    case "${1:-}=${2:-}" in env=*=*) shift ;; esac
     env LD_PRELOAD="$AGENT" PPROF_ADDR="${PPROF_ADDR:-127.0.0.1:0}" \
         PPROF_PORT_FILE="$portfile" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
     PID=$!

@@ -30,12 +30,13 @@ for w in $(pgrep -P "$PID"); do
 done
 
 # A worker killed with SIGKILL leaves its file; it is never listed, and the
-# next process that announces itself removes it.
+# listing removes it.
 victim=$(pgrep -P "$PID" | head -n 1)
 kill -9 "$victim"
 sleep 0.2
 [ -e "$WORK/run/pid-$victim" ] || note "the killed worker's file is already gone"
 [ "$(count_listed)" = 3 ] || { fetch debug/pprof/processes; fail "a dead worker is listed"; }
+[ ! -e "$WORK/run/pid-$victim" ] || fail "the killed worker's file was not cleaned up"
 parent=$PID
 parent_addr=$ADDR
 
@@ -54,7 +55,6 @@ cat "$WORK/second.err"
 [ "$(grep -c '^pprofagent:' "$WORK/second.err")" = 1 ] || fail "the fallback took more than one line"
 grep -q "cannot serve on 127.0.0.1:$port: .*; serving on port [0-9]* instead, announced in $WORK/run" "$WORK/second.err" \
     || fail "fallback message"
-[ ! -e "$WORK/run/pid-$victim" ] || fail "the killed worker's file was not cleaned up"
 i=0
 while ! fetch debug/pprof/processes | grep -q "^$second "; do
     i=$((i + 1)); [ $i -lt 50 ] || fail "the second process is not listed"
@@ -65,6 +65,19 @@ sleep 0.5
 w2=$(pgrep -P "$second")
 ! fetch debug/pprof/processes | grep -q "^$w2 " || fail "a child was listed with PPROF_CHILDREN=off"
 [ ! -e "$WORK/run/pid-$w2" ] || fail "a child announced itself with PPROF_CHILDREN=off"
+# A run directory that others can write to (a planted /tmp folder) is not
+# used: one line, nothing written there, the program unharmed.
+mkdir -m 1777 "$WORK/shared"
+set +e
+env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_RUN_DIR="$WORK/shared" \
+    "$prog" exit 1 >"$WORK/shared.out" 2>"$WORK/shared.err"
+status=$?
+set -e
+[ "$status" = 0 ] || fail "the program failed with a foreign run directory"
+grep -q "cannot announce this process in PPROF_RUN_DIR $WORK/shared: not a folder of this user's" "$WORK/shared.err" \
+    || { cat "$WORK/shared.err"; fail "no refusal of a world-writable run directory"; }
+[ -z "$(ls "$WORK/shared")" ] || fail "files written into a world-writable run directory"
+
 for p in $(pgrep -P "$parent") $(pgrep -P "$second") "$second" "$parent"; do
     kill "$p" 2>/dev/null || true
 done

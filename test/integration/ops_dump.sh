@@ -34,16 +34,17 @@ check_cpu() {
         || fail "$1: crunch has $ms ms, expected about $2"
 }
 
-# check_heap FILE: keep_blocks holds 8 MiB live (sampled estimate).
+# check_heap FILE: keep_blocks holds 8 MiB live, exactly (the return case
+# records every allocation: PPROF_HEAP_RATE=1).
 check_heap() {
     top=$(pprof -top -sample_index=inuse_space "$1")
-    mb=$(printf '%s\n' "$top" | awk '$NF == "keep_blocks" { v=$1; if (v ~ /MB$/) { sub(/MB$/, "", v); print int(v) } else print 0 }')
-    note "$1: keep_blocks ${mb}MB in use"
-    [ "$mb" -ge 4 ] && [ "$mb" -le 13 ] || { printf '%s\n' "$top"; fail "$1: keep_blocks is not about 8MB"; }
+    mb=$(printf '%s\n' "$top" | awk '$NF == "keep_blocks" { print $1 }')
+    note "$1: keep_blocks $mb in use"
+    [ "$mb" = 8MB ] || { printf '%s\n' "$top"; fail "$1: keep_blocks is not 8MB"; }
 }
 
 # 1. Return from main.
-run_job ret -- return 1000
+run_job ret PPROF_HEAP_RATE=1 -- return 1000
 [ "$status" = 0 ] || fail "return: exit status $status"
 [ "$(cat "$WORK/ret.out")" = done ] || fail "return: stdout changed"
 set -- "$WORK"/ret/batch_job-*-*.cpu.pb.gz
