@@ -10,8 +10,9 @@
  * after it switched to an unprivileged user (nginx workers do). A reader
  * takes only complete lines. A process's own file is removed at exit; files
  * of processes that are gone (pid dead, or reused: the start time differs)
- * are skipped and removed by whoever lists the folder (never in the
- * constructor: a host's start must not wait on a folder full of them).
+ * are skipped and removed by whoever lists the folder, and a few at a time
+ * by each announcement (a host's start must not wait on a folder full of
+ * them).
  *
  * Contexts: rundir_reserve() in the constructor's thread or in a fork child
  * handler (system calls only there); publish and list on the agent's
@@ -29,6 +30,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Files looked at by each announcement to remove those of processes that
+ * are gone. */
+#define PUBLISH_SCAN_MAX 16
 
 /* This process's file: its path and descriptor (-1: none). Written by the
  * thread that reserves (the only thread, in a fork child), read at exit. */
@@ -160,11 +165,11 @@ static int parse_entry(const char *buf, struct rundir_entry *e,
     return 0;
 }
 
-/* Reads every file; live entries go to fn, dead ones are removed when
- * collect is set (files this process cannot remove stay, skipped).
- * Returns the number of live entries. */
+/* Reads every file (at most limit - 1 when limit > 0); live entries go to
+ * fn, dead ones are removed when collect is set (files this process cannot
+ * remove stay, skipped). Returns the number of live entries. */
 static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
-                   void *arg, int collect)
+                   void *arg, int collect, int limit)
 {
     if (!opt_run_dir[0])
         return 0;
@@ -176,6 +181,8 @@ static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
     while ((de = readdir(d)) != NULL) {
         if (strncmp(de->d_name, "pid-", 4) != 0)
             continue;
+        if (limit > 0 && --limit == 0)
+            break;
         char path[1400], buf[512];
         log_snprintf(path, sizeof path, "%s/%s", opt_run_dir, de->d_name);
         struct rundir_entry e;
@@ -221,6 +228,10 @@ int rundir_publish(const char *addr)
     if (err)
         log_info("cannot announce this process in %s: %s", own_path,
                  strerror(-err));
+    /* A few files of processes that are gone (forked children that ended
+     * before serving leave theirs) go with each announcement; a listing
+     * removes the rest. Bounded: this runs in the host's constructor. */
+    scan(NULL, NULL, 1, PUBLISH_SCAN_MAX);
     return err;
 }
 
@@ -235,5 +246,5 @@ void rundir_remove(void)
 size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
                    void *arg)
 {
-    return scan(fn, arg, 1);
+    return scan(fn, arg, 1, 0);
 }

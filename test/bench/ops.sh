@@ -72,6 +72,26 @@ for mode in exit exec; do
         'BEGIN { printf "%-34s %10s %10.2f %10.2f\n", l " (ratio)", "1.00", o / a, s / a }'
 done
 echo "announcement files left by children that ended at once: $files"
+
+# Instructions of the fork child handler (deterministic): callgrind counts a
+# forked child's instructions from its parent's start, so the difference
+# between the two policies' children is what the child handler adds.
+if command -v valgrind >/dev/null 2>&1; then
+    for policy in off serve; do
+        mkdir -p "$work/cg.$policy"
+        valgrind --tool=callgrind --trace-children=yes \
+            --callgrind-out-file="$work/cg.$policy/out.%p" env LD_PRELOAD="$agent" \
+            PPROF_ADDR=127.0.0.1:0 PPROF_CHILDREN=$policy PPROF_RUN_DIR="$work/cgrun" \
+            "$forker" exit 20 >/dev/null 2>&1 || true
+    done
+    child_ir() { # median of the children's totals (every file but the parent's)
+        for f in $(ls "$work/cg.$1"/out.* | sort -t. -k2 -n | tail -n +2); do
+            sed -n 's/^summary: //p' "$f"
+        done | median
+    }
+    o=$(child_ir off); s=$(child_ir serve)
+    echo "callgrind, forked child that _exits at once: children=off $o instructions, children=serve $s (+$((s - o)) in the child handler)"
+fi
 p=$(median < "$work/job.plain")
 d=$(median < "$work/job.dump")
 echo "batch job (300 ms of CPU), wall ms: agent without dumps $p, with PPROF_DUMP_DIR $d (ratio $(awk -v p="$p" -v d="$d" 'BEGIN { printf "%.2f", d / p }'))"
