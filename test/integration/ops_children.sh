@@ -29,6 +29,16 @@ for w in $(pgrep -P "$PID"); do
     [ "$wpid" = "$w" ] || fail "worker $w's server says it is $wpid"
 done
 
+# pprof-snapshot --all takes every process of the family at once.
+sh "$TOP/scripts/pprof-snapshot" --all "$ADDR" "$WORK/snap" 0 > "$WORK/snap.log" 2>&1 \
+    || { cat "$WORK/snap.log"; ls -R "$WORK/snap"; fail "pprof-snapshot --all failed"; }
+[ "$(ls -d "$WORK"/snap/*-fork_bench | wc -l)" = 4 ] || { ls "$WORK/snap"; fail "expected 4 snapshots"; }
+for w in $(pgrep -P "$PID") "$PID"; do
+    d="$WORK/snap/$w-fork_bench"
+    [ -s "$d/threadcreate.pb.gz" ] && [ -s "$d/heap.pb.gz" ] || { ls "$d"; fail "snapshot of $w is incomplete"; }
+    expect_contains "$(cat "$d/cmdline.txt")" "fork_bench hold 3 30" "snapshot of $w"
+done
+
 # A worker killed with SIGKILL leaves its file; it is never listed, and the
 # listing removes it.
 victim=$(pgrep -P "$PID" | head -n 1)
