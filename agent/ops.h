@@ -114,7 +114,7 @@ void dump_fork_child(void);
  * number of files written. Not async-signal-safe. */
 int dump_now(const char *reason);
 
-/* Counts since start, for the index page. */
+/* Files written since start (read with a relaxed atomic load). */
 extern long dump_files_written;
 
 #endif
