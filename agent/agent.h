@@ -185,8 +185,11 @@ void *arena_alloc(size_t size);
 /* The agent never uses the host's (interposed) pthread mutexes for its own
  * tables: a spinlock that yields is enough for the short insert paths. */
 typedef struct {
-    int locked;
+    int locked; /* the holder's thread id; 0 when free */
 } spinlock_t;
+/* Takes l; a lock whose holder is not a thread of this process (held in
+ * the parent at fork time) is taken over (guard.c). Not async-signal-safe.
+ * Does not allocate. */
 void spin_lock(spinlock_t *l);
 static inline void spin_unlock(spinlock_t *l)
 {

@@ -207,7 +207,14 @@ void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out)
     struct sym_frame fr[MAX_FRAMES];
     int n = pc < FRAME_PSEUDO_MAX ? 0 : symbols_resolve(pc, fr, MAX_FRAMES);
     if (n == 0) {
-        pbuf_printf(out, "#\t0x%" PRIxPTR "\n", pc);
+        /* A pseudo frame says what it stands for ("[truncated]"), as the
+         * proto form does. */
+        const char *pseudo = pc < FRAME_PSEUDO_MAX ? symbols_pseudo_name(pc)
+                                                   : NULL;
+        if (pseudo)
+            pbuf_printf(out, "#\t0x%" PRIxPTR "\t%s\n", pc, pseudo);
+        else
+            pbuf_printf(out, "#\t0x%" PRIxPTR "\n", pc);
         return;
     }
     /* Go prints the same pc for every inlined frame, with the offset from

@@ -1,0 +1,309 @@
+/*
+ * A host that does what real programs do and profilers fear, one mode per
+ * run, so each condition is its own test (test/integration/hostile_*.sh).
+ * Every mode prints what it did on stdout and ends with a known status, so
+ * a run under the agent can be compared with a run without it.
+ *
+ *   hostile threads N LINGER    N short-lived threads (batches of 50), each
+ *                               burning a little CPU in short_task; the
+ *                               main thread burns in main_burn meanwhile;
+ *                               then burns LINGER more seconds in main_burn
+ *   hostile masked SECONDS      two threads that block every signal burn in
+ *                               masked_burn, one ordinary in open_burn; at
+ *                               the end the masked threads unblock every
+ *                               signal (a profiling signal left pending
+ *                               would be delivered then) and burn a little
+ *   hostile recurse DEPTH SECS  recursion DEPTH frames deep; at the bottom:
+ *                               allocate 64 MiB kept live, create a thread,
+ *                               then burn in deep_leaf for SECS
+ *   hostile dlheap PLUGIN SECS  dlopen, call plug_alloc (allocations kept
+ *                               after the plugin is gone), dlclose, in a loop
+ *   hostile forks SECONDS       a thread forks children that malloc, lock,
+ *                               create a thread, print and exit 0, while two
+ *                               threads allocate and lock without pause;
+ *                               prints "forks=N ok=N" (every child reaped)
+ *   hostile end HOW DELAY       burns for DELAY seconds and then ends by HOW:
+ *                               thread-exit (exit(3) from a thread), _exit
+ *                               (_exit(4)), abort, exec (execs sh, exit 5),
+ *                               return (returns 6 from main)
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+static volatile int stop;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void spin(long n)
+{
+    unsigned long x = sink;
+    for (long i = 0; i < n; i++)
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+}
+
+__attribute__((noinline)) void short_task(void) { spin(200000); }
+__attribute__((noinline)) void main_burn(void) { spin(2000000); }
+__attribute__((noinline)) void masked_burn(void) { spin(2000000); }
+__attribute__((noinline)) void open_burn(void) { spin(2000000); }
+__attribute__((noinline)) void deep_leaf(void) { spin(2000000); }
+__attribute__((noinline)) void end_burn(void) { spin(2000000); }
+
+/* ---- threads ---------------------------------------------------------- */
+
+static void *short_thread(void *arg)
+{
+    (void)arg;
+    short_task();
+    return NULL;
+}
+
+static int run_threads(long n, double linger)
+{
+    long done = 0;
+    while (done < n) {
+        pthread_t t[50];
+        int k = 0;
+        for (; k < 50 && done + k < n; k++)
+            if (pthread_create(&t[k], NULL, short_thread, NULL) != 0)
+                return 1;
+        for (int i = 0; i < k; i++)
+            pthread_join(t[i], NULL);
+        done += k;
+        main_burn();
+    }
+    printf("threads=%ld\n", done);
+    double end = now() + linger;
+    while (now() < end)
+        main_burn();
+    return 0;
+}
+
+/* ---- masked ----------------------------------------------------------- */
+
+static void *masked_thread(void *arg)
+{
+    double end = *(double *)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    long rounds = 0;
+    while (now() < end) {
+        masked_burn();
+        rounds++;
+    }
+    pthread_sigmask(SIG_UNBLOCK, &all, NULL);
+    for (int i = 0; i < 50; i++)
+        masked_burn();
+    printf("masked rounds>0: %d\n", rounds > 0);
+    return NULL;
+}
+
+static void *open_thread(void *arg)
+{
+    double end = *(double *)arg;
+    while (now() < end)
+        open_burn();
+    return NULL;
+}
+
+static int run_masked(double secs)
+{
+    double end = now() + secs;
+    pthread_t t[3];
+    pthread_create(&t[0], NULL, masked_thread, &end);
+    pthread_create(&t[1], NULL, masked_thread, &end);
+    pthread_create(&t[2], NULL, open_thread, &end);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    printf("masked done\n");
+    return 0;
+}
+
+/* ---- recurse ---------------------------------------------------------- */
+
+static double deep_secs;
+static void *deep_kept;
+
+static void *nothing(void *arg) { return arg; }
+
+__attribute__((noinline)) static long recurse(long depth)
+{
+    if (depth == 0) {
+        deep_kept = malloc(64 << 20);
+        memset(deep_kept, 1, 64 << 20);
+        pthread_t t;
+        pthread_create(&t, NULL, nothing, NULL);
+        pthread_join(t, NULL);
+        double end = now() + deep_secs;
+        while (now() < end)
+            deep_leaf();
+        return 1;
+    }
+    volatile char pad[32];
+    pad[0] = (char)depth;
+    return recurse(depth - 1) + pad[0] - (char)depth;
+}
+
+/* ---- dlheap ----------------------------------------------------------- */
+
+static int run_dlheap(const char *plugin, double secs)
+{
+    double end = now() + secs;
+    long rounds = 0;
+    while (now() < end) {
+        void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            return 1;
+        void (*fn)(long) = (void (*)(long))dlsym(h, "plug_alloc");
+        if (!fn)
+            return 1;
+        fn(rounds);
+        dlclose(h);
+        rounds++;
+    }
+    printf("dl rounds>100: %d\n", rounds > 100);
+    return 0;
+}
+
+/* ---- forks ------------------------------------------------------------ */
+
+static pthread_mutex_t busy_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *busy_thread(void *arg)
+{
+    (void)arg;
+    unsigned n = 1;
+    while (!stop) {
+        pthread_mutex_lock(&busy_lock);
+        void *p = malloc(16 + (n = n * 1103515245u + 12345u) % 4096);
+        pthread_mutex_unlock(&busy_lock);
+        free(p);
+    }
+    return NULL;
+}
+
+static void child_work(void)
+{
+    /* Everything a lock held at fork time would deadlock on. */
+    pthread_mutex_lock(&busy_lock);
+    void *p = malloc(100000);
+    pthread_mutex_unlock(&busy_lock);
+    pthread_t t;
+    if (pthread_create(&t, NULL, nothing, NULL) == 0)
+        pthread_join(t, NULL);
+    free(p);
+    char line[64];
+    int len = snprintf(line, sizeof line, "child %d\n", (int)getpid());
+    if (write(1, line, (size_t)len) != len)
+        _exit(9);
+    _exit(0);
+}
+
+/* The program's own lock is made fork-safe the way programs do it; the
+ * agent's locks and the allocator's are what the test is about. */
+static void lock_busy(void) { pthread_mutex_lock(&busy_lock); }
+static void unlock_busy(void) { pthread_mutex_unlock(&busy_lock); }
+
+static int run_forks(double secs)
+{
+    pthread_atfork(lock_busy, unlock_busy, unlock_busy);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, busy_thread, NULL);
+    double end = now() + secs;
+    long forks = 0, ok = 0;
+    while (now() < end) {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0)
+            child_work();
+        if (pid < 0)
+            break;
+        forks++;
+        int status;
+        /* A child stuck on a lock would hang here: the test's time limit
+         * catches it, and the count below would be short. */
+        if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0)
+            ok++;
+    }
+    stop = 1;
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("forks=%ld ok=%ld\n", forks, ok);
+    return 0;
+}
+
+/* ---- end -------------------------------------------------------------- */
+
+static const char *end_how;
+
+static void *ender(void *arg)
+{
+    double end = *(double *)arg;
+    while (now() < end)
+        end_burn();
+    printf("ending by %s\n", end_how);
+    fflush(stdout);
+    if (strcmp(end_how, "thread-exit") == 0)
+        exit(3);
+    if (strcmp(end_how, "_exit") == 0)
+        _exit(4);
+    if (strcmp(end_how, "abort") == 0)
+        abort();
+    if (strcmp(end_how, "exec") == 0) {
+        execl("/bin/sh", "sh", "-c", "echo exec-ed; exit 5", (char *)NULL);
+        _exit(99);
+    }
+    return NULL;
+}
+
+static int run_end(const char *how, double delay)
+{
+    end_how = how;
+    double end = now() + delay;
+    pthread_t t, other;
+    pthread_create(&other, NULL, open_thread, &end);
+    pthread_create(&t, NULL, ender, &end);
+    pthread_join(t, NULL);
+    pthread_join(other, NULL);
+    return 6;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 3 && strcmp(argv[1], "threads") == 0)
+        return run_threads(atol(argv[2]), argc > 3 ? atof(argv[3]) : 0);
+    if (argc >= 3 && strcmp(argv[1], "masked") == 0)
+        return run_masked(atof(argv[2]));
+    if (argc >= 4 && strcmp(argv[1], "recurse") == 0) {
+        deep_secs = atof(argv[3]);
+        long r = recurse(atol(argv[2]));
+        printf("recursed, returned %ld\n", r);
+        free(deep_kept);
+        return 0;
+    }
+    if (argc >= 4 && strcmp(argv[1], "dlheap") == 0)
+        return run_dlheap(argv[2], atof(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "forks") == 0)
+        return run_forks(atof(argv[2]));
+    if (argc >= 4 && strcmp(argv[1], "end") == 0)
+        return run_end(argv[2], atof(argv[3]));
+    fprintf(stderr, "usage: see the comment at the top of hostile.c\n");
+    return 2;
+}
