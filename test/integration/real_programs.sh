@@ -1,0 +1,234 @@
+# Programs nobody here wrote, as Debian ships them, under the agent on
+# loopback and under load: redis-server with redis-benchmark, memcached
+# with a pipelined client, sqlite3 on a heavy query, python3 on a CPU- and
+# allocation-heavy script, nginx (master and workers) under wrk. For each:
+# output and exit status are those of the run without the agent; a CPU
+# profile taken under load names the program's own hot functions (Debian
+# strips its binaries: the names come from their dynamic symbol tables and
+# from the shared libraries they use); the heap profile is non-empty and
+# parses.
+. "$TOP/test/integration/lib.sh"
+
+for p in redis-server redis-benchmark redis-cli memcached sqlite3 wrk; do
+    command -v "$p" >/dev/null 2>&1 || fail "$p is not installed (scripts/install-deps)"
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+PY=/usr/bin/python3
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# names TOP_TEXT MIN NAME...: at least MIN of the names appear.
+names() {
+    text=$1; min=$2; shift 2; found=""
+    for n in "$@"; do case "$text" in *"$n"*) found="$found $n";; esac; done
+    note "names found:$found"
+    [ "$(echo $found | wc -w)" -ge "$min" ] || { echo "$text" | head -n 25; fail "fewer than $min of: $*"; }
+}
+heap_ok() { # FILE: parses, in-use or allocated space > 0
+    t=$(pprof -top -sample_index=alloc_space "$1")
+    echo "$t" | sed -n 's/^Showing nodes accounting for .*of \(.*\) total.*/alloc_space total \1/p'
+    echo "$t" | grep -q 'of 0 total' && fail "$1: empty heap profile"
+    echo "$t" | grep -q '% of ' || fail "$1: no heap samples"
+}
+export PPROF_HEAP_RATE=65536
+
+# ---- redis ------------------------------------------------------------------
+redis_script() { # PORT: a fixed command sequence, its answers on stdout
+    for i in $(seq 50); do echo "SET key:$i value-$((i * i))"; done
+    echo "INCRBY counter 41"; echo "INCR counter"; echo "LPUSH l a b c"; echo "LRANGE l 0 -1"
+    for i in 1 17 50; do echo "GET key:$i"; done
+}
+run_redis() { # NAME AGENT(0/1): output in $WORK/NAME.answers
+    port=$(free_port)
+    if [ "$2" = 1 ]; then
+        start_agent "$1" redis-server --port "$port" --bind 127.0.0.1 --save '' \
+            --appendonly no --dir "$WORK"
+    else
+        redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$WORK" >"$WORK/$1.out" 2>&1 &
+        PID=$!; PIDS="$PIDS $PID"
+    fi
+    for i in $(seq 100); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+    redis_script | redis-cli -p "$port" > "$WORK/$1.answers"
+    if [ "$2" = 1 ]; then
+        timeout 30 redis-benchmark -p "$port" -q -n 3000000 -t set,get,lpush,incr -P 16 \
+            > "$WORK/bench.out" 2>&1 &
+        B=$!
+        sleep 0.5
+        fetch 'debug/pprof/profile?seconds=3' > "$WORK/redis.pb.gz"
+        fetch debug/pprof/heap > "$WORK/redis-heap.pb.gz"
+        kill "$B" 2>/dev/null || true; wait "$B" 2>/dev/null || true
+    fi
+    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    if wait "$PID"; then st=0; else st=$?; fi
+    echo "$st" > "$WORK/$1.status"
+}
+run_redis redis-plain 0
+run_redis redis-agent 1
+cmp "$WORK/redis-plain.answers" "$WORK/redis-agent.answers" || fail "redis answers changed"
+[ "$(cat "$WORK/redis-plain.status")" = "$(cat "$WORK/redis-agent.status")" ] || fail "redis exit status changed"
+names "$(pprof -top -nodecount=40 "$WORK/redis.pb.gz")" 3 \
+    dictFind call processCommand lookupKey zmalloc _addReplyToBufferOrList \
+    readQueryFromClient processInputBuffer dictAdd setGenericCommand aeProcessEvents
+heap_ok "$WORK/redis-heap.pb.gz"
+
+# ---- memcached --------------------------------------------------------------
+cat > "$WORK/mc.py" <<'PYSRC'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+f = s.makefile("rb")
+out = []
+for i in range(int(sys.argv[2])):
+    v = ("v%d" % (i * 7919)).encode() * 20
+    s.sendall(b"set k%d 0 0 %d\r\n%s\r\n" % (i % 5000, len(v), v))
+    out.append(f.readline().strip())
+    s.sendall(b"get k%d\r\n" % (i % 5000))
+    line = f.readline()
+    if line.startswith(b"VALUE"):
+        n = int(line.split()[3]); data = f.read(n + 2); f.readline(); out.append(data[:-2])
+    else:
+        out.append(line)
+import hashlib
+print(len(out), hashlib.sha1(b"|".join(out)).hexdigest())
+PYSRC
+user=""; [ "$(id -u)" = 0 ] && user="-u nobody"
+port=$(free_port)
+memcached -l 127.0.0.1 -p "$port" -U 0 -t 2 -m 64 $user > "$WORK/mc-plain.log" 2>&1 &
+M=$!; PIDS="$PIDS $M"; sleep 0.5
+$PY "$WORK/mc.py" "$port" 20000 > "$WORK/mc-plain.answers"
+kill "$M"; wait "$M" 2>/dev/null || true
+port=$(free_port)
+start_agent mc memcached -l 127.0.0.1 -p "$port" -U 0 -t 2 -m 64 $user
+sleep 0.3
+$PY "$WORK/mc.py" "$port" 20000 > "$WORK/mc-agent.answers"
+cmp "$WORK/mc-plain.answers" "$WORK/mc-agent.answers" || fail "memcached answers changed"
+LOAD=""
+for j in 1 2 3; do $PY "$WORK/mc.py" "$port" 200000 > /dev/null & LOAD="$LOAD $!"; done
+sleep 0.3
+fetch 'debug/pprof/profile?seconds=3' > "$WORK/mc.pb.gz"
+fetch debug/pprof/heap > "$WORK/mc-heap.pb.gz"
+for p in $LOAD; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+names "$(pprof -top -nodecount=40 "$WORK/mc.pb.gz")" 2 \
+    process_command drive_machine try_read_command item_get do_item_get assoc_find \
+    hash process_update_command complete_nread event_base_loop conn_ libevent \
+    __libc_recv __libc_sendmsg sendmsg recv
+heap_ok "$WORK/mc-heap.pb.gz"
+kill -0 "$PID" || fail "memcached died"
+stop "$PID"
+
+# ---- sqlite3 ----------------------------------------------------------------
+cat > "$WORK/q.sql" <<'SQL'
+CREATE TABLE t(a INTEGER, b TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 300000)
+  INSERT INTO t SELECT x, printf('%08x', (x * 2654435761) % 4294967296) || (x % 97) FROM c;
+CREATE INDEX ta ON t(a);
+SELECT count(*), sum(a % 13), max(b) FROM t;
+SELECT x.a % 50 AS k, count(*), sum(length(x.b)) FROM t x JOIN t y ON y.a = x.a + 1 GROUP BY k ORDER BY k LIMIT 3;
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 12000000) SELECT sum(x * x % 7), count(*) FROM c;
+SQL
+set +e
+sqlite3 :memory: ".read $WORK/q.sql" > "$WORK/sql-plain.out" 2>&1; sp=$?
+set -e
+start_agent sql sqlite3 :memory: ".read $WORK/q.sql"
+sleep 0.3
+fetch 'debug/pprof/profile?seconds=2' > "$WORK/sql.pb.gz"
+fetch debug/pprof/heap > "$WORK/sql-heap.pb.gz"
+if wait "$PID"; then sa=0; else sa=$?; fi
+[ "$sa" = "$sp" ] || fail "sqlite3 status $sa, expected $sp"
+cmp "$WORK/sql-plain.out" "$WORK/sql.out" || fail "sqlite3 output changed"
+names "$(pprof -top -nodecount=40 "$WORK/sql.pb.gz")" 1 \
+    sqlite3VdbeExec sqlite3BtreeInsert sqlite3BtreeDelete sqlite3VdbeMemMakeWriteable sqlite3_step
+heap_ok "$WORK/sql-heap.pb.gz"
+
+# ---- python3 ----------------------------------------------------------------
+cat > "$WORK/work.py" <<'PYSRC'
+import hashlib, time
+def churn(n):
+    d = {}
+    for i in range(n):
+        d[i % 50000] = [str(i)] * 8 + [bytes(64)]
+    return len(d)
+def crunch(n):
+    h = hashlib.sha256()
+    s = 0
+    for i in range(n):
+        s += (i * i) % 7
+        if i % 1000 == 0:
+            h.update(str(s).encode())
+    return s, h.hexdigest()[:16]
+end = time.time() + 4
+rounds = 0
+while time.time() < end:
+    churn(200000); crunch(300000); rounds += 1
+print(churn(300000), crunch(1000000), rounds > 0)
+PYSRC
+set +e
+$PY "$WORK/work.py" > "$WORK/py-plain.out" 2>&1; pp=$?
+set -e
+start_agent py $PY "$WORK/work.py"
+sleep 0.5
+fetch 'debug/pprof/profile?seconds=2' > "$WORK/py.pb.gz"
+fetch debug/pprof/heap > "$WORK/py-heap.pb.gz"
+if wait "$PID"; then pa=0; else pa=$?; fi
+[ "$pa" = "$pp" ] || fail "python3 status $pa, expected $pp"
+cmp "$WORK/py-plain.out" "$WORK/py.out" || fail "python3 output changed"
+names "$(pprof -top -nodecount=40 "$WORK/py.pb.gz")" 2 \
+    _PyEval_EvalFrameDefault PyObject_Malloc _PyObject_Malloc long_ PyLong_ dict_ \
+    list_ PyUnicode_ _PyObject_ insertdict
+heap_ok "$WORK/py-heap.pb.gz"
+
+# ---- nginx under wrk --------------------------------------------------------
+port=$(free_port)
+mkdir -p "$WORK/www" "$WORK/ngx-tmp"
+chmod 755 "$WORK" "$WORK/www"
+$PY -c 'import random; r=random.Random(7); print("".join(r.choice("abcdefgh \n") for _ in range(100000)))' > "$WORK/www/page.txt"
+chmod 644 "$WORK/www/page.txt"
+cat > "$WORK/nginx.conf" <<CONF
+daemon off;
+master_process on;
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $WORK/ngx-tmp/body;
+    proxy_temp_path $WORK/ngx-tmp/proxy;
+    fastcgi_temp_path $WORK/ngx-tmp/fastcgi;
+    uwsgi_temp_path $WORK/ngx-tmp/uwsgi;
+    scgi_temp_path $WORK/ngx-tmp/scgi;
+    server { listen 127.0.0.1:$port; root $WORK/www; gzip on; gzip_types text/plain; gzip_min_length 0; }
+}
+CONF
+start_agent nginx "$NGINX" -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log"
+for i in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/page.txt" && break; sleep 0.05; done
+curl -s "http://127.0.0.1:$port/page.txt" | cmp - "$WORK/www/page.txt" || fail "nginx served different bytes"
+curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/page.txt" | gzip -dc | cmp - "$WORK/www/page.txt" \
+    || fail "nginx gzip output differs"
+wrk -t 2 -c 16 -d 4s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/page.txt" > "$WORK/wrk.out" 2>&1 &
+W=$!
+sleep 0.5
+fetch debug/pprof/heap > "$WORK/nginx-heap.pb.gz"
+# The workers are forked children: each serves its own endpoints when
+# PPROF_RUN_DIR announces them (ops_nginx_workers.sh); here the master's
+# process list is read when present.
+procs=$(fetch debug/pprof/processes 2>/dev/null || true)
+waddr=$(printf '%s\n' "$procs" | grep -o '127\.0\.0\.1:[0-9]*' | grep -v "^$ADDR\$" | head -n 1 || true)
+wait "$W"
+cat "$WORK/wrk.out"
+grep -q 'Requests/sec' "$WORK/wrk.out" || fail "wrk did not run"
+grep -q -e 'Non-2xx' -e 'Socket errors' "$WORK/wrk.out" && fail "wrk saw errors under the agent"
+heap_ok "$WORK/nginx-heap.pb.gz"
+if [ -n "$waddr" ]; then
+    wrk -t 2 -c 16 -d 4s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/page.txt" > /dev/null 2>&1 &
+    W=$!
+    sleep 0.3
+    curl -s -o "$WORK/ngx-worker.pb.gz" --max-time 30 "http://$waddr/debug/pprof/profile?seconds=2"
+    wait "$W"
+    names "$(pprof -top -nodecount=40 "$WORK/ngx-worker.pb.gz")" 2 \
+        ngx_ deflate gzip longest_match compress_block sendfile writev __libc_writev epoll_wait
+else
+    note "no worker endpoint listed: worker CPU profiles are ops_nginx_workers.sh's"
+fi
+kill -QUIT "$PID"
+if wait "$PID"; then st=0; else st=$?; fi
+[ "$st" = 0 ] || fail "nginx exited with $st after QUIT"
+echo ok
