@@ -7,9 +7,11 @@
  * starve it: SERVER_THREADS workers (each request holds one), at most
  * SERVER_LONG_MAX of them in requests that wait (CPU profiles, ?seconds=N
  * deltas) so the index and snapshots stay answerable, request headers up to
- * 16 KiB, bodies up to MAX_BODY (413 beyond), a 10 s timeout on reading a
- * request or writing a response, and a bounded accept queue beyond which
- * the kernel refuses connections. With PPROF_TOKEN set, every request is
+ * 16 KiB, bodies up to MAX_BODY (413 beyond), a 5 s limit on reading a
+ * request's headers (from its first byte) and on each write, and a
+ * bounded accept queue beyond which the kernel refuses connections. Slow
+ * clients can hold every worker: a request then waits at most about
+ * ceil(slow clients / SERVER_THREADS) x 5 s. With PPROF_TOKEN set, every request is
  * authenticated first (auth.c) and nothing is read or parsed before that.
  *
  * server_start() runs in the agent's constructor on the host's main thread;
@@ -32,7 +34,7 @@
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
-#define SERVER_THREADS "8"
+#define SERVER_THREADS "12"
 #define SERVER_LONG_MAX 3
 
 /* Requests in progress that hold their worker for seconds. */
@@ -221,7 +223,7 @@ int server_start(void)
         "num_threads", SERVER_THREADS,
         "listen_backlog", "64",
         "connection_queue", "32",
-        "request_timeout_ms", "10000",
+        "request_timeout_ms", "5000",
         "enable_keep_alive", "no",
         "max_request_size", "16384",
         "enable_directory_listing", "no",
