@@ -104,6 +104,7 @@ static void fork_child(void)
     /* A worker of the parent may have been inside the symbolizer. */
     symbols_fork_child();
     dump_fork_child();
+    server_fork_child();
     int serve = opt_serve && opt_children == CHILDREN_SERVE;
     if (!agent_ready || (!serve && !opt_dump_dir[0]))
         return;

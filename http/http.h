@@ -32,6 +32,9 @@ struct request {
 /* Starts the server on opt_addr, writes PPROF_PORT_FILE. On failure logs
  * one line and returns -errno; the host goes on. Not async-signal-safe. */
 int server_start(void);
+/* In a fork child (the only thread): forgets the parent's server, so that
+ * server_start() can start the child's own. Async-signal-safe. */
+void server_fork_child(void);
 
 /* ---- responses (respond.c) ----------------------------------------------- */
 

@@ -42,6 +42,14 @@ static int long_requests;
 
 static struct mg_context *server_ctx;
 
+void server_fork_child(void)
+{
+    /* The parent's server and its requests in flight are not the child's:
+     * its own server starts from nothing (agent/children.c). */
+    server_ctx = NULL;
+    long_requests = 0;
+}
+
 static int log_message(const struct mg_connection *conn, const char *message)
 {
     (void)conn;
