@@ -4,9 +4,10 @@
  * A child has none of its parent's threads, so none of the agent's: no
  * server, no dump thread, no CPU timers (cpu_timer.c resets the profiler).
  * With PPROF_CHILDREN=serve (the default) and a parent that served, the
- * child gets a server of its own on port 0 of the same host, so that every
- * worker of nginx, PostgreSQL or a prefork server can be profiled, and
- * announces it in the run directory (rundir.c).
+ * child gets a server of its own, so that every worker of nginx, PostgreSQL
+ * or a prefork server can be profiled, and announces it in the run
+ * directory (rundir.c): on the configured port when it is free (the parent
+ * exited: a daemon's first fork), otherwise on port 0 of the same host.
  *
  * The fork child handler only does what is safe in a fresh child: it
  * resets the agent's state that a thread of the parent may have held at
@@ -30,10 +31,14 @@
 #include "agent/symbols.h"
 #include "http/http.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,15 +67,62 @@ static int addr_port(const char *addr)
 
 int children_port0(char *addr, size_t size)
 {
-    if (!opt_run_dir[0] || addr != opt_addr || size != sizeof opt_addr ||
-        addr_port(addr) == 0)
+    if ((!opt_run_dir[0] && !children_is_forked) || addr != opt_addr ||
+        size != sizeof opt_addr || addr_port(addr) == 0)
         return 0;
     addr_port_zero();
     return 1;
 }
 
+/* The server's listening socket, found once it listens: a forked child
+ * inherits it, and must let it go (below). -1: not known. */
+static int listen_fd = -1;
+static int listen_port;
+
+static int local_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+static int is_listener(int fd, int port)
+{
+    int on = 0;
+    socklen_t len = sizeof on;
+    return local_port(fd) == port &&
+           getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
+}
+
+/* Finds the listening socket on port among the open descriptors. */
+static void find_listener(int port)
+{
+    listen_fd = -1;
+    listen_port = port;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        long fd;
+        if (config_parse_long(de->d_name, 0, 1 << 20, &fd) == 0 &&
+            fd != dirfd(d) && is_listener((int)fd, port)) {
+            listen_fd = (int)fd;
+            break;
+        }
+    }
+    closedir(d);
+}
+
 void children_announce(int port)
 {
+    find_listener(port);
     if (!opt_run_dir[0])
         return;
     /* The host as served: civetweb's "port" alone means every interface. */
@@ -105,11 +157,21 @@ static void fork_child(void)
     symbols_fork_child();
     dump_fork_child();
     server_fork_child();
+    /* The parent's listening socket came along with the fork. Nobody here
+     * accepts on it: held open, it would keep the port bound after the
+     * parent exits (a daemon's first fork) with connections queuing on it
+     * for ever. */
+    if (listen_fd >= 0 && is_listener(listen_fd, listen_port))
+        close(listen_fd);
+    listen_fd = -1;
     int serve = opt_serve && opt_children == CHILDREN_SERVE;
     if (!agent_ready || (!serve && !opt_dump_dir[0]))
         return;
     if (serve) {
-        addr_port_zero();
+        /* The configured port first: free again when the parent exited
+         * (a daemon's first fork: the daemon then serves where the operator
+         * expects it); taken while the parent lives (a worker), and then
+         * server_start() falls back to port 0. */
         /* The parent's port file names the parent; the child is found
          * through the run directory. */
         opt_port_file[0] = '\0';

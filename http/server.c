@@ -287,10 +287,14 @@ int server_start(void)
     int nports = mg_get_server_ports(server_ctx, 4, ports);
     int port = nports > 0 ? ports[0].port : 0;
     log_debug("serving on %s (port %d)", opt_addr_shown, port);
+    /* A forked worker finding its parent on the port is the normal case:
+     * said only at debug level. */
     if (first_error[0])
-        log_info("cannot serve on %s: %s; serving on port %d instead, "
-                 "announced in %s",
-                 opt_addr_shown, first_error, port, opt_run_dir);
+        log_msg(children_is_forked ? LOG_DEBUG : LOG_INFO,
+                "cannot serve on %s: %s; serving on port %d instead, "
+                "announced in %s",
+                opt_addr_shown, first_error, port,
+                opt_run_dir[0] ? opt_run_dir : "no run directory");
     /* Announced before the port file is written: a test or script that
      * waits for the port file finds the process announced too. */
     children_announce(port);

@@ -75,6 +75,22 @@ sleep 0.5
 w2=$(pgrep -P "$second")
 ! fetch debug/pprof/processes | grep -q "^$w2 " || fail "a child was listed with PPROF_CHILDREN=off"
 [ ! -e "$WORK/run/pid-$w2" ] || fail "a child announced itself with PPROF_CHILDREN=off"
+# A daemon's first fork: the parent exits at once, the daemon takes over the
+# configured port (the parent's listening socket is not kept open in the
+# child), so the operator finds it where PPROF_ADDR said.
+dport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$dport" "$prog" daemon 20 \
+    >"$WORK/daemon.out" 2>"$WORK/daemon.err" || fail "the daemon's parent failed"
+i=0
+while ! self=$(curl -sS --max-time 2 "http://127.0.0.1:$dport/debug/pprof/processes" 2>/dev/null | awk '/ self$/ { print $1 }') || [ -z "$self" ]; do
+    i=$((i + 1)); [ $i -lt 50 ] || { cat "$WORK/daemon.err"; fail "nobody serves on the configured port after the daemon's fork"; }
+    sleep 0.1
+done
+[ "$(cat /proc/$self/cmdline | tr '\0' ' ')" = "$prog daemon 20 " ] || fail "port $dport is served by $self, not the daemon"
+[ ! -s "$WORK/daemon.err" ] || { cat "$WORK/daemon.err"; fail "the daemon printed agent lines"; }
+note "daemon $self serves on the configured port $dport"
+kill "$self"
+
 # A run directory that others can write to (a planted /tmp folder) is not
 # used: one line, nothing written there, the program unharmed.
 mkdir -m 1777 "$WORK/shared"

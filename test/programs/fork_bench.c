@@ -8,6 +8,8 @@
  *   fork_bench exit|exec N
  *   fork_bench hold N SECS    N children that sleep SECS seconds each (a
  *                             prefork server's workers), then end
+ *   fork_bench daemon SECS    forks; the parent exits at once, the child
+ *                             (the daemon) sleeps SECS seconds
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,13 @@ int main(int argc, char **argv)
         return 2;
     int exec_child = strcmp(argv[1], "exec") == 0;
     int n = atoi(argv[2]);
+    if (strcmp(argv[1], "daemon") == 0) {
+        pid_t pid = fork();
+        if (pid != 0)
+            exit(pid < 0);
+        sleep((unsigned)n);
+        return 0;
+    }
     if (strcmp(argv[1], "hold") == 0 && argc > 3) {
         int secs = atoi(argv[3]);
         for (int i = 0; i < n; i++) {
