@@ -30,34 +30,13 @@ static void describe(char *buf, size_t size, const char *sep)
 static void serve_heap(struct request *r, const char *name,
                        const char *default_type)
 {
-    int debug = http_param_debug(r);
-    long seconds;
-    if (http_param_delta_seconds(r, 1, debug, &seconds) != 0)
+    struct table_read tr;
+    if (http_table_snapshot(r, heap_buckets, &tr) != 0)
         return;
-
-    int64_t start = agent_now_ns();
-    struct stack_snapshot snap;
-    if (stack_table_snapshot(heap_buckets, &snap) != 0) {
-        http_error(r, 500, "failed to collect profile");
-        return;
-    }
-    if (seconds > 0) {
-        struct stack_snapshot later;
-        if (http_wait(r, seconds) != 0) {
-            stack_snapshot_free(&snap);
-            http_error(r, 500, "context canceled");
-            return;
-        }
-        if (stack_table_snapshot(heap_buckets, &later) != 0) {
-            stack_snapshot_free(&snap);
-            http_error(r, 500, "failed to collect profile");
-            return;
-        }
-        stack_snapshot_subtract(&later, &snap);
-        stack_snapshot_free(&snap);
-        snap = later;
-    }
-    int64_t end = agent_now_ns();
+    int debug = tr.debug;
+    long seconds = tr.seconds;
+    int64_t start = tr.start, end = tr.end;
+    struct stack_snapshot snap = tr.snap;
 
     struct heap_record *recs = malloc((snap.n ? snap.n : 1) * sizeof *recs);
     if (!recs) {

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/agent.h"
+
 struct mg_connection;
 struct pbuf;
 
@@ -147,6 +149,20 @@ int custom_profile_serve(struct request *r);
  * Not async-signal-safe. */
 void custom_index_rows(struct pbuf *b, int descriptions, const char *before,
                        size_t *pos);
+
+/* A stack table read for one request (table_snapshot.c). */
+struct table_read {
+    int debug;                  /* the debug parameter */
+    long seconds;               /* > 0: snap is a delta over that time */
+    struct stack_snapshot snap; /* the caller frees it */
+    int64_t start, end;         /* ns since the epoch */
+};
+/* Checks debug and seconds as Go does, then snapshots t, or takes the
+ * difference of two snapshots seconds apart. Returns 0 with out filled, or
+ * -1 after answering the request with Go's error. Not async-signal-safe. */
+struct stack_table;
+int http_table_snapshot(struct request *r, struct stack_table *t,
+                        struct table_read *out);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */
