@@ -197,21 +197,7 @@ static int encode_heap(struct pbuf *out)
         stack_snapshot_free(&snap);
         return -ENOMEM;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < snap.n; i++) {
-        const int64_t *v = &snap.values[i * (size_t)snap.nvalues];
-        struct heap_record *h = &recs[n];
-        h->pcs = snap.entries[i]->pcs;
-        h->depth = snap.entries[i]->depth;
-        h->size = heap_key_size(snap.entries[i]->key);
-        h->labels = heap_key_labels(snap.entries[i]->key);
-        h->alloc_objects = v[HEAP_ALLOC_OBJECTS];
-        h->free_objects = v[HEAP_FREE_OBJECTS];
-        if (h->free_objects > h->alloc_objects)
-            h->free_objects = h->alloc_objects;
-        if (h->alloc_objects != 0)
-            n++;
-    }
+    size_t n = heap_records_from_snapshot(&snap, 0, recs);
     struct heap_stats st;
     heap_table_stats(&st);
     char comment[200];

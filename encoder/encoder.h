@@ -246,6 +246,16 @@ struct heap_record {
     uint32_t labels;       /* label set id (agent/labels.h), 0: none */
 };
 
+/* Turns a snapshot of the heap buckets (agent/heap.h) into records, written
+ * to out (room for snap->n): the size and labels come from each bucket's
+ * key; buckets with nothing in them are left out. In a full profile
+ * (delta == 0) a free counted after its allocation was read is not allowed
+ * to show as a negative in-use count. Returns the number of records.
+ * Not async-signal-safe. */
+struct stack_snapshot;
+size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
+                                  int delta, struct heap_record *out);
+
 /* The factor that turns a raw count of allocations of size bytes into an
  * unbiased estimate, when each is sampled with probability
  * 1 - exp(-(size + 1) / rate); 1 when rate <= 1. Not async-signal-safe. */

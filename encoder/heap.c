@@ -13,6 +13,7 @@
  */
 #include "encoder/encoder.h"
 
+#include "agent/heap.h"
 #include "agent/labels.h"
 #include "agent/symbols.h"
 
@@ -157,4 +158,29 @@ int heap_profile_text(const struct heap_record *recs, size_t n, long rate,
     if (trailer)
         pbuf_puts(out, trailer);
     return out->oom ? -ENOMEM : 0;
+}
+
+size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
+                                  int delta, struct heap_record *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < snap->n; i++) {
+        const int64_t *v = &snap->values[i * (size_t)snap->nvalues];
+        struct heap_record *h = &out[n];
+        h->pcs = snap->entries[i]->pcs;
+        h->depth = snap->entries[i]->depth;
+        h->size = heap_key_size(snap->entries[i]->key);
+        h->labels = heap_key_labels(snap->entries[i]->key);
+        h->alloc_objects = v[HEAP_ALLOC_OBJECTS];
+        h->free_objects = v[HEAP_FREE_OBJECTS];
+        /* The counters are read one after the other while threads go on:
+         * a free counted after its allocation was read would show as a
+         * negative in-use count in a full profile. */
+        if (!delta && h->free_objects > h->alloc_objects)
+            h->free_objects = h->alloc_objects;
+        if (h->alloc_objects == 0 && h->free_objects == 0)
+            continue;
+        n++;
+    }
+    return n;
 }

@@ -44,25 +44,7 @@ static void serve_heap(struct request *r, const char *name,
         http_error(r, 500, "failed to collect profile");
         return;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < snap.n; i++) {
-        const int64_t *v = &snap.values[i * (size_t)snap.nvalues];
-        struct heap_record *h = &recs[n];
-        h->pcs = snap.entries[i]->pcs;
-        h->depth = snap.entries[i]->depth;
-        h->size = heap_key_size(snap.entries[i]->key);
-        h->labels = heap_key_labels(snap.entries[i]->key);
-        h->alloc_objects = v[HEAP_ALLOC_OBJECTS];
-        h->free_objects = v[HEAP_FREE_OBJECTS];
-        /* The counters are read one after the other while threads go on:
-         * a free counted after its allocation was read would show as a
-         * negative in-use count in a full profile. */
-        if (seconds == 0 && h->free_objects > h->alloc_objects)
-            h->free_objects = h->alloc_objects;
-        if (h->alloc_objects == 0 && h->free_objects == 0)
-            continue;
-        n++;
-    }
+    size_t n = heap_records_from_snapshot(&snap, seconds > 0, recs);
 
     struct pbuf out = {0};
     char info[256];
