@@ -29,11 +29,15 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/heapbench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 export PPROF_ADDR=off PPROF_LOG=quiet
 
-# run NAME CMD...: one timed run; appends "NAME seconds maxrss_kb".
+# run NAME CMD...: one timed run; appends "NAME seconds maxrss_kb", the
+# seconds as the workload measured them itself (start of its threads to
+# their end, in microseconds), the peak RSS from /usr/bin/time.
 run() {
     name=$1; shift
-    /usr/bin/time -f "$name %e %M" -a -o "$tmp/results" "$@" >/dev/null 2>"$tmp/err" \
-        || { cat "$tmp/err" >&2; echo "run $name failed" >&2; }
+    /usr/bin/time -f "%M" -o "$tmp/rss" "$@" >"$tmp/out" 2>"$tmp/err" \
+        || { cat "$tmp/err" >&2; echo "run $name failed" >&2; return; }
+    secs=$(awk '/^heap_bench_elapsed / { print $2 }' "$tmp/out")
+    echo "$name ${secs:-0} $(tail -n 1 "$tmp/rss")" >> "$tmp/results"
 }
 
 configs="glibc agent jemalloc jemalloc_prof tcmalloc gperftools_heap heaptrack"
