@@ -78,6 +78,7 @@ size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
 struct agent_tls {
     int in_agent;
     int agent_thread;
+    int tid; /* this thread's id, 0 until spin_lock first needs it */
 };
 extern __thread struct agent_tls agent_tls
     __attribute__((tls_model("initial-exec")));

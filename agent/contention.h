@@ -75,6 +75,10 @@ void *contention_arrive(const void *lock, int64_t now);
 /* The waiter of handle stops waiting at time now. Not async-signal-safe.
  * Does not allocate. */
 void contention_leave(void *handle, int64_t now);
+/* A waiter that was not sampled got lock while sampled waiters may still
+ * wait: the delay they suffered so far is owed to the previous holder.
+ * Not async-signal-safe. Does not allocate. */
+void contention_handover(const void *lock);
 
 /*
  * Records one wait of ns nanoseconds in the block profile, with the

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,9 +37,35 @@ static int holder_gone(int tid)
  * be off by the record in flight, which is better than a child that never
  * returns from malloc or pthread_mutex_unlock.
  */
+/* The thread id is cached per thread: a system call on every lock doubled
+ * the cost of recording contended mutex events. The child of a fork keeps
+ * its parent thread's copy, so the first fork handler forgets it. */
+static inline int my_tid(void)
+{
+    int tid = agent_tls.tid;
+    if (unlikely(tid == 0)) {
+        tid = (int)syscall(SYS_gettid);
+        agent_tls.tid = tid;
+    }
+    return tid;
+}
+
+static void forget_tid_in_child(void)
+{
+    agent_tls.tid = 0;
+}
+
+/* Registered before every other fork handler of the agent (the others are
+ * registered by the main constructor, which runs later), so that child
+ * handlers taking a spinlock see the child's own id. */
+__attribute__((constructor(101))) static void guard_register_fork(void)
+{
+    pthread_atfork(NULL, NULL, forget_tid_in_child);
+}
+
 void spin_lock(spinlock_t *l)
 {
-    int me = (int)syscall(SYS_gettid);
+    int me = my_tid();
     for (int spins = 0;; spins++) {
         int owner = 0;
         if (__atomic_compare_exchange_n(&l->locked, &owner, me, 0,

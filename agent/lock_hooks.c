@@ -172,7 +172,10 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
     int r = op->call(op);
     saved = errno;
     int64_t t1 = contention_clock();
-    contention_leave(h, t1);
+    if (h)
+        contention_leave(h, t1);
+    else if (r == 0 && __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+        contention_handover(op->lock);
     if (r == 0)
         contention_block_event(t1 - t0);
     errno = saved;
