@@ -106,6 +106,16 @@ extern volatile int agent_ready;
  */
 int stack_capture(uintptr_t *pcs, int max);
 
+/*
+ * Unwinds the context a signal interrupted (the handler's ucontext) into at
+ * most max location addresses, leaf first: the interrupted instruction
+ * itself, then callers' return addresses minus one; the last entry is
+ * FRAME_TRUNCATED when the stack was deeper. The caller must have made
+ * libunwind safe to run in its handler (agent/cpu.h). Returns the number of
+ * entries. Async-signal-safe. Does not allocate.
+ */
+uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
+
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;
 /* Records the agent's own text range. Not async-signal-safe. */

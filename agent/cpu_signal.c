@@ -53,27 +53,7 @@ void cpu_signal_init(void)
 
 static PPROF_SIGNAL_SAFE uint32_t unwind(ucontext_t *uc, uintptr_t *pcs)
 {
-    unw_cursor_t cursor;
-    if (unw_init_local2(&cursor, (unw_context_t *)uc,
-                        UNW_INIT_SIGNAL_FRAME) != 0)
-        return 0;
-    uint32_t n = 0;
-    for (;;) {
-        unw_word_t ip;
-        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
-            break;
-        if (n == CPU_STACK_MAX) {
-            pcs[n - 1] = FRAME_TRUNCATED;
-            break;
-        }
-        /* The leaf is the interrupted instruction itself; every caller is
-         * a return address, turned into its call site. */
-        pcs[n] = n == 0 ? (uintptr_t)ip : (uintptr_t)ip - 1;
-        n++;
-        if (unw_step(&cursor) <= 0)
-            break;
-    }
-    return n;
+    return stack_unwind_signal(uc, pcs, CPU_STACK_MAX);
 }
 
 static inline uint64_t mono_ns(void)

@@ -29,35 +29,13 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 struct thread_slot *threads_slots;
 uint32_t threads_nslots;
 
 static PPROF_SIGNAL_SAFE uint32_t unwind(ucontext_t *uc, uintptr_t *pcs)
 {
-    unw_cursor_t cursor;
-    if (unw_init_local2(&cursor, (unw_context_t *)uc,
-                        UNW_INIT_SIGNAL_FRAME) != 0)
-        return 0;
-    uint32_t n = 0;
-    for (;;) {
-        unw_word_t ip;
-        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
-            break;
-        if (n == THREADS_STACK_MAX) {
-            pcs[n - 1] = FRAME_TRUNCATED;
-            break;
-        }
-        /* The leaf is where the thread stands; callers are return
-         * addresses, turned into call sites. */
-        pcs[n] = n == 0 ? (uintptr_t)ip : (uintptr_t)ip - 1;
-        n++;
-        if (unw_step(&cursor) <= 0)
-            break;
-    }
-    return n;
+    return stack_unwind_signal(uc, pcs, THREADS_STACK_MAX);
 }
 
 PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,

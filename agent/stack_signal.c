@@ -1,0 +1,41 @@
+/*
+ * Stack capture in signal context: the CPU sampler's handler and the
+ * threads profile's handler unwind the interrupted context here. Entered
+ * only from those handlers, which have already made libunwind safe to run
+ * (the program-header cache of agent/phdr_cache.c, the dlclose fence): this
+ * file calls nothing but libunwind's local unwinder, never allocates and
+ * never takes a lock.
+ */
+#include "agent/agent.h"
+#include "agent/symbols.h"
+
+#include <ucontext.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+PPROF_SIGNAL_SAFE
+uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
+{
+    unw_cursor_t cursor;
+    if (max == 0 || unw_init_local2(&cursor, (unw_context_t *)ucontext,
+                                    UNW_INIT_SIGNAL_FRAME) != 0)
+        return 0;
+    uint32_t n = 0;
+    for (;;) {
+        unw_word_t ip;
+        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
+            break;
+        if (n == max) {
+            pcs[n - 1] = FRAME_TRUNCATED;
+            break;
+        }
+        /* The leaf is the interrupted instruction itself; every caller is
+         * a return address, turned into its call site. */
+        pcs[n] = n == 0 ? (uintptr_t)ip : (uintptr_t)ip - 1;
+        n++;
+        if (unw_step(&cursor) <= 0)
+            break;
+    }
+    return n;
+}
