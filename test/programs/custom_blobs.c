@@ -87,10 +87,14 @@ static void *server(void *arg)
     char name[16];
     snprintf(name, sizeof name, "server-%d", (int)(long)arg);
     pthread_setname_np(pthread_self(), name);
-    for (unsigned i = 0;; i++) {
-        /* Per 4 requests: 3 to /api, 1 to /static, /static ones bigger:
-         * about 60% of the CPU to /api, 40% to /static. */
-        int api = i % 4 != 3;
+    unsigned seed = 12345u + (unsigned)(long)arg;
+    for (;;) {
+        /* 3 requests in 4 to /api, 1 to /static, /static ones bigger:
+         * about 60% of the CPU to /api, 40% to /static. The order is
+         * random: a fixed pattern of requests shorter than the kernel tick,
+         * which is when CPU timers fire, would alias with it and the
+         * profile would see some phases of the pattern more than others. */
+        int api = rand_r(&seed) % 4 != 3;
         pprof_labels saved = pprof_labels_save();
         pprof_label_set("endpoint", api ? "/api" : "/static");
         long long t0 = thread_cpu_ns();
