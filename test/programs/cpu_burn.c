@@ -43,11 +43,18 @@ static void *burner(void *arg)
     char name[16];
     snprintf(name, sizeof name, "burner-%d", (int)(long)arg);
     pthread_setname_np(pthread_self(), name);
+    unsigned seed = 777u + (unsigned)(long)arg;
     for (;;) {
+        /* Lengths vary at random around 3:1: a strictly periodic pattern
+         * much shorter than the kernel tick, which is when CPU timers
+         * fire, could alias with it. The shares are measured, not
+         * assumed. */
+        long la = 200000 + rand_r(&seed) % 200001;
+        long lb = 50000 + rand_r(&seed) % 100001;
         long long t0 = thread_cpu_ns();
-        hot_a(300000);
+        hot_a(la);
         long long t1 = thread_cpu_ns();
-        hot_b(100000);
+        hot_b(lb);
         long long t2 = thread_cpu_ns();
         __atomic_fetch_add(&total_a, t1 - t0, __ATOMIC_RELAXED);
         __atomic_fetch_add(&total_b, t2 - t1, __ATOMIC_RELAXED);
