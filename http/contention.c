@@ -29,61 +29,45 @@ static void serve(struct request *r, const char *name, struct stack_table *t,
     struct table_read tr;
     if (http_table_snapshot(r, t, &tr) != 0)
         return;
-    int debug = tr.debug;
-    long seconds = tr.seconds;
-    int64_t start = tr.start, end = tr.end;
-    struct stack_snapshot snap = tr.snap;
 
     /* Go multiplies mutex records by the fraction in the proto only. */
-    int64_t scale = is_mutex && debug == 0 && opt_mutex_fraction > 0
+    int64_t scale = is_mutex && tr.debug == 0 && opt_mutex_fraction > 0
                         ? opt_mutex_fraction
                         : 1;
     struct contention_record *recs =
-        malloc((snap.n ? snap.n : 1) * sizeof *recs);
+        malloc((tr.snap.n ? tr.snap.n : 1) * sizeof *recs);
     if (!recs) {
-        stack_snapshot_free(&snap);
+        stack_snapshot_free(&tr.snap);
         http_error(r, 500, "failed to collect profile");
         return;
     }
     size_t n = 0;
-    for (size_t i = 0; i < snap.n; i++) {
-        const int64_t *v = &snap.values[i * (size_t)snap.nvalues];
+    for (size_t i = 0; i < tr.snap.n; i++) {
+        const int64_t *v = &tr.snap.values[i * (size_t)tr.snap.nvalues];
         int64_t count = v[0], delay = v[1];
         if (!is_mutex)
             count = (count + CONTENTION_COUNT_SCALE / 2) /
                     CONTENTION_COUNT_SCALE;
         if (count == 0 && delay == 0)
             continue;
-        recs[n].pcs = snap.entries[i]->pcs;
-        recs[n].depth = snap.entries[i]->depth;
+        recs[n].pcs = tr.snap.entries[i]->pcs;
+        recs[n].depth = tr.snap.entries[i]->depth;
         recs[n].count = count * scale;
         recs[n].delay = delay * scale;
         n++;
     }
 
     struct pbuf out = {0};
-    int err;
-    if (debug != 0) {
-        err = contention_profile_text(is_mutex ? "mutex" : "contention",
-                                      is_mutex ? opt_mutex_fraction : 0, recs,
-                                      n, &out);
-        if (err == 0)
-            http_send_text(r, &out);
-    } else {
-        err = contention_profile_proto(recs, n, seconds > 0 ? end : start,
-                                       seconds > 0 ? end - start : 0, &out);
-        if (err == 0) {
-            char filename[128];
-            log_snprintf(filename, sizeof filename,
-                         seconds > 0 ? "%s-delta" : "%s", name);
-            http_send_profile(r, filename, &out);
-        }
-    }
-    if (err != 0)
-        http_error(r, 500, "failed to collect profile");
+    int err = tr.debug != 0
+                  ? contention_profile_text(is_mutex ? "mutex" : "contention",
+                                            is_mutex ? opt_mutex_fraction : 0,
+                                            recs, n, &out)
+                  : contention_profile_proto(recs, n, tr.time_nanos,
+                                             tr.duration_nanos, &out);
+    http_table_reply(r, name, &tr, err, &out);
     pbuf_free(&out);
     free(recs);
-    stack_snapshot_free(&snap);
+    stack_snapshot_free(&tr.snap);
 }
 
 void handle_block(struct request *r)

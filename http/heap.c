@@ -33,46 +33,33 @@ static void serve_heap(struct request *r, const char *name,
     struct table_read tr;
     if (http_table_snapshot(r, heap_buckets, &tr) != 0)
         return;
-    int debug = tr.debug;
-    long seconds = tr.seconds;
-    int64_t start = tr.start, end = tr.end;
-    struct stack_snapshot snap = tr.snap;
 
-    struct heap_record *recs = malloc((snap.n ? snap.n : 1) * sizeof *recs);
+    struct heap_record *recs =
+        malloc((tr.snap.n ? tr.snap.n : 1) * sizeof *recs);
     if (!recs) {
-        stack_snapshot_free(&snap);
+        stack_snapshot_free(&tr.snap);
         http_error(r, 500, "failed to collect profile");
         return;
     }
-    size_t n = heap_records_from_snapshot(&snap, seconds > 0, recs);
+    size_t n = heap_records_from_snapshot(&tr.snap, tr.seconds > 0, recs);
 
     struct pbuf out = {0};
     char info[256];
     int err;
-    if (debug != 0) {
+    if (tr.debug != 0) {
         char trailer[300];
         describe(info, sizeof info, "\n# ");
         log_snprintf(trailer, sizeof trailer, "# %s\n", info);
         err = heap_profile_text(recs, n, opt_heap_rate, trailer, &out);
-        if (err == 0)
-            http_send_text(r, &out);
     } else {
         describe(info, sizeof info, " ");
         err = heap_profile_proto(recs, n, opt_heap_rate, default_type,
-                                 seconds > 0 ? end : start,
-                                 seconds > 0 ? end - start : 0, info, &out);
-        if (err == 0) {
-            char filename[64];
-            log_snprintf(filename, sizeof filename,
-                         seconds > 0 ? "%s-delta" : "%s", name);
-            http_send_profile(r, filename, &out);
-        }
+                                 tr.time_nanos, tr.duration_nanos, info, &out);
     }
-    if (err != 0)
-        http_error(r, 500, "failed to collect profile");
+    http_table_reply(r, name, &tr, err, &out);
     pbuf_free(&out);
     free(recs);
-    stack_snapshot_free(&snap);
+    stack_snapshot_free(&tr.snap);
 }
 
 void handle_heap(struct request *r)

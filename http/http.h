@@ -155,7 +155,8 @@ struct table_read {
     int debug;                  /* the debug parameter */
     long seconds;               /* > 0: snap is a delta over that time */
     struct stack_snapshot snap; /* the caller frees it */
-    int64_t start, end;         /* ns since the epoch */
+    int64_t time_nanos;         /* the profile's time (the later snapshot) */
+    int64_t duration_nanos;     /* the delta's length, 0 for a full profile */
 };
 /* Checks debug and seconds as Go does, then snapshots t, or takes the
  * difference of two snapshots seconds apart. Returns 0 with out filled, or
@@ -163,6 +164,13 @@ struct table_read {
 struct stack_table;
 int http_table_snapshot(struct request *r, struct stack_table *t,
                         struct table_read *out);
+/* Answers a request read with http_table_snapshot(): out (already encoded
+ * by the caller, err its status) as text when debug was set, otherwise as
+ * the profile "name" or "name-delta"; 500 when err is not 0.
+ * Not async-signal-safe. */
+void http_table_reply(struct request *r, const char *name,
+                      const struct table_read *tr, int err,
+                      const struct pbuf *out);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */
