@@ -37,11 +37,7 @@ int count_profile_proto(const char *name, const struct count_record *recs,
             depth = sizeof ids / sizeof ids[0];
         size_t nids = stacks_locations(se, recs[i].pcs, depth, ids);
         struct profile_label labels[LABELS_MAX_PAIRS];
-        size_t nlabels = 0;
-        const struct pprof_label_set *set = labels_by_id(recs[i].labels);
-        for (uint32_t k = 0; set && k < set->n; k++)
-            labels[nlabels++] = (struct profile_label){
-                .key = set->pairs[k].key, .str = set->pairs[k].value};
+        size_t nlabels = labels_to_profile(recs[i].labels, labels);
         profile_sample(p, ids, nids, &recs[i].count, 1, labels, nlabels);
     }
     stacks_end(se);
@@ -61,33 +57,6 @@ static int by_count_desc(const void *a, const void *b)
     if (c)
         return c;
     return (x->labels > y->labels) - (x->labels < y->labels);
-}
-
-/* Go's "# labels: {"k":"v", ...}" line (keys sorted, values quoted). */
-static void put_labels(struct pbuf *out, uint32_t id)
-{
-    const struct pprof_label_set *set = labels_by_id(id);
-    if (!set)
-        return;
-    pbuf_puts(out, "# labels: {");
-    for (uint32_t k = 0; k < set->n; k++) {
-        const char *strs[2] = {set->pairs[k].key, set->pairs[k].value};
-        if (k)
-            pbuf_puts(out, ", ");
-        for (int j = 0; j < 2; j++) {
-            pbuf_puts(out, "\"");
-            for (const char *c = strs[j]; *c; c++) {
-                if (*c == '"' || *c == '\\')
-                    pbuf_append(out, "\\", 1);
-                if ((unsigned char)*c < 0x20)
-                    pbuf_printf(out, "\\x%02x", (unsigned char)*c);
-                else
-                    pbuf_append(out, c, 1);
-            }
-            pbuf_puts(out, j == 0 ? "\":" : "\"");
-        }
-    }
-    pbuf_puts(out, "}\n");
 }
 
 /* The "@" list carries return addresses, as Go prints them; a location
@@ -124,7 +93,7 @@ int count_profile_text(const char *name, const struct count_record *recs,
         if (sorted[i].depth == 0)
             pbuf_puts(out, " 0x0");
         pbuf_puts(out, "\n");
-        put_labels(out, sorted[i].labels);
+        labels_put_text(out, "# labels: ", sorted[i].labels);
         for (int f = 0; se && f < sorted[i].depth; f++)
             stacks_describe(se, sorted[i].pcs[f], out);
         pbuf_puts(out, "\n");

@@ -300,4 +300,18 @@ int cpu_profile_proto(const struct cpu_agg *a, int64_t period_ns,
                       int64_t lost, void (*name_of)(int, char *, size_t),
                       const char *comment, struct pbuf *out);
 
+/* ---- labels (labels.c) ---------------------------------------------------- */
+
+/* Appends the pairs of label set id (agent/labels.h; 0: none) to out as
+ * string labels (room for LABELS_MAX_PAIRS) and returns how many.
+ * Not async-signal-safe. */
+size_t labels_to_profile(uint32_t id, struct profile_label *out);
+/* Writes prefix and Go's text form of label set id, {"k":"v", ...}, and a
+ * newline; nothing when the id has no set. Returns 1 when written.
+ * Not async-signal-safe. */
+int labels_put_text(struct pbuf *out, const char *prefix, uint32_t id);
+/* Writes s Go-quoted: quotes and backslashes escaped, control bytes as
+ * \xNN. Not async-signal-safe. */
+void labels_put_quoted(struct pbuf *out, const char *s);
+
 #endif

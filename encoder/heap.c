@@ -80,10 +80,7 @@ int heap_profile_proto(const struct heap_record *recs, size_t n, long rate,
         if (r->size)
             labels[nlabels++] = (struct profile_label){"bytes", NULL, r->size,
                                                        NULL};
-        const struct pprof_label_set *set = labels_by_id(r->labels);
-        for (uint32_t k = 0; set && k < set->n; k++)
-            labels[nlabels++] = (struct profile_label){
-                .key = set->pairs[k].key, .str = set->pairs[k].value};
+        nlabels += labels_to_profile(r->labels, labels + nlabels);
         profile_sample(p, ids, nids, values, 4, labels, nlabels);
     }
     stacks_end(se);

@@ -36,20 +36,6 @@ static const char *why(int status)
     }
 }
 
-static void put_quoted(struct pbuf *out, const char *s)
-{
-    pbuf_puts(out, "\"");
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            pbuf_append(out, "\\", 1);
-        if ((unsigned char)*s < 0x20)
-            pbuf_printf(out, "\\x%02x", (unsigned char)*s);
-        else
-            pbuf_append(out, s, 1);
-    }
-    pbuf_puts(out, "\"");
-}
-
 /* One frame: "func(...)\n\tfile:line +0xOFF\n" per inlined function,
  * innermost first; the offset is Go's (from the function's entry to the
  * thread's pc, a return address for callers). */
@@ -97,7 +83,7 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
     for (size_t i = 0; i < d->n; i++) {
         const struct thread_info *t = &d->threads[i];
         pbuf_printf(out, "goroutine %d ", t->tid);
-        put_quoted(out, t->name);
+        labels_put_quoted(out, t->name);
         pbuf_printf(out, " [%s", threads_state_name(t->state));
         if (t->syscall >= 0) {
             const char *sc = threads_syscall_name(t->syscall);
@@ -107,18 +93,7 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
                 pbuf_printf(out, ", syscall %ld", t->syscall);
         }
         pbuf_puts(out, "]:\n");
-        const struct pprof_label_set *set = labels_by_id(t->labels);
-        if (set) {
-            pbuf_puts(out, "labels: {");
-            for (uint32_t k = 0; k < set->n; k++) {
-                if (k)
-                    pbuf_puts(out, ", ");
-                put_quoted(out, set->pairs[k].key);
-                pbuf_puts(out, ":");
-                put_quoted(out, set->pairs[k].value);
-            }
-            pbuf_puts(out, "}\n");
-        }
+        labels_put_text(out, "labels: ", t->labels);
         for (int f = 0; f < t->depth; f++)
             put_frame(out, t->pcs[f], f == 0);
         if (t->status != THREAD_STACK_OK)
