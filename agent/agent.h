@@ -79,6 +79,7 @@ struct agent_tls {
     int in_agent;
     int agent_thread;
     int tid; /* this thread's id, 0 until spin_lock first needs it */
+    int unwinding; /* > 0 while this thread is inside libunwind */
 };
 extern __thread struct agent_tls agent_tls
     __attribute__((tls_model("initial-exec")));
@@ -115,6 +116,35 @@ int stack_capture(uintptr_t *pcs, int max);
  * entries. Async-signal-safe. Does not allocate.
  */
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
+
+/*
+ * The fork gate around libunwind (stack_fork.c). stack_unwind_enter()
+ * returns 1 when the caller may call libunwind, and stack_unwind_leave()
+ * must then follow; 0 while a fork is being prepared, and the caller must
+ * not unwind. Async-signal-safe. Does not allocate.
+ */
+extern int stack_unwinders, stack_unwind_closed;
+
+static inline int stack_unwind_enter(void)
+{
+    __atomic_fetch_add(&stack_unwinders, 1, __ATOMIC_SEQ_CST);
+    if (unlikely(__atomic_load_n(&stack_unwind_closed, __ATOMIC_SEQ_CST))) {
+        __atomic_fetch_sub(&stack_unwinders, 1, __ATOMIC_SEQ_CST);
+        return 0;
+    }
+    agent_tls.unwinding++;
+    return 1;
+}
+
+static inline void stack_unwind_leave(void)
+{
+    agent_tls.unwinding--;
+    __atomic_fetch_sub(&stack_unwinders, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Registers the gate's fork handlers; before any other fork handler of the
+ * agent. Not async-signal-safe. */
+void stack_fork_init(void);
 
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;

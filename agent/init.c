@@ -33,6 +33,7 @@ __attribute__((constructor)) static void agent_init(void)
     }
     agent_start_ns = agent_now_ns();
     thread_hooks_init();
+    stack_fork_init();
     stack_init();
     cpu_timer_init();
     threadcreate_table = stack_table_create(1, 4096);

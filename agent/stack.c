@@ -52,13 +52,17 @@ static inline int is_self(uintptr_t pc)
     return pc >= stack_self_start && pc < stack_self_end;
 }
 
+/* Returns 0 (no stack) while a fork is being prepared. */
 int stack_capture(uintptr_t *pcs, int max)
 {
     void *raw[STACK_MAX + 32];
     int want = max + 32 < (int)(sizeof raw / sizeof raw[0])
                    ? max + 32
                    : (int)(sizeof raw / sizeof raw[0]);
+    if (!stack_unwind_enter())
+        return 0; /* a fork is being prepared: agent/stack_fork.c */
     int n = unw_backtrace(raw, want);
+    stack_unwind_leave();
     if (n <= 0)
         return 0;
     int full = n == want;

@@ -11,13 +11,13 @@ start_agent forks "$H" forks 5
 sleep 0.5
 fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz"
 pprof -top "$WORK/cpu.pb.gz" > /dev/null
-if wait "$PID"; then status=0; else status=$?; fi
-[ "$status" = 0 ] || fail "host exited with $status"
+wait_exit "$PID" 60
+[ "$STATUS" = 0 ] || fail "host exited with $STATUS"
 line=$(grep '^forks=' "$WORK/forks.out") || fail "no summary: $(tail -n 3 "$WORK/forks.out")"
 note "$line"
 forks=$(echo "$line" | sed 's/forks=\([0-9]*\) ok=.*/\1/')
 ok=$(echo "$line" | sed 's/.* ok=//')
-[ "$forks" = "$ok" ] || fail "$((forks - ok)) of $forks children failed"
+[ "$forks" = "$ok" ] || { cat "$WORK/forks.err" >&2; fail "$((forks - ok)) of $forks children failed"; }
 [ "$forks" -ge 20 ] || fail "only $forks forks in 5 s"
 [ "$(grep -c '^child ' "$WORK/forks.out")" = "$forks" ] || fail "a child's output is missing"
 unset PPROF_HEAP_RATE

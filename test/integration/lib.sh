@@ -59,6 +59,26 @@ stop() {
     wait "$1" 2>/dev/null || true
 }
 
+# wait_exit PID SECS: waits for a program started by start_agent to end and
+# sets STATUS to its exit status. One still running after SECS is stuck: the
+# stacks of its threads are printed (from gdb) and the test fails at once
+# rather than at the runner's time limit.
+wait_exit() {
+    i=0
+    while :; do
+        state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+        [ -n "$state" ] && [ "$state" != Z ] || break
+        i=$((i + 1))
+        if [ $i -gt $(($2 * 10)) ]; then
+            gdb -p "$1" -batch -ex 'thread apply all bt' 2>/dev/null |
+                grep '^#' >&2 || true
+            fail "pid $1 still running after $2 s"
+        fi
+        sleep 0.1
+    done
+    if wait "$1"; then STATUS=0; else STATUS=$?; fi
+}
+
 # fetch PATH [curl args...]: GET http://$ADDR/PATH, body to stdout; fails
 # the test on a transport error (HTTP errors are the caller's to check).
 fetch() {

@@ -218,6 +218,36 @@ static void child_work(void)
 static void lock_busy(void) { pthread_mutex_lock(&busy_lock); }
 static void unlock_busy(void) { pthread_mutex_unlock(&busy_lock); }
 
+/* Waits for a child; 1 if it exited 0. A child still there after 20 s is
+ * stuck (on a lock held at fork time): its threads' stacks go to stderr,
+ * from gdb when there is one, and it is killed and counted as failed. */
+static int reap(pid_t pid)
+{
+    int status;
+    double deadline = now() + 20;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (r < 0)
+            return 0;
+        if (now() > deadline)
+            break;
+        usleep(1000);
+    }
+    fprintf(stderr, "child %d is stuck\n", (int)pid);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd,
+             "command -v gdb >/dev/null && gdb -p %d -batch "
+             "-ex 'thread apply all bt' 2>/dev/null | grep '^#' >&2",
+             (int)pid);
+    if (system(cmd) == -1)
+        perror("system");
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return 0;
+}
+
 static int run_forks(double secs)
 {
     pthread_atfork(lock_busy, unlock_busy, unlock_busy);
@@ -234,11 +264,7 @@ static int run_forks(double secs)
         if (pid < 0)
             break;
         forks++;
-        int status;
-        /* A child stuck on a lock would hang here: the test's time limit
-         * catches it, and the count below would be short. */
-        if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-            WEXITSTATUS(status) == 0)
+        if (reap(pid))
             ok++;
     }
     stop = 1;
