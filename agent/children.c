@@ -29,6 +29,7 @@
 
 #include "agent/agent.h"
 #include "agent/symbols.h"
+#include "agent/threads.h"
 #include "http/http.h"
 
 #include <arpa/inet.h>
@@ -155,6 +156,7 @@ static void fork_child(void)
     children_is_forked = 1;
     /* A worker of the parent may have been inside the symbolizer. */
     symbols_fork_child();
+    threads_fork_child();
     dump_fork_child();
     server_fork_child();
     /* The parent's listening socket came along with the fork. Nobody here

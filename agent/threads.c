@@ -49,6 +49,10 @@
 #include <unistd.h>
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The signal a dump has borrowed and the host's disposition of it, under
+ * dump_lock; what a child forked mid-dump must give back. */
+static int dump_sig;
+static struct sigaction dump_saved;
 static uint32_t generation;
 static size_t slots_cap;
 
@@ -462,8 +466,8 @@ int threads_dump(struct thread_dump *out)
      * handlers unwind with. */
     if (phdr_cache_refresh(0) > 0)
         symbols_invalidate();
-    struct sigaction saved;
-    int sig = ensure_slots(n) == 0 ? install(&saved) : -ENOMEM;
+    int sig = ensure_slots(n) == 0 ? install(&dump_saved) : -ENOMEM;
+    dump_sig = sig;
     out->signo = sig > 0 ? sig : 0;
     uint32_t gen = ++generation & 0xffff;
     struct thread_slot *slots = threads_slots;
@@ -501,7 +505,8 @@ int threads_dump(struct thread_dump *out)
         nanosleep(&nap, NULL);
     }
     if (sig > 0)
-        uninstall(sig, &saved);
+        uninstall(sig, &dump_saved);
+    dump_sig = 0;
 
     /* Collect; withdraw the questions nobody answered. A handler caught
      * half-way (its thread stopped inside it) gets a little longer; if it
@@ -556,6 +561,21 @@ int threads_dump(struct thread_dump *out)
             th[kept++] = th[i];
     out->n = kept;
     return 0;
+}
+
+void threads_fork_child(void)
+{
+    if (pthread_mutex_trylock(&dump_lock) == 0) {
+        pthread_mutex_unlock(&dump_lock);
+        return;
+    }
+    /* A worker of the parent was dumping: its lock and borrowed signal
+     * came along without it. */
+    if (dump_sig > 0)
+        uninstall(dump_sig, &dump_saved);
+    dump_sig = 0;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&dump_lock, &fresh, sizeof dump_lock);
 }
 
 void threads_dump_free(struct thread_dump *d)

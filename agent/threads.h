@@ -63,6 +63,11 @@ struct thread_dump {
 int threads_dump(struct thread_dump *out);
 void threads_dump_free(struct thread_dump *d);
 
+/* In a forked child: frees the dump lock and gives back the borrowed
+ * signal if a worker of the parent was dumping at the fork. Not
+ * async-signal-safe. */
+void threads_fork_child(void);
+
 /* Number of host threads now (the agent's own not counted).
  * Not async-signal-safe. */
 long threads_host_count(void);
