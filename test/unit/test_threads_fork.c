@@ -1,0 +1,143 @@
+/*
+ * A child forked while a thread of the parent is in the middle of a
+ * thread-stack dump (threads_dump holds its lock and has borrowed a
+ * real-time signal): after threads_fork_child() the child's own dump runs
+ * to the end, and the borrowed signal is back at its default.
+ *
+ * The dump is made to last: a busy thread marked as the agent's (but not
+ * known to it as such) is asked for its stack and its handler does not
+ * answer, so the dump waits THREADS_WAIT_MS for it; the fork lands well
+ * inside that window.
+ */
+#include "agent/agent.h"
+#include "agent/threads.h"
+#include "harness.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What init.c and phdr_hooks.c provide in the shared object. */
+int64_t agent_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
+                            void *) = dl_iterate_phdr;
+
+static volatile int dumping, spinning, stop;
+
+static void *silent_spinner(void *arg)
+{
+    (void)arg;
+    agent_tls.agent_thread = 1;
+    spinning = 1;
+    while (!stop)
+        ;
+    return NULL;
+}
+
+static void *dumper(void *arg)
+{
+    (void)arg;
+    agent_tls.agent_thread = 1;
+    struct thread_dump d;
+    dumping = 1;
+    if (threads_dump(&d) == 0)
+        threads_dump_free(&d);
+    return NULL;
+}
+
+static volatile int spinning_here;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    spinning_here = (int)gettid();
+    while (!stop)
+        ;
+    return NULL;
+}
+
+/* The real-time signals the dump may borrow that are not at SIG_DFL. */
+static int borrowed_signals(void)
+{
+    int n = 0;
+    for (int sig = SIGRTMIN + 4; sig <= SIGRTMAX; sig++) {
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) == 0 &&
+            (cur.sa_handler != SIG_DFL || (cur.sa_flags & SA_SIGINFO)))
+            n++;
+    }
+    return n;
+}
+
+enum { CHILD_OK, CHILD_NOT_MID_DUMP, CHILD_SIGNAL_KEPT, CHILD_DUMP_FAILED };
+
+static int child(void)
+{
+    alarm(5); /* a dump lock still held would wait forever */
+    if (borrowed_signals() != 1)
+        return CHILD_NOT_MID_DUMP;
+    threads_fork_child();
+    if (borrowed_signals() != 0)
+        return CHILD_SIGNAL_KEPT;
+    /* A thread of the child's own, busy: its stack must come back. */
+    pthread_t t;
+    stop = 0;
+    if (pthread_create(&t, NULL, spinner, NULL) != 0)
+        return CHILD_DUMP_FAILED;
+    while (!spinning_here)
+        usleep(1000);
+    struct thread_dump d;
+    if (threads_dump(&d) != 0)
+        return CHILD_DUMP_FAILED;
+    int ok = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.threads[i].tid == spinning_here)
+            ok = d.threads[i].status == THREAD_STACK_OK &&
+                 d.threads[i].depth > 1;
+    threads_dump_free(&d);
+    if (!ok || borrowed_signals() != 0)
+        return CHILD_DUMP_FAILED;
+    return CHILD_OK;
+}
+
+TEST(child_forked_mid_dump)
+{
+    assert_true(borrowed_signals() == 0);
+    pthread_t spinner, t;
+    assert_true(pthread_create(&spinner, NULL, silent_spinner, NULL) == 0);
+    while (!spinning)
+        usleep(1000);
+    assert_true(pthread_create(&t, NULL, dumper, NULL) == 0);
+    while (!dumping)
+        usleep(1000);
+    usleep(THREADS_WAIT_MS * 1000 / 4);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(child());
+    assert_true(pid > 0);
+    int status = 0;
+    expect_int_eq(waitpid(pid, &status, 0), pid);
+    expect_true(WIFEXITED(status));
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "  child killed by signal %d (stuck)\n",
+                WTERMSIG(status));
+    expect_int_eq(WIFEXITED(status) ? WEXITSTATUS(status) : -1, CHILD_OK);
+    pthread_join(t, NULL);
+    stop = 1;
+    pthread_join(spinner, NULL);
+    expect_int_eq(borrowed_signals(), 0);
+}
+
+int main(void)
+{
+    stack_init();
+    return run_tests(child_forked_mid_dump, NULL);
+}
