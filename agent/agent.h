@@ -80,6 +80,7 @@ struct agent_tls {
     int agent_thread;
     int tid; /* this thread's id, 0 until spin_lock first needs it */
     int unwinding; /* > 0 while this thread is inside libunwind */
+    int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
 };
 extern __thread struct agent_tls agent_tls
     __attribute__((tls_model("initial-exec")));

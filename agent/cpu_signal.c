@@ -3,14 +3,23 @@
  *
  * Context: signal context on any host thread, interrupting any instruction
  * (malloc, the dynamic loader, libunwind, the agent's own hooks). It must
- * only make async-signal-safe calls, take no lock that normal code can hold,
- * never allocate, never block, and leave errno as it found it.
+ * only make async-signal-safe calls, take no lock of its own, never wait
+ * for anything the interrupted thread may hold, never allocate, and leave
+ * errno as it found it.
  *
  * How it stays safe:
  * - libunwind 1.6's local unwinder calls dl_iterate_phdr, which takes the
  *   loader lock; with cpu_in_handler set, phdr_hooks.c answers it from a
- *   cached snapshot instead (phdr_cache.c), and libunwind's per-thread cache
- *   policy (set in cpu_signal_init) keeps its own lock out of the way.
+ *   cached snapshot instead (phdr_cache.c).
+ * - libunwind takes one lock of its own, around its register-state cache,
+ *   with every signal blocked (so never on a thread this handler
+ *   interrupted). Debian's build has no per-thread cache: the policy asked
+ *   for in cpu_signal_init falls back to that global one. Normal-context
+ *   captures (stack.c) can hold it while they call the real
+ *   dl_iterate_phdr, which waits for the loader lock; so a thread
+ *   interrupted inside the real dl_iterate_phdr (agent_tls.in_loader) is
+ *   never unwound here, only its PC kept: otherwise it would wait for that
+ *   capture, which waits for it. Across fork, see stack_fork.c.
  * - A library being unloaded could vanish under the unwinder: the handler
  *   registers in cpu_phdr_readers and, while dlclose has cpu_phdr_busy
  *   raised, keeps only the interrupted PC (Dekker-style, seq_cst on both
@@ -92,10 +101,11 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
     s->tid = tid;
     s->weight = weight;
     s->labels = labels_current_id(); /* this thread's own TLS: a plain read */
-    if (guard_active() || unloading) {
-        /* Inside the agent (maybe inside libunwind), or a library is being
-         * unloaded and the unwinder could walk into it: the PC only, which
-         * keeps the CPU time and its function, without the callers. */
+    if (guard_active() || unloading || agent_tls.in_loader) {
+        /* Inside the agent (maybe inside libunwind), holding the loader
+         * lock, or a library is being unloaded and the unwinder could walk
+         * into it: the PC only, which keeps the CPU time and its function,
+         * without the callers. */
         s->pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
         s->depth = 1;
         if (unloading)

@@ -2,9 +2,13 @@
  * Interposers that keep the CPU signal handler's unwinding safe:
  *
  * - dl_iterate_phdr: libunwind (and libgcc) call it to find unwind tables.
- *   Outside our signal handler it forwards straight to the C library; on a
- *   thread inside the handler (cpu_in_handler) it walks the cached snapshot
- *   of phdr_cache.c instead, because the real one takes the loader lock.
+ *   Outside our signal handler it forwards to the C library; on a thread
+ *   inside the handler (cpu_in_handler) it walks the cached snapshot of
+ *   phdr_cache.c instead, because the real one takes the loader lock.
+ *   While a thread is inside the real one (holding that lock, running its
+ *   caller's callback), agent_tls.in_loader keeps the signal handlers from
+ *   unwinding it: libunwind's own cache lock could be held by a thread that
+ *   waits for the loader lock, and the handler would wait for that thread.
  * - dlclose: a library must not be unmapped while a handler unwinds
  *   through it. The hook keeps handlers out (they drop and count the
  *   sample) for the duration of the real dlclose, then refreshes the cache
@@ -54,7 +58,10 @@ dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
         if (!real_dl_iterate_phdr)
             return 0;
     }
-    return real_dl_iterate_phdr(cb, data);
+    agent_tls.in_loader++;
+    int ret = real_dl_iterate_phdr(cb, data);
+    agent_tls.in_loader--;
+    return ret;
 }
 
 __attribute__((visibility("default"))) int dlclose(void *handle)

@@ -11,8 +11,9 @@
  * - libunwind runs with cpu_in_handler set, so its dl_iterate_phdr calls
  *   are answered from phdr_cache.c's snapshot (refreshed by the worker
  *   before it sends any signal), never with the loader lock;
- * - while a library is being unloaded (cpu_phdr_busy) or the thread is
- *   inside the agent (guard active: maybe inside libunwind already), only
+ * - while a library is being unloaded (cpu_phdr_busy), or the thread is
+ *   inside the agent (guard active: maybe inside libunwind already) or
+ *   inside the real dl_iterate_phdr (in_loader: see cpu_signal.c), only
  *   the interrupted PC is kept;
  * - the answer goes to a slot the worker preallocated and only if the
  *   slot's generation still says "asked" (a CAS), so a late or stray signal
@@ -70,7 +71,7 @@ PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,
     __atomic_fetch_add(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
     int unloading = __atomic_load_n(&cpu_phdr_busy, __ATOMIC_SEQ_CST) != 0;
     uint32_t depth = 0;
-    if (!guard_active() && !unloading) {
+    if (!guard_active() && !unloading && !agent_tls.in_loader) {
         guard_enter();
         int was_in_handler = cpu_in_handler;
         cpu_in_handler = 1;

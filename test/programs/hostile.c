@@ -22,12 +22,18 @@
  *                               create a thread, print and exit 0, while two
  *                               threads allocate and lock without pause;
  *                               prints "forks=N ok=N" (every child reaped)
+ *   hostile loader DELAY        after DELAY seconds, one thread burns 1.5 s
+ *                               inside a dl_iterate_phdr callback (holding
+ *                               the loader lock) while another creates a
+ *                               thread from code never run before; prints
+ *                               "loader ok" and burns 3 s more
  *   hostile end HOW DELAY       burns for DELAY seconds and then ends by HOW:
  *                               thread-exit (exit(3) from a thread), _exit
  *                               (_exit(4)), abort, exec (execs sh, exit 5),
  *                               return (returns 6 from main)
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -274,6 +280,60 @@ static int run_forks(double secs)
     return 0;
 }
 
+/* ---- loader lock ---------------------------------------------------- */
+
+static volatile int in_callback;
+
+__attribute__((noinline)) void loader_burn(void) { spin(2000000); }
+
+static int slow_callback(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)info;
+    (void)size;
+    (void)data;
+    in_callback = 1;
+    double end = now() + 1.5;
+    while (now() < end)
+        loader_burn();
+    return 1;
+}
+
+static void *loader_holder(void *arg)
+{
+    (void)arg;
+    dl_iterate_phdr(slow_callback, NULL);
+    return NULL;
+}
+
+/* Never run before: a profiler's first stack capture here cannot be
+ * answered from any unwinder cache and has to look up unwind tables. */
+__attribute__((noinline)) static void fresh_path(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, nothing, NULL) == 0)
+        pthread_join(t, NULL);
+    __asm__ volatile("" ::: "memory");
+}
+
+static int run_loader(double delay)
+{
+    double end = now() + delay;
+    while (now() < end)
+        main_burn();
+    pthread_t h;
+    pthread_create(&h, NULL, loader_holder, NULL);
+    while (!in_callback)
+        usleep(1000);
+    usleep(100 * 1000);
+    fresh_path();
+    pthread_join(h, NULL);
+    printf("loader ok\n");
+    end = now() + 3; /* a profile started with us ends before we do */
+    while (now() < end)
+        main_burn();
+    return 0;
+}
+
 /* ---- end -------------------------------------------------------------- */
 
 static const char *end_how;
@@ -326,6 +386,8 @@ int main(int argc, char **argv)
     }
     if (argc >= 4 && strcmp(argv[1], "dlheap") == 0)
         return run_dlheap(argv[2], atof(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "loader") == 0)
+        return run_loader(atof(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "forks") == 0)
         return run_forks(atof(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "end") == 0)

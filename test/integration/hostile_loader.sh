@@ -1,0 +1,33 @@
+# A deadlock gperftools users know, in a new shape: one thread burns CPU
+# inside a dl_iterate_phdr callback (it holds the loader lock), another
+# makes the agent capture a stack from code no unwinder cache has seen.
+# That capture holds libunwind's cache lock while it waits for the loader
+# lock; the profiling signal on the first thread must not then wait for
+# libunwind's lock. The host finishes, and the profile still gives the
+# callback's CPU time to its function (the PC is kept, not the callers).
+. "$TOP/test/integration/lib.sh"
+
+H="$BUILD/test/programs/hostile"
+start_agent loader "$H" loader 1
+fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz" &
+curl_pid=$!
+wait_exit "$PID" 30
+[ "$STATUS" = 0 ] || fail "host exited with $STATUS"
+grep -q '^loader ok' "$WORK/loader.out" || fail "no 'loader ok': $(cat "$WORK/loader.out")"
+wait "$curl_pid" || fail "the profile request failed"
+pprof -traces "$WORK/cpu.pb.gz" > "$WORK/traces.txt"
+# The holder's samples inside the callback keep their PC only: traces of
+# the single frame `spin` (loader_burn's leaf); main's spin has callers.
+ms=$(awk '
+    function flush() { if (n == 1 && leaf == "spin") total += v; n = 0 }
+    /^-+\+-+$/ { flush(); next }
+    $1 ~ /^[0-9.]+(ms|s)$/ && NF == 2 {
+        v = $1; sub(/ms$/, "", v)
+        if ($1 !~ /ms$/) { sub(/s$/, "", v); v *= 1000 }
+        leaf = $2; n = 1; next }
+    n >= 1 && NF == 1 { n++ }
+    END { flush(); printf "%d", total }
+' "$WORK/traces.txt")
+note "leaf-only samples in the callback: $ms ms (it burned 1500 ms)"
+[ "$ms" -ge 1000 ] || { cat "$WORK/traces.txt"; fail "only $ms ms of the callback's CPU in the profile"; }
+echo ok
