@@ -29,7 +29,7 @@ CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS)
 LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
         -Wl,--version-script=agent/exports.map
-LIBS_AGENT := -lcivetweb -lunwind -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
+LIBS_AGENT := -lcivetweb -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
         -lpthread -lrt -lm
 
 SRCS := $(wildcard agent/*.c encoder/*.c http/*.c)

@@ -81,6 +81,7 @@ struct agent_tls {
     int tid; /* this thread's id, 0 until spin_lock first needs it */
     int unwinding; /* > 0 while this thread is inside libunwind */
     int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
+    int phdr_busy; /* this thread's share of cpu_phdr_busy (phdr_cache.c) */
 };
 extern __thread struct agent_tls agent_tls
     __attribute__((tls_model("initial-exec")));
@@ -143,8 +144,8 @@ static inline void stack_unwind_leave(void)
     __atomic_fetch_sub(&stack_unwinders, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Registers the gate's fork handlers; before any other fork handler of the
- * agent. Not async-signal-safe. */
+/* Registers the gate's fork handlers; after every other fork handler of
+ * the agent. Not async-signal-safe. */
 void stack_fork_init(void);
 
 /* Address range of the agent's own code, to strip its frames. */
@@ -253,7 +254,7 @@ void thread_hooks_init(void);
 
 /* ---- lifecycle (init.c) -------------------------------------------------- */
 
-/* Seconds since the Unix epoch, in ns. Async-signal-safe. */
+/* Seconds since the Unix epoch, in ns (clock.c). Async-signal-safe. */
 int64_t agent_now_ns(void);
 /* Time the agent loaded, in ns since the epoch. */
 extern int64_t agent_start_ns;

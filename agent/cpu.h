@@ -108,6 +108,10 @@ int phdr_cache_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
 void phdr_unload_enter(void);
 void phdr_unload_leave(void);
 
+/* In a forked child: forgets the readers and writers of the parent's
+ * other threads and makes the next refresh rebuild. Not async-signal-safe. */
+void phdr_cache_fork_child(void);
+
 /* ---- timers and the profile session (cpu_timer.c) ------------------------ */
 
 /* 1 while a profile runs (read by hooks and the handler). */

@@ -40,22 +40,24 @@
 #include <time.h>
 #include <ucontext.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
+#include "agent/unwinder.h"
 
 struct cpu_counters cpu_counters;
 __thread int cpu_in_handler __attribute__((tls_model("initial-exec")));
 
 void cpu_signal_init(void)
 {
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    if (!unwinder.step)
+        return; /* libunwind could not be loaded (stack_init tried) */
+    unwinder.set_caching_policy(*unwinder.local_addr_space,
+                                UNW_CACHE_PER_THREAD);
     /* One full unwind outside any handler, so libunwind's lazy
      * initialization (locks, memory pools) never happens inside one. */
     unw_context_t ctx;
     unw_cursor_t cursor;
-    unw_getcontext(&ctx);
-    if (unw_init_local(&cursor, &ctx) == 0) {
-        for (int i = 0; i < 64 && unw_step(&cursor) > 0; i++)
+    unwinder.getcontext(&ctx);
+    if (unwinder.init_local(&cursor, &ctx) == 0) {
+        for (int i = 0; i < 64 && unwinder.step(&cursor) > 0; i++)
             ;
     }
 }

@@ -11,16 +11,7 @@
 #include "agent/ops.h"
 #include "http/http.h"
 
-#include <time.h>
-
 int64_t agent_start_ns;
-
-int64_t agent_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 __attribute__((constructor)) static void agent_init(void)
 {
@@ -33,7 +24,6 @@ __attribute__((constructor)) static void agent_init(void)
     }
     agent_start_ns = agent_now_ns();
     thread_hooks_init();
-    stack_fork_init();
     stack_init();
     cpu_timer_init();
     threadcreate_table = stack_table_create(1, 4096);
@@ -41,6 +31,7 @@ __attribute__((constructor)) static void agent_init(void)
     contention_init();
     agent_ready = 1;
     children_init();
+    stack_fork_init(); /* last: its fork-prepare runs first */
     if (opt_serve)
         server_start();
     dump_start();

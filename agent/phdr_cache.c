@@ -42,10 +42,9 @@ static size_t cache_cap;
 static size_t cache_n;
 static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
 
-/* The real dl_iterate_phdr (phdr_hooks.c resolves it). */
-extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
-                                           void *),
-                                   void *);
+/* The real dl_iterate_phdr: phdr_hooks.c resolves it. */
+int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
+                            void *);
 
 static void wait_for_readers(void)
 {
@@ -126,10 +125,12 @@ int phdr_cache_refresh(int force)
     if (!force && v[0] == seen_adds && v[1] == seen_subs)
         return 0;
     spin_lock(&writer_lock);
+    agent_tls.phdr_busy++;
     __atomic_fetch_add(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
     wait_for_readers();
     int err = rebuild();
     __atomic_fetch_sub(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
+    agent_tls.phdr_busy--;
     if (err == 0) {
         seen_adds = v[0];
         seen_subs = v[1];
@@ -153,6 +154,7 @@ phdr_cache_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
 
 void phdr_unload_enter(void)
 {
+    agent_tls.phdr_busy++;
     __atomic_fetch_add(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
     wait_for_readers();
 }
@@ -169,4 +171,16 @@ void phdr_unload_leave(void)
         seen_adds = seen_subs = ~0ULL;
     }
     __atomic_fetch_sub(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
+    agent_tls.phdr_busy--;
+}
+
+void phdr_cache_fork_child(void)
+{
+    /* Handlers of the parent's other threads that were reading, and their
+     * writers, did not come along: only this thread's own share stays. The
+     * snapshot may be half rebuilt, so the next refresh (every profile and
+     * dump starts with one) rebuilds it. */
+    __atomic_store_n(&cpu_phdr_readers, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&cpu_phdr_busy, agent_tls.phdr_busy, __ATOMIC_SEQ_CST);
+    seen_adds = seen_subs = ~0ULL;
 }

@@ -28,11 +28,11 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
+#include "agent/unwinder.h"
 
-int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
-                            void *);
+extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
+                                           void *),
+                                   void *); /* phdr_cache.c */
 static int (*real_dlclose)(void *);
 
 static void resolve(void)
@@ -75,9 +75,11 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
     int ret = real_dlclose(handle);
     phdr_unload_leave();
     if (agent_ready) {
-        guard_enter();
-        unw_flush_cache(unw_local_addr_space, 0, 0);
-        guard_leave();
+        if (unwinder.flush_cache) {
+            guard_enter();
+            unwinder.flush_cache(*unwinder.local_addr_space, 0, 0);
+            guard_leave();
+        }
         symbols_invalidate();
     }
     return ret;

@@ -14,8 +14,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
+#include "agent/unwinder.h"
 
 uintptr_t stack_self_start, stack_self_end;
 
@@ -38,6 +37,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 
 void stack_init(void)
 {
+    unwinder_load();
     Dl_info info;
     if (dladdr((void *)stack_init, &info) && info.dli_fbase)
         dl_iterate_phdr(find_self, info.dli_fbase);
@@ -59,9 +59,14 @@ int stack_capture(uintptr_t *pcs, int max)
     int want = max + 32 < (int)(sizeof raw / sizeof raw[0])
                    ? max + 32
                    : (int)(sizeof raw / sizeof raw[0]);
+    /* Inside a dl_iterate_phdr callback this thread holds the loader lock,
+     * which libunwind may need while another capture holds libunwind's
+     * cache lock and waits for the loader: no stack rather than a cycle. */
+    if (!unwinder.backtrace || agent_tls.in_loader)
+        return 0;
     if (!stack_unwind_enter())
         return 0; /* a fork is being prepared: agent/stack_fork.c */
-    int n = unw_backtrace(raw, want);
+    int n = unwinder.backtrace(raw, want);
     stack_unwind_leave();
     if (n <= 0)
         return 0;

@@ -15,10 +15,16 @@
  * waiting at the gate may hold a lock that another library's prepare
  * handler, running after this one, needs.
  *
- * Registered first of the agent's fork handlers, so its prepare runs last:
- * the heap sampler's own gate has already drained by then.
+ * Registered last of the agent's fork handlers, so its prepare runs first:
+ * the heap table's prepare takes its shard locks only after the gate has
+ * drained. The other way round, a capture waiting for the loader lock
+ * could wait for a dlclose that frees a sampled block, whose free waits
+ * for a shard lock the forking thread holds while it waits for the
+ * capture. Captures that find the gate closed return at once, so the heap
+ * sampler's own gate drains quickly after this one.
  */
 #include "agent/agent.h"
+#include "agent/cpu.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -46,6 +52,7 @@ static void fork_child(void)
     /* Only the forking thread came along. */
     __atomic_store_n(&stack_unwinders, agent_tls.unwinding, __ATOMIC_SEQ_CST);
     __atomic_store_n(&stack_unwind_closed, 0, __ATOMIC_SEQ_CST);
+    phdr_cache_fork_child();
 }
 
 void stack_fork_init(void)

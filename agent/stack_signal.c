@@ -16,24 +16,23 @@
 
 #include <ucontext.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
+#include "agent/unwinder.h"
 
 PPROF_SIGNAL_SAFE
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
 {
     unw_cursor_t cursor;
-    if (max == 0 || !stack_unwind_enter())
+    if (max == 0 || !unwinder.step || !stack_unwind_enter())
         return 0;
     uint32_t n = 0;
-    if (unw_init_local2(&cursor, (unw_context_t *)ucontext,
-                        UNW_INIT_SIGNAL_FRAME) != 0) {
+    if (unwinder.init_local2(&cursor, (unw_context_t *)ucontext,
+                             UNW_INIT_SIGNAL_FRAME) != 0) {
         stack_unwind_leave();
         return 0;
     }
     for (;;) {
         unw_word_t ip;
-        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
+        if (unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
             break;
         if (n == max) {
             pcs[n - 1] = FRAME_TRUNCATED;
@@ -43,7 +42,7 @@ uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
          * a return address, turned into its call site. */
         pcs[n] = n == 0 ? (uintptr_t)ip : (uintptr_t)ip - 1;
         n++;
-        if (unw_step(&cursor) <= 0)
+        if (unwinder.step(&cursor) <= 0)
             break;
     }
     stack_unwind_leave();

@@ -2,12 +2,16 @@
 # inside a dl_iterate_phdr callback (it holds the loader lock), another
 # makes the agent capture a stack from code no unwinder cache has seen.
 # That capture holds libunwind's cache lock while it waits for the loader
-# lock; the profiling signal on the first thread must not then wait for
-# libunwind's lock. The host finishes, and the profile still gives the
-# callback's CPU time to its function (the PC is kept, not the callers).
+# lock; neither the profiling signal on the first thread nor a sampled
+# allocation inside the callback may then wait for libunwind's lock. The
+# host finishes, and the profile still gives the callback's CPU time to
+# its function (the PC is kept, not the callers).
 . "$TOP/test/integration/lib.sh"
 
 H="$BUILD/test/programs/hostile"
+# Every allocation sampled: the callback's own allocations are captures
+# made while holding the loader lock (they get no stack, never a wait).
+export PPROF_HEAP_RATE=1
 start_agent loader "$H" loader 1
 fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz" &
 curl_pid=$!

@@ -23,10 +23,11 @@
  *                               threads allocate and lock without pause;
  *                               prints "forks=N ok=N" (every child reaped)
  *   hostile loader DELAY        after DELAY seconds, one thread burns 1.5 s
- *                               inside a dl_iterate_phdr callback (holding
- *                               the loader lock) while another creates a
- *                               thread from code never run before; prints
- *                               "loader ok" and burns 3 s more
+ *                               and allocates inside a dl_iterate_phdr
+ *                               callback (holding the loader lock) while
+ *                               another creates a thread from code never
+ *                               run before; prints "loader ok" and burns
+ *                               3 s more
  *   hostile end HOW DELAY       burns for DELAY seconds and then ends by HOW:
  *                               thread-exit (exit(3) from a thread), _exit
  *                               (_exit(4)), abort, exec (execs sh, exit 5),
@@ -284,6 +285,24 @@ static int run_forks(double secs)
 
 static volatile int in_callback;
 
+/* Distinct allocation sites, each new to the unwinder when first used. */
+#define SITE(i)                                                               \
+    __attribute__((noinline)) static void site##i(void)                      \
+    {                                                                         \
+        void *p = malloc(1000 + i);                                           \
+        __asm__ volatile("" : : "r"(p) : "memory"); /* not elided */          \
+        free(p);                                                              \
+    }
+#define SITES8(a) SITE(a##0) SITE(a##1) SITE(a##2) SITE(a##3) SITE(a##4)      \
+    SITE(a##5) SITE(a##6) SITE(a##7)
+SITES8(1) SITES8(2) SITES8(3) SITES8(4)
+static void (*const sites[])(void) = {
+    site10, site11, site12, site13, site14, site15, site16, site17,
+    site20, site21, site22, site23, site24, site25, site26, site27,
+    site30, site31, site32, site33, site34, site35, site36, site37,
+    site40, site41, site42, site43, site44, site45, site46, site47,
+};
+
 __attribute__((noinline)) void loader_burn(void) { spin(2000000); }
 
 static int slow_callback(struct dl_phdr_info *info, size_t size, void *data)
@@ -292,9 +311,14 @@ static int slow_callback(struct dl_phdr_info *info, size_t size, void *data)
     (void)size;
     (void)data;
     in_callback = 1;
-    double end = now() + 1.5;
-    while (now() < end)
+    double start = now(), end = start + 1.5;
+    size_t nsites = sizeof sites / sizeof sites[0];
+    while (now() < end) {
         loader_burn();
+        /* Sampled at rate 1: a capture in here, from a new site every
+         * 40 ms, so some come after the other thread blocks. */
+        sites[(size_t)((now() - start) / 0.04) % nsites]();
+    }
     return 1;
 }
 

@@ -5,6 +5,7 @@
  * than waiting), and both the parent and the child unwind again afterwards.
  */
 #include "agent/agent.h"
+#include "agent/cpu.h"
 #include "harness.h"
 
 #include <pthread.h>
@@ -76,6 +77,41 @@ TEST(fork_waits_for_the_unwinder)
     expect_int_eq(stack_unwinders, 0);
 }
 
+static volatile int reading, stop_reading;
+
+/* Stands for a CPU handler on another thread, inside the snapshot. */
+static void *phdr_reader(void *arg)
+{
+    (void)arg;
+    __atomic_fetch_add(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    reading = 1;
+    while (!stop_reading)
+        usleep(1000);
+    __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+TEST(child_forgets_the_parents_readers)
+{
+    pthread_t t;
+    assert_true(pthread_create(&t, NULL, phdr_reader, NULL) == 0);
+    while (!reading)
+        usleep(1000);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5); /* waiting for a reader that is not here: killed */
+        phdr_unload_enter(); /* what dlclose does */
+        phdr_unload_leave();
+        _exit(cpu_phdr_readers == 0 && cpu_phdr_busy == 0 ? 0 : 1);
+    }
+    assert_true(pid > 0);
+    int status = 0;
+    expect_int_eq(waitpid(pid, &status, 0), pid);
+    expect_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    stop_reading = 1;
+    pthread_join(t, NULL);
+}
+
 TEST(no_fork_no_gate)
 {
     expect_int_eq(stack_unwind_enter(), 1);
@@ -90,5 +126,6 @@ int main(void)
     pthread_atfork(late_prepare, NULL, NULL);
     stack_fork_init();
     stack_init();
-    return run_tests(no_fork_no_gate, fork_waits_for_the_unwinder, NULL);
+    return run_tests(no_fork_no_gate, fork_waits_for_the_unwinder,
+                     child_forgets_the_parents_readers, NULL);
 }

@@ -20,15 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* What init.c and phdr_hooks.c provide in the shared object. */
-int64_t agent_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
-                            void *) = dl_iterate_phdr;
+/* Set by phdr_hooks.c in the shared object. */
+extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
+                                           void *),
+                                   void *);
 
 static volatile int dumping, spinning, stop;
 
@@ -138,6 +133,7 @@ TEST(child_forked_mid_dump)
 
 int main(void)
 {
+    real_dl_iterate_phdr = dl_iterate_phdr; /* phdr_hooks.c's job */
     stack_init();
     return run_tests(child_forked_mid_dump, NULL);
 }
