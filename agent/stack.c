@@ -52,7 +52,8 @@ static inline int is_self(uintptr_t pc)
     return pc >= stack_self_start && pc < stack_self_end;
 }
 
-/* Returns 0 (no stack) while a fork is being prepared. */
+/* Returns 0 (no stack) without libunwind, inside a dl_iterate_phdr callback
+ * and while a fork is being prepared. */
 int stack_capture(uintptr_t *pcs, int max)
 {
     void *raw[STACK_MAX + 32];
