@@ -13,6 +13,7 @@
 #ifndef PPROF_AGENT_H
 #define PPROF_AGENT_H
 
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,6 +96,28 @@ static inline void guard_leave(void) { agent_tls.in_agent--; }
 
 /* 1 once the constructor has finished and the agent is enabled. */
 extern volatile int agent_ready;
+
+/* ---- loaded objects ------------------------------------------------------ */
+
+/* The address range [*lo, *hi) of all of an object's PT_LOAD segments
+ * (code and data), from its dl_iterate_phdr entry; *lo > *hi when it has
+ * none. Async-signal-safe. Does not allocate. */
+static inline void phdr_load_range(const struct dl_phdr_info *info,
+                                   uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = UINTPTR_MAX;
+    *hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (start < *lo)
+            *lo = start;
+        if (start + ph->p_memsz > *hi)
+            *hi = start + ph->p_memsz;
+    }
+}
 
 /* ---- stack capture (stack.c) --------------------------------------------- */
 

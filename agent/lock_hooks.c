@@ -414,18 +414,13 @@ static int find_cond_object(struct dl_phdr_info *info, size_t size, void *p)
 {
     (void)size;
     struct cond_query *q = p;
-    uintptr_t base = info->dlpi_addr, lo = UINTPTR_MAX, hi = 0;
+    uintptr_t base = info->dlpi_addr, lo, hi;
+    phdr_load_range(info, &lo, &hi);
     const ElfW(Dyn) *dyn = NULL;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD) {
-            if (base + ph->p_vaddr < lo)
-                lo = base + ph->p_vaddr;
-            if (base + ph->p_vaddr + ph->p_memsz > hi)
-                hi = base + ph->p_vaddr + ph->p_memsz;
-        } else if (ph->p_type == PT_DYNAMIC) {
+        if (ph->p_type == PT_DYNAMIC)
             dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
-        }
     }
     if (q->pc < lo || q->pc >= hi)
         return 0;

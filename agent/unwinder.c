@@ -25,17 +25,7 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *data)
     struct range *r = data;
     if (info->dlpi_addr != r->base)
         return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        uintptr_t hi = lo + ph->p_memsz;
-        if (!r->lo || lo < r->lo)
-            r->lo = lo;
-        if (hi > r->hi)
-            r->hi = hi;
-    }
+    phdr_load_range(info, &r->lo, &r->hi);
     return 1;
 }
 
@@ -80,8 +70,12 @@ int unwinder_load(void)
         r.base = (uintptr_t)info.dli_fbase;
         dl_iterate_phdr(find_range, &r);
     }
-    u.lo = r.lo;
-    u.hi = r.hi;
+    if (r.lo < r.hi) {
+        u.lo = r.lo;
+        u.hi = r.hi;
+    } else {
+        u.lo = u.hi = 0; /* not found: owns nothing */
+    }
     unwinder = u;
     state = 1;
     return 0;
