@@ -83,6 +83,9 @@ struct agent_tls {
     int unwinding; /* > 0 while this thread is inside libunwind */
     int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
     int phdr_busy; /* this thread's share of cpu_phdr_busy (phdr_cache.c) */
+    /* stack_loader_epoch when this thread's block of libunwind's
+     * thread-local storage was last known allocated; 0: never (stack.c) */
+    unsigned unwind_epoch;
 };
 extern __thread struct agent_tls agent_tls
     __attribute__((tls_model("initial-exec")));
@@ -129,8 +132,33 @@ static inline void phdr_load_range(const struct dl_phdr_info *info,
  * frames. When the stack is deeper than max, the last entry is
  * FRAME_TRUNCATED. Returns the number of entries. Not async-signal-safe
  * (libunwind may take the loader lock here); call with the guard entered.
+ * The first capture on a thread may allocate (through the host's
+ * allocator): call it where the thread holds none of the allocator's
+ * locks, e.g. in a malloc hook after the real call returned.
  */
 int stack_capture(uintptr_t *pcs, int max);
+
+/*
+ * The same stack as stack_capture(), for a thread that may hold one of its
+ * allocator's locks (a contended lock can be one inside malloc, a thread
+ * can be created from inside one): never allocates. A thread that has
+ * passed stack_thread_prepare() or a stack_capture() since the last
+ * dlclose walks as fast as stack_capture(); otherwise this walks frame by
+ * frame, about 30 times slower.
+ */
+int stack_capture_no_alloc(uintptr_t *pcs, int max);
+
+/* Readies the calling thread for fast stack_capture_no_alloc() walks; may
+ * allocate (see stack_capture). Called where each new thread starts. */
+void stack_thread_prepare(void);
+
+/* Bumped by stack_loader_changing(). */
+extern unsigned stack_loader_epoch;
+
+/* Called by dlclose before the real one: from here on, no thread walks
+ * fast in stack_capture_no_alloc() until it is readied again, and the
+ * walks already under way are waited for. Not async-signal-safe. */
+void stack_loader_changing(void);
 
 /*
  * Unwinds the context a signal interrupted (the handler's ucontext) into at

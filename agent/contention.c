@@ -272,7 +272,7 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
 static void record(struct stack_table *t, int64_t count, int64_t delay)
 {
     uintptr_t pcs[STACK_MAX];
-    int n = stack_capture(pcs, STACK_MAX);
+    int n = stack_capture_no_alloc(pcs, STACK_MAX);
     if (n == 0) {
         pcs[0] = FRAME_UNKNOWN;
         n = 1;

@@ -12,7 +12,9 @@
  * - dlclose: a library must not be unmapped while a handler unwinds
  *   through it. The hook keeps handlers out (they drop and count the
  *   sample) for the duration of the real dlclose, then refreshes the cache
- *   and libunwind's caches, and tells the symbolizer.
+ *   and libunwind's caches, and tells the symbolizer. Before that it stops
+ *   fast walks from inside locks until each thread is readied again
+ *   (stack_loader_changing in stack.c).
  *
  * dlopen is deliberately not interposed: glibc uses the caller's address
  * to pick the namespace and the RUNPATH search list, which an interposer
@@ -71,6 +73,8 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         if (!real_dlclose)
             return -1;
     }
+    if (agent_ready)
+        stack_loader_changing();
     phdr_unload_enter();
     int ret = real_dlclose(handle);
     phdr_unload_leave();

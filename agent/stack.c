@@ -13,6 +13,8 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include "agent/unwinder.h"
 
@@ -35,6 +37,11 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* The walks of stack_capture_no_alloc may be fast: see stack_init. */
+static int fast_when_locked;
+
+unsigned stack_loader_epoch = 1;
+
 void stack_init(void)
 {
     unwinder_load();
@@ -45,6 +52,16 @@ void stack_init(void)
      * quiet moment, rather than inside the first sampled call. */
     uintptr_t pcs[8];
     stack_capture(pcs, 8);
+    /* That unwind created libunwind's thread-specific key, the lowest free
+     * one: a key created now is above it. Below 32, setting a thread's
+     * value allocates nothing (the C library keeps the first 32 in the
+     * thread itself), so a thread's first fast walk allocates only its
+     * thread-local block, which stack_thread_prepare() takes care of. */
+    pthread_key_t probe;
+    if (pthread_key_create(&probe, NULL) == 0) {
+        fast_when_locked = probe < 32;
+        pthread_key_delete(probe);
+    }
 }
 
 static inline int is_self(uintptr_t pc)
@@ -52,9 +69,68 @@ static inline int is_self(uintptr_t pc)
     return pc >= stack_self_start && pc < stack_self_end;
 }
 
+/*
+ * Why two ways to walk. unw_backtrace is the fast one: it remembers each
+ * frame's layout in a cache of the calling thread, found through libunwind's
+ * thread-local storage. libunwind is dlopen'ed (agent/unwinder.h), so that
+ * storage is dynamic: a thread's first use allocates its block through the
+ * host's malloc (__tls_get_addr). The first use after a dlclose may free
+ * the thread's block of the unloaded object too, in C libraries that bring
+ * a thread's blocks up to date with every load and unload at once (glibc
+ * 2.36 only goes as far as libunwind's own load: it frees nothing then,
+ * measured). Done while the thread holds one of its allocator's locks,
+ * either waits on the thread itself (seen with jemalloc: a contended lock
+ * inside malloc, then the contention sample's capture). So a capture that
+ * may be inside the allocator walks fast only when the thread's block is
+ * known to be there and no dlclose came since; otherwise walk_uncached
+ * uses libunwind's step-by-step unwinder, which keeps no thread-local
+ * state.
+ */
+static __attribute__((noinline)) int walk_uncached(void **raw, int want)
+{
+    unw_context_t ctx;
+    unw_cursor_t cursor;
+    unwinder.getcontext(&ctx);
+    if (unwinder.init_local(&cursor, &ctx) != 0)
+        return 0;
+    int n = 0;
+    while (n < want) {
+        unw_word_t ip;
+        if (unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
+            break;
+        raw[n++] = (void *)ip;
+        if (unwinder.step(&cursor) <= 0)
+            break;
+    }
+    return n;
+}
+
+void stack_thread_prepare(void)
+{
+    if (!unwinder.backtrace)
+        return;
+    /* Read first: a dlclose meanwhile leaves this thread not readied. */
+    unsigned epoch = __atomic_load_n(&stack_loader_epoch, __ATOMIC_SEQ_CST);
+    unwinder_tls_prepare();
+    agent_tls.unwind_epoch = epoch;
+}
+
+void stack_loader_changing(void)
+{
+    __atomic_fetch_add(&stack_loader_epoch, 1, __ATOMIC_SEQ_CST);
+    /* Walks that began before the bump may still walk fast. Inside a
+     * dl_iterate_phdr callback one of them may wait for the loader lock
+     * this thread holds: not waited for (a window left open). */
+    if (agent_tls.in_loader)
+        return;
+    while (__atomic_load_n(&stack_unwinders, __ATOMIC_SEQ_CST) >
+           agent_tls.unwinding)
+        sched_yield();
+}
+
 /* Returns 0 (no stack) without libunwind, inside a dl_iterate_phdr callback
  * and while a fork is being prepared. */
-int stack_capture(uintptr_t *pcs, int max)
+static int capture(uintptr_t *pcs, int max, int may_allocate)
 {
     void *raw[STACK_MAX + 32];
     int want = max + 32 < (int)(sizeof raw / sizeof raw[0])
@@ -67,7 +143,18 @@ int stack_capture(uintptr_t *pcs, int max)
         return 0;
     if (!stack_unwind_enter())
         return 0; /* a fork is being prepared: agent/stack_fork.c */
-    int n = unwinder.backtrace(raw, want);
+    /* After the enter: a dlclose either sees this thread inside, or has
+     * bumped the epoch before this read (stack_loader_changing). */
+    unsigned epoch = __atomic_load_n(&stack_loader_epoch, __ATOMIC_SEQ_CST);
+    int n;
+    if (may_allocate) {
+        n = unwinder.backtrace(raw, want);
+        agent_tls.unwind_epoch = epoch;
+    } else if (fast_when_locked && agent_tls.unwind_epoch == epoch) {
+        n = unwinder.backtrace(raw, want);
+    } else {
+        n = walk_uncached(raw, want);
+    }
     stack_unwind_leave();
     if (n <= 0)
         return 0;
@@ -86,4 +173,14 @@ int stack_capture(uintptr_t *pcs, int max)
         pcs[out - 1] = FRAME_TRUNCATED;
     }
     return out;
+}
+
+int stack_capture(uintptr_t *pcs, int max)
+{
+    return capture(pcs, max, 1);
+}
+
+int stack_capture_no_alloc(uintptr_t *pcs, int max)
+{
+    return capture(pcs, max, 0);
 }

@@ -59,9 +59,11 @@ static void *thread_start(void *p)
         cpu_agent_thread();
         return r.fn(r.arg);
     }
-    /* A CPU profile running now gives this thread its timer. */
+    /* A CPU profile running now gives this thread its timer; its samples
+     * in locks may walk fast. */
     guard_enter();
     cpu_thread_started();
+    stack_thread_prepare();
     guard_leave();
     void *ret;
     pthread_cleanup_push(thread_exit, NULL);
@@ -73,7 +75,7 @@ static void *thread_start(void *p)
 static void record_creation(void)
 {
     uintptr_t pcs[STACK_MAX];
-    int n = stack_capture(pcs, STACK_MAX);
+    int n = stack_capture_no_alloc(pcs, STACK_MAX);
     if (n == 0) {
         pcs[0] = FRAME_UNKNOWN;
         n = 1;

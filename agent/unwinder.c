@@ -70,6 +70,10 @@ int unwinder_load(void)
         r.base = (uintptr_t)info.dli_fbase;
         dl_iterate_phdr(find_range, &r);
     }
+    size_t module = 0;
+    if (dlinfo(h, RTLD_DI_TLS_MODID, &module) != 0)
+        module = 0;
+    u.tls_module = module;
     if (r.lo < r.hi) {
         u.lo = r.lo;
         u.hi = r.hi;
@@ -79,4 +83,19 @@ int unwinder_load(void)
     unwinder = u;
     state = 1;
     return 0;
+}
+
+/* The C library's entry for a general-dynamic TLS access: the address of
+ * (module, offset) in the calling thread's block, allocated if need be. */
+struct tls_index {
+    unsigned long module, offset;
+};
+extern void *__tls_get_addr(struct tls_index *ti);
+
+void unwinder_tls_prepare(void)
+{
+    if (unwinder.tls_module) {
+        struct tls_index ti = {unwinder.tls_module, 0};
+        __tls_get_addr(&ti);
+    }
 }

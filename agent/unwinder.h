@@ -28,6 +28,10 @@ struct unwinder {
     unw_addr_space_t *local_addr_space;
     /* libunwind's whole mapping (code and data, where its locks live). */
     uintptr_t lo, hi;
+    /* libunwind's thread-local storage (the fast walk's per-thread cache
+     * pointer): its module id, 0 when it has none. Being dlopen'ed, each
+     * thread's block is allocated through malloc on first use. */
+    size_t tls_module;
 };
 
 /* Every pointer set, or (libunwind missing) all NULL: then nothing is
@@ -37,6 +41,11 @@ extern struct unwinder unwinder;
 /* Loads libunwind once (idempotent); 0 or -1 (one line logged). Not
  * async-signal-safe; called from the constructor before any capture. */
 int unwinder_load(void);
+
+/* Allocates the calling thread's block of libunwind's thread-local
+ * storage now, if it has none (through the C library, which calls malloc).
+ * Only where the thread holds no allocator lock. Not async-signal-safe. */
+void unwinder_tls_prepare(void);
 
 /* 1 when addr lies in libunwind's mapping (one of its own locks).
  * Async-signal-safe. Does not allocate. */

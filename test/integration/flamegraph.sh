@@ -76,7 +76,8 @@ grep -q '<title>main (2 threadcreate, 100.00%)</title>' "$WORK/tc.svg" || fail "
 
 # --- heap: once the grower is done, totals equal pprof's. --------------------
 for i in $(seq 200); do grep -q grown "$WORK/flame.out" && grep -q grown "$WORK/jem.out" && break; sleep 0.1; done
-grep -q grown "$WORK/flame.out" || fail "flame_host did not finish growing"
+grep -q grown "$WORK/flame.out" || { stacks "$PID"; fail "flame_host did not finish growing"; }
+grep -q grown "$WORK/jem.out" || { stacks "$JEM_PID"; fail "flame_host on jemalloc did not finish growing"; }
 
 svg heap "profile=heap"
 heap_total=$(total_of "$WORK/heap.svg")

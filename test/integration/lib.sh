@@ -59,6 +59,11 @@ stop() {
     wait "$1" 2>/dev/null || true
 }
 
+# stacks PID: the stacks of a process's threads, from gdb, on stderr.
+stacks() {
+    gdb -p "$1" -batch -ex 'thread apply all bt' 2>/dev/null | grep '^#\|^Thread' >&2 || true
+}
+
 # wait_exit PID SECS: waits for a program started by start_agent to end and
 # sets STATUS to its exit status. One still running after SECS is stuck: the
 # stacks of its threads are printed (from gdb) and the test fails at once
@@ -70,8 +75,7 @@ wait_exit() {
         [ -n "$state" ] && [ "$state" != Z ] || break
         i=$((i + 1))
         if [ $i -gt $(($2 * 10)) ]; then
-            gdb -p "$1" -batch -ex 'thread apply all bt' 2>/dev/null |
-                grep '^#' >&2 || true
+            stacks "$1"
             fail "pid $1 still running after $2 s"
         fi
         sleep 0.1

@@ -28,6 +28,16 @@
  *                               another creates a thread from code never
  *                               run before; prints "loader ok" and burns
  *                               3 s more
+ *   hostile allocator ROUNDS [PLUGIN]
+ *                               ROUNDS times, 8 new threads allocate and
+ *                               free 16 bytes 100000 times each in
+ *                               alloc_churn (run on jemalloc with one arena
+ *                               and no thread cache, its locks contend);
+ *                               with PLUGIN, each thread first touches the
+ *                               plugin's thread-local plug_tls (from
+ *                               plug_touch), and the main thread dlcloses
+ *                               the plugin while they churn; prints
+ *                               "allocator ok", then sleeps 60 s
  *   hostile end HOW DELAY       burns for DELAY seconds and then ends by HOW:
  *                               thread-exit (exit(3) from a thread), _exit
  *                               (_exit(4)), abort, exec (execs sh, exit 5),
@@ -358,6 +368,65 @@ static int run_loader(double delay)
     return 0;
 }
 
+/* ---- allocator locks ------------------------------------------------ */
+
+/* The loader's own per-thread allocation is 16 bytes too: the same size
+ * class, the same allocator lock. */
+__attribute__((noinline)) static void alloc_churn(void)
+{
+    for (int i = 0; i < 100000; i++) {
+        void *p = malloc(16);
+        __asm__ volatile("" : : "r"(p) : "memory"); /* not elided */
+        free(p);
+    }
+}
+
+static void (*plug_touch)(void);
+static int touched;
+
+static void *churner(void *arg)
+{
+    (void)arg;
+    if (plug_touch) {
+        plug_touch(); /* this thread's block of the plugin's storage */
+        __atomic_fetch_add(&touched, 1, __ATOMIC_SEQ_CST);
+    }
+    alloc_churn();
+    return NULL;
+}
+
+static int run_allocator(long rounds, const char *plugin)
+{
+    for (long r = 0; r < rounds; r++) {
+        void *h = NULL;
+        touched = 0;
+        if (plugin) {
+            h = dlopen(plugin, RTLD_NOW);
+            if (!h) {
+                fprintf(stderr, "dlopen %s: %s\n", plugin, dlerror());
+                return 1;
+            }
+            plug_touch = (void (*)(void))dlsym(h, "plug_touch");
+        }
+        pthread_t t[8];
+        for (int i = 0; i < 8; i++)
+            pthread_create(&t[i], NULL, churner, NULL);
+        if (h) {
+            /* Unloaded under the churning threads, whose next use of any
+             * dynamic thread-local storage frees their block of it. */
+            while (__atomic_load_n(&touched, __ATOMIC_SEQ_CST) < 8)
+                usleep(100);
+            plug_touch = NULL;
+            dlclose(h);
+        }
+        for (int i = 0; i < 8; i++)
+            pthread_join(t[i], NULL);
+    }
+    printf("allocator ok\n");
+    sleep(60);
+    return 0;
+}
+
 /* ---- end -------------------------------------------------------------- */
 
 static const char *end_how;
@@ -414,6 +483,8 @@ int main(int argc, char **argv)
         return run_loader(atof(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "forks") == 0)
         return run_forks(atof(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "allocator") == 0)
+        return run_allocator(atol(argv[2]), argc > 3 ? argv[3] : NULL);
     if (argc >= 4 && strcmp(argv[1], "end") == 0)
         return run_end(argv[2], atof(argv[3]));
     fprintf(stderr, "usage: see the comment at the top of hostile.c\n");
