@@ -140,8 +140,8 @@ int stack_capture(uintptr_t *pcs, int max);
 
 /*
  * The same stack as stack_capture(), for a thread that may hold one of its
- * allocator's locks (a contended lock can be one inside malloc, a thread
- * can be created from inside one): never allocates. A thread that has
+ * allocator's locks (a contended lock can be one inside malloc; a thread
+ * can be created, or the API called, from inside one): never allocates. A thread that has
  * passed stack_thread_prepare() or a stack_capture() since the last
  * dlclose walks as fast as stack_capture(); otherwise this walks frame by
  * frame, about 30 times slower.

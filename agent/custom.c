@@ -208,7 +208,8 @@ int pprof_agent_profile_add(pprof_profile *p, const void *key, int skip)
         skip = 0;
     guard_enter();
     uintptr_t pcs[STACK_MAX];
-    int n = stack_capture(pcs, STACK_MAX);
+    /* The host may call this from inside its own allocator. */
+    int n = stack_capture_no_alloc(pcs, STACK_MAX);
     int from = skip < n ? skip : n;
     struct stack_entry *e = NULL;
     if (n - from > 0)

@@ -22,11 +22,23 @@ struct grabbed {
     uintptr_t caller; /* the thread's call site of grab, as in pcs */
 };
 
+/* Bytes in use from the allocator: glibc's count, or the sanitizer
+ * runtime's when it owns malloc (the sanitizer build of this test). */
+extern size_t __sanitizer_get_current_allocated_bytes(void)
+    __attribute__((weak));
+
+static size_t in_use(void)
+{
+    if (__sanitizer_get_current_allocated_bytes)
+        return __sanitizer_get_current_allocated_bytes();
+    return mallinfo2().uordblks;
+}
+
 /* Every capture from one call instruction, called from one call
  * instruction: the stacks from grab outwards must be identical. */
 __attribute__((noinline)) static void grab(enum op op, struct grabbed *g)
 {
-    size_t before = mallinfo2().uordblks;
+    size_t before = in_use();
     g->n = 0;
     if (op == PREPARE)
         stack_thread_prepare();
@@ -35,7 +47,7 @@ __attribute__((noinline)) static void grab(enum op op, struct grabbed *g)
     else
         g->n = (op == CAPTURE ? stack_capture
                               : stack_capture_no_alloc)(g->pcs, STACK_MAX);
-    g->allocated = mallinfo2().uordblks - before;
+    g->allocated = in_use() - before;
     g->readied = agent_tls.unwind_epoch == stack_loader_epoch;
     g->caller = (uintptr_t)__builtin_return_address(0) - 1;
     __asm__ volatile("" ::: "memory"); /* no tail call */
