@@ -97,8 +97,10 @@ extern int cpu_phdr_busy;
  * Not async-signal-safe (calls the real dl_iterate_phdr). */
 int phdr_cache_refresh(int force);
 
-/* dl_iterate_phdr over the cached snapshot. Async-signal-safe when called
- * with cpu_phdr_readers held and cpu_phdr_busy clear. Does not allocate. */
+/* dl_iterate_phdr over the cached snapshot, leaving out objects the C
+ * library has unloaded since (where it can tell, glibc 2.35 on).
+ * Async-signal-safe when called with cpu_phdr_readers held and
+ * cpu_phdr_busy clear. Does not allocate. */
 int phdr_cache_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
                        void *data);
 

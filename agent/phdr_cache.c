@@ -11,9 +11,16 @@
  * in cpu_phdr_readers, then check busy: both seq_cst, so one side always
  * sees the other). Memory: mmap'd arrays, grown by writers only.
  *
- * The program headers themselves are not copied: dlpi_phdr points into the
- * object's mapping, which stays valid until dlclose, and dlclose is exactly
- * what the busy protocol covers.
+ * Not every unload goes through the dlclose the busy protocol covers: the
+ * C library unloads its own modules (iconv's gconv modules, NSS) with an
+ * internal dlclose. Until the next refresh the snapshot then lists an
+ * object that is gone, and a lookup that walks the list past it read its
+ * unmapped program headers (a crash in the handler, seen with iconv and a
+ * thread running code outside any object). So the program headers are
+ * copied into the snapshot, and where the C library has _dl_find_object
+ * (glibc 2.35, lock-free and async-signal-safe) each entry is checked to be
+ * still loaded before it is handed on. An object unloaded between that
+ * check and libunwind's read of its unwind tables is the window left.
  */
 #include "agent/cpu.h"
 
@@ -27,11 +34,21 @@
 #include <sys/mman.h>
 
 #define NAME_BYTES 256
+#define PHDRS_MAX 24 /* typical objects have 8 to 14 */
 
 struct cached {
     struct dl_phdr_info info;
     char name[NAME_BYTES];
+    ElfW(Phdr) phdr[PHDRS_MAX]; /* info.dlpi_phdr points here if it fits */
+    /* The object's identity for _dl_find_object: an address inside it and
+     * what the C library answered for it when the snapshot was taken. */
+    void *probe;
+    void *map_start, *map_end;
+    struct link_map *map;
 };
+
+typedef int (*find_object_fn)(void *, struct dl_find_object *);
+static find_object_fn find_object; /* NULL before glibc 2.35 */
 
 int cpu_phdr_readers;
 int cpu_phdr_busy;
@@ -75,7 +92,33 @@ static int copy_one(struct dl_phdr_info *info, size_t size, void *data)
     memcpy(c->name, name, len);
     c->name[len] = '\0';
     c->info.dlpi_name = c->name;
+    if (info->dlpi_phnum <= PHDRS_MAX) {
+        memcpy(c->phdr, info->dlpi_phdr,
+               info->dlpi_phnum * sizeof info->dlpi_phdr[0]);
+        c->info.dlpi_phdr = c->phdr;
+    }
+    uintptr_t lo, hi;
+    phdr_load_range(info, &lo, &hi);
+    struct dl_find_object found;
+    if (find_object && lo < hi && find_object((void *)lo, &found) == 0) {
+        c->probe = (void *)lo;
+        c->map_start = found.dlfo_map_start;
+        c->map_end = found.dlfo_map_end;
+        c->map = found.dlfo_link_map;
+    }
     return 0;
+}
+
+/* 1 when the object c describes is still loaded, as far as the C library
+ * can tell without a lock. Async-signal-safe. */
+static PPROF_SIGNAL_SAFE int still_loaded(const struct cached *c)
+{
+    if (!c->probe)
+        return 1; /* nothing to check it with */
+    struct dl_find_object now;
+    return find_object(c->probe, &now) == 0 &&
+           now.dlfo_map_start == c->map_start &&
+           now.dlfo_map_end == c->map_end && now.dlfo_link_map == c->map;
 }
 
 static int read_counters(struct dl_phdr_info *info, size_t size, void *data)
@@ -121,6 +164,11 @@ int phdr_cache_refresh(int force)
     unsigned long long v[2] = {0, 0};
     if (!real_dl_iterate_phdr)
         return -ENOSYS;
+    static int looked_up;
+    if (!__atomic_exchange_n(&looked_up, 1, __ATOMIC_ACQ_REL))
+        __atomic_store_n(&find_object,
+                         (find_object_fn)dlsym(RTLD_DEFAULT, "_dl_find_object"),
+                         __ATOMIC_RELEASE);
     real_dl_iterate_phdr(read_counters, v);
     if (!force && v[0] == seen_adds && v[1] == seen_subs)
         return 0;
@@ -145,6 +193,8 @@ phdr_cache_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *),
 {
     int ret = 0;
     for (size_t i = 0; i < cache_n; i++) {
+        if (!still_loaded(&cache[i]))
+            continue;
         ret = cb(&cache[i].info, sizeof cache[i].info, data);
         if (ret != 0)
             break;

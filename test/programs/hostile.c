@@ -38,18 +38,27 @@
  *                               plug_touch), and the main thread dlcloses
  *                               the plugin while they churn; prints
  *                               "allocator ok", then sleeps 60 s
+ *   hostile iconv SECONDS       one thread runs code outside any loaded
+ *                               object (an anonymous executable page); the
+ *                               main thread converts text to 8 legacy
+ *                               charsets in turn for SECONDS, so the C
+ *                               library keeps loading and unloading its
+ *                               gconv modules (its own dlopen/dlclose);
+ *                               prints "conversions=N"
  *   hostile end HOW DELAY       burns for DELAY seconds and then ends by HOW:
  *                               thread-exit (exit(3) from a thread), _exit
  *                               (_exit(4)), abort, exec (execs sh, exit 5),
  *                               return (returns 6 from main)
  */
 #include <dlfcn.h>
+#include <iconv.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -427,6 +436,51 @@ static int run_allocator(long rounds, const char *plugin)
     return 0;
 }
 
+/* ---- the C library's own unloads ------------------------------------- */
+
+static void *outside_objects(void *arg)
+{
+    (void)arg;
+    /* jmp . : spins at an address no object covers, so every unwind of
+     * this thread looks the address up in every loaded object. */
+    unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        return NULL;
+    page[0] = 0xeb;
+    page[1] = 0xfe;
+    ((void (*)(void))page)();
+    return NULL;
+}
+
+static int run_iconv(double secs)
+{
+    static const char *const charsets[] = {
+        "ISO-8859-2", "ISO-8859-3", "ISO-8859-4", "ISO-8859-5",
+        "KOI8-R",     "CP1251",     "ISO-8859-7", "EBCDIC-US"};
+    pthread_t t;
+    pthread_create(&t, NULL, outside_objects, NULL);
+    long conversions = 0;
+    double end = now() + secs;
+    while (now() < end) {
+        for (size_t i = 0; i < sizeof charsets / sizeof charsets[0]; i++) {
+            iconv_t cd = iconv_open(charsets[i], "UTF-8");
+            if (cd == (iconv_t)-1) {
+                perror(charsets[i]);
+                return 1;
+            }
+            char in[] = "hello", out[64];
+            char *ip = in, *op = out;
+            size_t il = 5, ol = sizeof out;
+            if (iconv(cd, &ip, &il, &op, &ol) != (size_t)-1)
+                conversions++;
+            iconv_close(cd);
+        }
+    }
+    printf("conversions=%ld\n", conversions);
+    return 0; /* the spinning thread ends with the process */
+}
+
 /* ---- end -------------------------------------------------------------- */
 
 static const char *end_how;
@@ -485,6 +539,8 @@ int main(int argc, char **argv)
         return run_forks(atof(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "allocator") == 0)
         return run_allocator(atol(argv[2]), argc > 3 ? argv[3] : NULL);
+    if (argc >= 3 && strcmp(argv[1], "iconv") == 0)
+        return run_iconv(atof(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "end") == 0)
         return run_end(argv[2], atof(argv[3]));
     fprintf(stderr, "usage: see the comment at the top of hostile.c\n");
