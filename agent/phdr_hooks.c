@@ -29,6 +29,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sched.h>
 
 #include "agent/unwinder.h"
 
@@ -81,7 +82,16 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
     if (agent_ready) {
         if (unwinder.flush_cache) {
             guard_enter();
+            /* Through the fork gate like any other call into libunwind: a
+             * fork meanwhile would leave its cache lock held in the child.
+             * A fork being prepared is waited for, briefly: a dlclose from
+             * a fork handler would otherwise wait for ever. */
+            int entered = 0;
+            for (int i = 0; i < 10000 && !(entered = stack_unwind_enter()); i++)
+                sched_yield();
             unwinder.flush_cache(*unwinder.local_addr_space, 0, 0);
+            if (entered)
+                stack_unwind_leave();
             guard_leave();
         }
         symbols_invalidate();
