@@ -102,6 +102,12 @@ extern volatile int agent_ready;
 
 /* ---- loaded objects ------------------------------------------------------ */
 
+/* The C library's _dl_find_object (glibc 2.35 on: the object containing an
+ * address, without the loader lock; async-signal-safe), or NULL when it
+ * has none. Set by the constructor (phdr_hooks.c). */
+struct dl_find_object;
+extern int (*agent_find_object)(void *addr, struct dl_find_object *out);
+
 /* The address range [*lo, *hi) of all of an object's PT_LOAD segments
  * (code and data), from its dl_iterate_phdr entry; *lo > *hi when it has
  * none. Async-signal-safe. Does not allocate. */

@@ -410,26 +410,12 @@ static int rela_wants_old(const ElfW(Rela) *rela, size_t n,
     return 0;
 }
 
-static int find_cond_object(struct dl_phdr_info *info, size_t size, void *p)
+/* 1 when the object loaded at base, with dynamic section dyn, binds
+ * pthread_cond_* at GLIBC_2.2.5. */
+static int object_wants_old(uintptr_t base, const ElfW(Dyn) *dyn)
 {
-    (void)size;
-    struct cond_query *q = p;
-    uintptr_t base = info->dlpi_addr, lo, hi;
-    phdr_load_range(info, &lo, &hi);
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
-    }
-    if (q->pc < lo || q->pc >= hi)
-        return 0;
-    q->found = 1;
-    q->obj.lo = lo;
-    q->obj.hi = hi;
-    q->obj.old = 0;
     if (!dyn)
-        return 1;
+        return 0;
     const ElfW(Sym) *symtab = NULL;
     const char *strtab = NULL;
     const ElfW(Half) *versym = NULL;
@@ -452,13 +438,31 @@ static int find_cond_object(struct dl_phdr_info *info, size_t size, void *p)
         }
     }
     if (!symtab || !strtab || !versym || !vn)
-        return 1;
-    if (jmprel && rela_wants_old(jmprel, jmprelsz / sizeof *jmprel, symtab,
-                                 strtab, versym, vn, vnnum))
-        q->obj.old = 1;
-    else if (rela && rela_wants_old(rela, relasz / sizeof *rela, symtab,
-                                    strtab, versym, vn, vnnum))
-        q->obj.old = 1;
+        return 0;
+    return (jmprel && rela_wants_old(jmprel, jmprelsz / sizeof *jmprel,
+                                     symtab, strtab, versym, vn, vnnum)) ||
+           (rela && rela_wants_old(rela, relasz / sizeof *rela, symtab,
+                                   strtab, versym, vn, vnnum));
+}
+
+static int find_cond_object(struct dl_phdr_info *info, size_t size, void *p)
+{
+    (void)size;
+    struct cond_query *q = p;
+    uintptr_t base = info->dlpi_addr, lo, hi;
+    phdr_load_range(info, &lo, &hi);
+    if (q->pc < lo || q->pc >= hi)
+        return 0;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+    }
+    q->found = 1;
+    q->obj.lo = lo;
+    q->obj.hi = hi;
+    q->obj.old = object_wants_old(base, dyn);
     return 1;
 }
 
@@ -473,12 +477,25 @@ static int caller_wants_old(uintptr_t pc)
         }
     }
     spin_unlock(&cond_objects_lock);
-    /* dl_iterate_phdr takes the loader's write lock only, which dlopen
-     * holds briefly and never while running constructors. */
+    /* The caller may hold the condition's mutex, and that mutex may be
+     * one its allocator takes: the C library's lock-free lookup when it
+     * has one. Otherwise dl_iterate_phdr, which takes the loader's write
+     * lock, held briefly by dlopen and dlclose (the latter frees memory
+     * meanwhile). */
     struct cond_query q = {.pc = pc};
-    guard_enter();
-    dl_iterate_phdr(find_cond_object, &q);
-    guard_leave();
+    struct dl_find_object fo;
+    if (agent_find_object && agent_find_object((void *)pc, &fo) == 0 &&
+        fo.dlfo_link_map) {
+        q.found = 1;
+        q.obj.lo = (uintptr_t)fo.dlfo_map_start;
+        q.obj.hi = (uintptr_t)fo.dlfo_map_end;
+        q.obj.old = object_wants_old(fo.dlfo_link_map->l_addr,
+                                     fo.dlfo_link_map->l_ld);
+    } else {
+        guard_enter();
+        dl_iterate_phdr(find_cond_object, &q);
+        guard_leave();
+    }
     if (!q.found)
         return 0;
     spin_lock(&cond_objects_lock);

@@ -47,8 +47,7 @@ struct cached {
     struct link_map *map;
 };
 
-typedef int (*find_object_fn)(void *, struct dl_find_object *);
-static find_object_fn find_object; /* NULL before glibc 2.35 */
+int (*agent_find_object)(void *addr, struct dl_find_object *out);
 
 int cpu_phdr_readers;
 int cpu_phdr_busy;
@@ -100,7 +99,8 @@ static int copy_one(struct dl_phdr_info *info, size_t size, void *data)
     uintptr_t lo, hi;
     phdr_load_range(info, &lo, &hi);
     struct dl_find_object found;
-    if (find_object && lo < hi && find_object((void *)lo, &found) == 0) {
+    if (agent_find_object && lo < hi &&
+        agent_find_object((void *)lo, &found) == 0) {
         c->probe = (void *)lo;
         c->map_start = found.dlfo_map_start;
         c->map_end = found.dlfo_map_end;
@@ -116,7 +116,7 @@ static PPROF_SIGNAL_SAFE int still_loaded(const struct cached *c)
     if (!c->probe)
         return 1; /* nothing to check it with */
     struct dl_find_object now;
-    return find_object(c->probe, &now) == 0 &&
+    return agent_find_object(c->probe, &now) == 0 &&
            now.dlfo_map_start == c->map_start &&
            now.dlfo_map_end == c->map_end && now.dlfo_link_map == c->map;
 }
@@ -164,11 +164,6 @@ int phdr_cache_refresh(int force)
     unsigned long long v[2] = {0, 0};
     if (!real_dl_iterate_phdr)
         return -ENOSYS;
-    static int looked_up;
-    if (!__atomic_exchange_n(&looked_up, 1, __ATOMIC_ACQ_REL))
-        __atomic_store_n(&find_object,
-                         (find_object_fn)dlsym(RTLD_DEFAULT, "_dl_find_object"),
-                         __ATOMIC_RELEASE);
     real_dl_iterate_phdr(read_counters, v);
     if (!force && v[0] == seen_adds && v[1] == seen_subs)
         return 0;

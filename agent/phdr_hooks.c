@@ -44,6 +44,9 @@ static void resolve(void)
         real_dl_iterate_phdr = dlsym(RTLD_NEXT, "dl_iterate_phdr");
     if (!real_dlclose)
         real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+    if (!agent_find_object)
+        agent_find_object = (int (*)(void *, struct dl_find_object *))dlsym(
+            RTLD_DEFAULT, "_dl_find_object");
 }
 
 __attribute__((constructor(101))) static void phdr_hooks_init(void)
