@@ -120,7 +120,7 @@ test-asan:
 demo: $(LIB) $(BUILD)/test/programs/demo_service
 	@sh scripts/demo $(BUILD)
 
-bench: $(LIB)
+bench: $(LIB) $(PROG_BINS) $(UNIT_BINS)
 	@sh test/bench/run $(BUILD)
 
 # Installed: the library, the public header, a pkg-config file (generated:

@@ -32,6 +32,10 @@ ms=$(awk '
     n >= 1 && NF == 1 { n++ }
     END { flush(); printf "%d", total }
 ' "$WORK/traces.txt")
-note "leaf-only samples in the callback: $ms ms (it burned 1500 ms)"
-[ "$ms" -ge 1000 ] || { cat "$WORK/traces.txt"; fail "only $ms ms of the callback's CPU in the profile"; }
+# Truth is the callback's own thread CPU time (1.5 s of wall time; less CPU
+# on a busy machine): the profile must hold at least 2/3 of it.
+cpu=$(sed -n 's/^callback_cpu_ms=//p' "$WORK/loader.out")
+note "leaf-only samples in the callback: $ms ms; it measured ${cpu:-?} ms of its own CPU"
+[ "${cpu:-0}" -ge 100 ] || fail "the callback ran only ${cpu:-0} ms of CPU: nothing to compare"
+[ $((ms * 3)) -ge $((cpu * 2)) ] || { cat "$WORK/traces.txt"; fail "only $ms ms of the callback's $cpu ms of CPU in the profile"; }
 echo ok

@@ -7,7 +7,9 @@
 #   ?seconds= is refused as Go refuses it for custom profiles;
 # - labels: CPU samples split between endpoint=/api and endpoint=/static in
 #   the proportions of CPU time the host measured itself (thread CPU clock),
-#   within 2 points over >= 4000 samples; heap samples carry the labels;
+#   within 2 points (or 4 sigma of the sample count) over >= 4000 samples
+#   where the machine gives the host that much CPU, and as many samples as
+#   the measured CPU time gives at 250 Hz; heap samples carry the labels;
 # - goroutine?debug=2 lists every host thread (count checked against
 #   /proc/PID/task) under its pthread_setname_np name, with its stack;
 #   a thread sleeping in nanosleep is listed but never interrupted (the
@@ -98,15 +100,25 @@ for secs in 12 25 45; do
     note "$secs s profile: /api $pa samples, /static $ps samples"
     [ $((pa + ps)) -ge 4000 ] && break
 done
-[ $((pa + ps)) -ge 4000 ] || fail "only $((pa + ps)) labelled samples (need >= 4000)"
+# On a busy machine the host gets less CPU, so fewer samples: the count is
+# checked against the CPU time the host measured (250 Hz), and the share
+# within 2 points or 4 standard deviations of a sampled share, whichever
+# is wider (3.5 points at 3,000 samples of a 60% share).
+[ $((pa + ps)) -ge 1000 ] || fail "only $((pa + ps)) labelled samples in the longest profile (need >= 1000)"
 awk -v a0="$a0" -v a1="$a1" -v s0="$s0" -v s1="$s1" -v pa="$pa" -v ps="$ps" '
 BEGIN {
     ta = (a1 - a0) / ((a1 - a0) + (s1 - s0)) * 100
     sa = pa / (pa + ps) * 100
     d = sa - ta; if (d < 0) d = -d
-    printf "# /api: measured %.2f%% of the requests CPU, profile %.2f%% (diff %.2f points)\n", ta, sa, d
-    exit (d <= 2 ? 0 : 1)
-}' || fail "label shares differ from the measured CPU shares by more than 2 points"
+    n = pa + ps
+    p = ta / 100
+    tol = 4 * 100 * sqrt(p * (1 - p) / n); if (tol < 2) tol = 2
+    expect = ((a1 - a0) + (s1 - s0)) / 1e9 * 250
+    printf "# %d labelled samples for %.0f expected from the measured CPU time\n", n, expect
+    printf "# /api: measured %.2f%% of the requests CPU, profile %.2f%% (diff %.2f points, allowed %.2f)\n", ta, sa, d, tol
+    if (n < 0.7 * expect) { print "# too few samples for the measured CPU time"; exit 1 }
+    exit (d <= tol ? 0 : 1)
+}' || fail "label shares or sample count differ from the measured CPU"
 tags=$(pprof -tags "$WORK/cpu.pb.gz")
 expect_contains "$tags" "endpoint:"
 expect_contains "$tags" "server-0"

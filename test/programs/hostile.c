@@ -29,10 +29,11 @@
  *                               run before; prints "loader ok" and burns
  *                               3 s more
  *   hostile allocator ROUNDS [PLUGIN]
- *                               ROUNDS times, 8 new threads allocate and
- *                               free 16 bytes 100000 times each in
- *                               alloc_churn (run on jemalloc with one arena
- *                               and no thread cache, its locks contend);
+ *                               ROUNDS times, 8 new threads start together
+ *                               and allocate and free 16 bytes in
+ *                               alloc_churn, 100000 times and 200 ms at
+ *                               least (run on jemalloc with one arena and
+ *                               no thread cache, its locks contend);
  *                               with PLUGIN, each thread first touches the
  *                               plugin's thread-local plug_tls (from
  *                               plug_touch), and the main thread dlcloses
@@ -54,6 +55,7 @@
 #include <iconv.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,14 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The calling thread's own CPU time, in seconds. */
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -303,6 +313,7 @@ static int run_forks(double secs)
 /* ---- loader lock ---------------------------------------------------- */
 
 static volatile int in_callback;
+static long callback_cpu_ms;
 
 /* Distinct allocation sites, each new to the unwinder when first used. */
 #define SITE(i)                                                               \
@@ -330,6 +341,7 @@ static int slow_callback(struct dl_phdr_info *info, size_t size, void *data)
     (void)size;
     (void)data;
     in_callback = 1;
+    double cpu0 = thread_cpu();
     double start = now(), end = start + 1.5;
     size_t nsites = sizeof sites / sizeof sites[0];
     while (now() < end) {
@@ -338,6 +350,9 @@ static int slow_callback(struct dl_phdr_info *info, size_t size, void *data)
          * 40 ms, so some come after the other thread blocks. */
         sites[(size_t)((now() - start) / 0.04) % nsites]();
     }
+    /* What the profile should hold of the callback: its own CPU time (on
+     * a busy machine well under its 1.5 s of wall time). */
+    callback_cpu_ms = (long)((thread_cpu() - cpu0) * 1000);
     return 1;
 }
 
@@ -370,7 +385,8 @@ static int run_loader(double delay)
     usleep(100 * 1000);
     fresh_path();
     pthread_join(h, NULL);
-    printf("loader ok\n");
+    printf("loader ok\ncallback_cpu_ms=%ld\n", callback_cpu_ms);
+    fflush(stdout);
     end = now() + 3; /* a profile started with us ends before we do */
     while (now() < end)
         main_burn();
@@ -381,9 +397,15 @@ static int run_loader(double delay)
 
 /* The loader's own per-thread allocation is 16 bytes too: the same size
  * class, the same allocator lock. */
+/* A round's churners start together and churn for at least 200 ms: on a
+ * busy machine threads that ran one after another in their own time
+ * slices would never meet on the lock. */
+static volatile double churn_end;
+static int churn_ready, churn_go;
+
 __attribute__((noinline)) static void alloc_churn(void)
 {
-    for (int i = 0; i < 100000; i++) {
+    for (long i = 0; i < 100000 || now() < churn_end; i++) {
         void *p = malloc(16);
         __asm__ volatile("" : : "r"(p) : "memory"); /* not elided */
         free(p);
@@ -400,6 +422,9 @@ static void *churner(void *arg)
         plug_touch(); /* this thread's block of the plugin's storage */
         __atomic_fetch_add(&touched, 1, __ATOMIC_SEQ_CST);
     }
+    __atomic_fetch_add(&churn_ready, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&churn_go, __ATOMIC_SEQ_CST))
+        sched_yield();
     alloc_churn();
     return NULL;
 }
@@ -418,8 +443,13 @@ static int run_allocator(long rounds, const char *plugin)
             plug_touch = (void (*)(void))dlsym(h, "plug_touch");
         }
         pthread_t t[8];
+        churn_ready = churn_go = 0;
         for (int i = 0; i < 8; i++)
             pthread_create(&t[i], NULL, churner, NULL);
+        while (__atomic_load_n(&churn_ready, __ATOMIC_SEQ_CST) < 8)
+            usleep(100);
+        churn_end = now() + 0.2;
+        __atomic_store_n(&churn_go, 1, __ATOMIC_SEQ_CST);
         if (h) {
             /* Unloaded under the churning threads, whose next use of any
              * dynamic thread-local storage frees their block of it. */
