@@ -12,13 +12,16 @@ H="$BUILD/test/programs/hostile"
 # Every allocation sampled: the callback's own allocations are captures
 # made while holding the loader lock (they get no stack, never a wait).
 export PPROF_HEAP_RATE=1
-start_agent loader "$H" loader 1
-fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz" &
+# The callback starts 2 s in, inside the 6 s profile however late the
+# agent starts serving; the host burns on until the profile is in.
+start_agent loader "$H" loader 2
+fetch 'debug/pprof/profile?seconds=6' > "$WORK/cpu.pb.gz" &
 curl_pid=$!
+wait "$curl_pid" || fail "the profile request failed"
+grep -q '^loader ok' "$WORK/loader.out" || { stacks "$PID"; fail "no 'loader ok' by the end of the profile: $(cat "$WORK/loader.out")"; }
+kill -USR1 "$PID"
 wait_exit "$PID" 30
 [ "$STATUS" = 0 ] || fail "host exited with $STATUS"
-grep -q '^loader ok' "$WORK/loader.out" || fail "no 'loader ok': $(cat "$WORK/loader.out")"
-wait "$curl_pid" || fail "the profile request failed"
 pprof -traces "$WORK/cpu.pb.gz" > "$WORK/traces.txt"
 # The holder's samples inside the callback keep their PC only: traces of
 # the single frame `spin` (loader_burn's leaf); main's spin has callers.

@@ -115,10 +115,3 @@ expect_not_contains() {
         *) ;;
     esac
 }
-
-# cpu_ms PID: the CPU time (user + system) a process has used so far, in
-# milliseconds, as the kernel counts it: truth for profiles on a machine
-# whose other load is unknown.
-cpu_ms() {
-    awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' "/proc/$1/stat"
-}

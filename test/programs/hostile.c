@@ -26,8 +26,9 @@
  *                               and allocates inside a dl_iterate_phdr
  *                               callback (holding the loader lock) while
  *                               another creates a thread from code never
- *                               run before; prints "loader ok" and burns
- *                               3 s more
+ *                               run before; prints "loader ok" and the
+ *                               callback's CPU time, then burns until
+ *                               SIGUSR1 (60 s at most)
  *   hostile allocator ROUNDS [PLUGIN]
  *                               ROUNDS times, 8 new threads start together
  *                               and allocate and free 16 bytes in
@@ -45,7 +46,9 @@
  *                               charsets in turn for SECONDS, so the C
  *                               library keeps loading and unloading its
  *                               gconv modules (its own dlopen/dlclose);
- *                               prints "conversions=N"
+ *                               prints "conversions=N", and every 50 ms
+ *                               "t=REALTIME_NS cpu_ms=N": the CPU time of
+ *                               both threads then
  *   hostile end HOW DELAY       burns for DELAY seconds and then ends by HOW:
  *                               thread-exit (exit(3) from a thread), _exit
  *                               (_exit(4)), abort, exec (execs sh, exit 5),
@@ -73,6 +76,15 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* SIGUSR1: the test asks the loader mode to end. The handler only sets
+ * the flag. */
+static volatile sig_atomic_t usr1;
+static void on_usr1(int sig)
+{
+    (void)sig;
+    usr1 = 1;
 }
 
 /* The calling thread's own CPU time, in seconds. */
@@ -375,6 +387,7 @@ __attribute__((noinline)) static void fresh_path(void)
 
 static int run_loader(double delay)
 {
+    signal(SIGUSR1, on_usr1);
     double end = now() + delay;
     while (now() < end)
         main_burn();
@@ -387,8 +400,9 @@ static int run_loader(double delay)
     pthread_join(h, NULL);
     printf("loader ok\ncallback_cpu_ms=%ld\n", callback_cpu_ms);
     fflush(stdout);
-    end = now() + 3; /* a profile started with us ends before we do */
-    while (now() < end)
+    /* Burns on until the test has its profile (SIGUSR1), 60 s at most. */
+    end = now() + 60;
+    while (!usr1 && now() < end)
         main_burn();
     return 0;
 }
@@ -483,6 +497,16 @@ static void *outside_objects(void *arg)
     return NULL;
 }
 
+/* CPU time of the calling thread and of thread T, in milliseconds. */
+static long cpu_ms_with(pthread_t t)
+{
+    clockid_t c;
+    struct timespec ts = {0, 0};
+    if (pthread_getcpuclockid(t, &c) == 0)
+        clock_gettime(c, &ts);
+    return (long)(thread_cpu() * 1000) + ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int run_iconv(double secs)
 {
     static const char *const charsets[] = {
@@ -492,7 +516,16 @@ static int run_iconv(double secs)
     pthread_create(&t, NULL, outside_objects, NULL);
     long conversions = 0;
     double end = now() + secs;
+    double next_report = 0;
     while (now() < end) {
+        if (now() >= next_report) {
+            struct timespec rt;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            printf("t=%lld%09ld cpu_ms=%ld\n", (long long)rt.tv_sec,
+                   rt.tv_nsec, cpu_ms_with(t));
+            fflush(stdout);
+            next_report = now() + 0.05;
+        }
         for (size_t i = 0; i < sizeof charsets / sizeof charsets[0]; i++) {
             iconv_t cd = iconv_open(charsets[i], "UTF-8");
             if (cd == (iconv_t)-1) {
