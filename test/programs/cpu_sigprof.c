@@ -1,7 +1,8 @@
 /*
  * A host that profiles itself the old way: its own SIGPROF handler and
  * setitimer(ITIMER_PROF). It burns CPU in own_burn and prints how many
- * SIGPROF it received, once a second: "sigprof=N". The agent must leave
+ * SIGPROF it received and its process CPU time, once a second:
+ * "sigprof=N cpu_ms=M". The agent must leave
  * its handler and its signals alone.
  *
  *   cpu_sigprof SECONDS
@@ -49,7 +50,10 @@ int main(int argc, char **argv)
         long el = now.tv_sec - start.tv_sec;
         if (el != last) {
             last = el;
-            printf("sigprof=%ld\n", sigprof_count);
+            struct timespec cpu;
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+            printf("sigprof=%ld cpu_ms=%ld\n", sigprof_count,
+                   (long)cpu.tv_sec * 1000 + cpu.tv_nsec / 1000000);
             fflush(stdout);
         }
         if (el >= secs)
