@@ -2,8 +2,8 @@
  * A host that profiles itself the old way: its own SIGPROF handler and
  * setitimer(ITIMER_PROF). It burns CPU in own_burn and prints how many
  * SIGPROF it received and its process CPU time, once a second:
- * "sigprof=N cpu_ms=M". The agent must leave
- * its handler and its signals alone.
+ * "sigprof=N cpu_ms=M". The agent must leave its handler and its signals
+ * alone.
  *
  *   cpu_sigprof SECONDS
  */
