@@ -79,6 +79,7 @@ size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
 struct agent_tls {
     int in_agent;
     int agent_thread;
+    int cancel_state; /* the host's cancel state while in_agent > 0 */
     int tid; /* this thread's id, 0 until spin_lock first needs it */
     int unwinding; /* > 0 while this thread is inside libunwind */
     int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
@@ -94,8 +95,45 @@ static inline int guard_active(void)
 {
     return agent_tls.in_agent | agent_tls.agent_thread;
 }
-static inline void guard_enter(void) { agent_tls.in_agent++; }
-static inline void guard_leave(void) { agent_tls.in_agent--; }
+
+/*
+ * The guard also keeps the agent's work out of the host's thread
+ * cancellation. An interposed call is a cancellation point exactly when the
+ * C library's function is one; but the work the agent does inside it (a
+ * stack capture, whose unwinder may read() a pipe; a log line, which
+ * write()s; opening a file) reaches real cancellation points, where a
+ * pending deferred pthread_cancel would act: inside pthread_mutex_lock
+ * after the mutex was taken and before the host's cleanup handler exists,
+ * leaving the mutex held for ever. So the outermost guard_enter() disables
+ * cancellation and the matching guard_leave() puts the host's state back.
+ * Re-enabling never acts on a cancel that arrived meanwhile (with deferred
+ * cancellation, the host's next cancellation point does). Every agent path
+ * that may reach a cancellation point runs inside the guard; the fast
+ * paths of the interposers never enter it and pay nothing.
+ *
+ * Async-signal-safe in practice: glibc's pthread_setcancelstate is a
+ * compare-and-swap loop on the calling thread's own descriptor (not on
+ * POSIX's list). A handler entering while the interrupted code is between
+ * the decrement and the restore of guard_leave() saves and restores the
+ * disabled state itself; the interrupted code restores from the copy it
+ * read before the decrement.
+ */
+static inline void guard_enter(void)
+{
+    if (agent_tls.in_agent++ == 0) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        int old = PTHREAD_CANCEL_ENABLE;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+        agent_tls.cancel_state = old;
+    }
+}
+static inline void guard_leave(void)
+{
+    int old = agent_tls.cancel_state;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (--agent_tls.in_agent == 0 && old != PTHREAD_CANCEL_DISABLE)
+        pthread_setcancelstate(old, NULL);
+}
 
 /* 1 once the constructor has finished and the agent is enabled. */
 extern volatile int agent_ready;
