@@ -1,0 +1,88 @@
+# Hosts that block signals and read them themselves (signalfd, sigwait) as
+# event loops do: during a CPU profile and a threads dump they read only
+# the signals they are sent. A thread that blocks the profiling signal has
+# no armed timer, whether it blocked it before the profile, during it (the
+# whole-run profile of PPROF_DUMP_DIR arms the main thread before main), or
+# inherited the mask from its creator; one that unblocks it is profiled,
+# and the profile's share of its function matches its own CPU time.
+. "$TOP/test/integration/lib.sh"
+
+H="$BUILD/test/programs/sigblock_host"
+export PPROF_CPU_HZ=250
+
+# end_host NAME: sends SIGUSR1 (read through the host's own reader) and
+# expects "signals ok" and exit 0.
+end_host() {
+    kill -USR1 "$PID"
+    wait_exit "$PID" 20
+    cat "$WORK/$1.out" | grep -v '^free_cpu_ns=' || true
+    [ "$STATUS" = 0 ] || fail "$1: host exited with $STATUS: $(grep -v '^free_cpu_ns=' "$WORK/$1.out" | tail -n 3)"
+    grep -qx 'signals ok' "$WORK/$1.out" || fail "$1: no 'signals ok'"
+}
+
+# wait_line NAME LINE: waits until the host printed LINE.
+wait_line() {
+    for i in $(seq 100); do grep -qx "$2" "$WORK/$1.out" && return 0; sleep 0.05; done
+    fail "$1: no '$2'"
+}
+
+# 1. One thread, every signal blocked before the profile, read by signalfd
+#    and by sigtimedwait; the threads dump meanwhile.
+for reader in signalfd sigwait; do
+    start_agent "single_$reader" "$H" single "$reader"
+    wait_line "single_$reader" blocked
+    fetch 'debug/pprof/profile?seconds=2' > "$WORK/single.pb.gz"
+    fetch 'debug/pprof/goroutine?debug=2' > "$WORK/single.threads"
+    grep -q 'sigblock_host' "$WORK/single.threads" || fail "threads dump: $(head -c 400 "$WORK/single.threads")"
+    end_host "single_$reader"
+done
+
+# 2. Blocked during the profile: the main thread burns 1.5 s unblocked, then
+#    blocks everything while the profile keeps running.
+start_agent late "$H" single signalfd 1500
+fetch 'debug/pprof/profile?seconds=3' > "$WORK/late.pb.gz"
+top=$(pprof -traces "$WORK/late.pb.gz")
+echo "$top" | head -n 8
+expect_contains "$top" "early_burn" "profile before the block"
+expect_not_contains "$top" "blocked_burn" "profile after the block"
+end_host late
+
+# 3. The whole-run profile of PPROF_DUMP_DIR starts in the constructor, so
+#    the main thread's timer is armed before main blocks every signal.
+mkdir -p "$WORK/dumps"
+PPROF_DUMP_DIR="$WORK/dumps" start_agent dumped "$H" single signalfd
+wait_line dumped blocked
+sleep 2
+end_host dumped
+
+# 4. Threads: main and short-lived children (which inherit its mask) block
+#    everything and read it; "free" unblocks SIGPROF, burns in free_burn,
+#    blocks it again for a while (pause_burn), and so on.
+start_agent threads "$H" threads signalfd
+sleep 0.5
+before=$(grep '^free_cpu_ns=' "$WORK/threads.out" | tail -n 1 | cut -d= -f2)
+fetch 'debug/pprof/profile?seconds=4' > "$WORK/threads.pb.gz"
+after=$(grep '^free_cpu_ns=' "$WORK/threads.out" | tail -n 1 | cut -d= -f2)
+for i in 1 2 3; do fetch 'debug/pprof/goroutine?debug=1' > /dev/null; done
+end_host threads
+traces=$(pprof -traces "$WORK/threads.pb.gz")
+top=$(pprof -top -cum -nodecount=40 "$WORK/threads.pb.gz")
+echo "$top" | head -n 12
+expect_contains "$traces" "free_burn" "profile of the thread that unblocks SIGPROF"
+expect_not_contains "$traces" "blocked_burn" "profile of the blocked main thread"
+expect_not_contains "$traces" "child_burn" "profile of the blocked children"
+expect_not_contains "$traces" "pause_burn" "profile of the paused thread"
+# free_burn's CPU time in the profile against what the thread measured of
+# itself in free_burn while the profile ran (the profile's window lies
+# inside before..after, so the profile may only fall short of it).
+measured_ms=$(( (after - before) / 1000000 ))
+profiled_ms=$(echo "$top" | awk '$NF == "free_burn" {
+    v = $4; if (v ~ /ms$/) {sub(/ms$/, "", v); print v + 0}
+    else if (v ~ /s$/) {sub(/s$/, "", v); print v * 1000} }')
+note "free_burn: ${profiled_ms:-0} ms in the profile, ${measured_ms} ms of the thread's own CPU time meanwhile"
+awk -v p="${profiled_ms:-0}" -v m="$measured_ms" 'BEGIN {
+    if (m < 200) { print "FAIL: the free thread burnt only " m " ms"; exit 1 }
+    r = p / m
+    printf "# ratio profile/measured %.2f\n", r
+    exit !(r > 0.5 && r < 1.15) }' || fail "free_burn: profile ${profiled_ms:-0} ms vs measured ${measured_ms} ms"
+echo ok
