@@ -55,7 +55,16 @@ wait_line dumped blocked
 sleep 2
 end_host dumped
 
-# 4. Threads: main and short-lived children (which inherit its mask) block
+# 4. A thread that blocks only SIGUSR1 and SIGTERM and waits in a read of
+#    a signalfd for every signal: a threads dump must not ask it (the read
+#    would return the question).
+start_agent reader "$H" reader signalfd
+wait_line reader reading
+for i in 1 2; do fetch 'debug/pprof/goroutine?debug=2' > "$WORK/reader.threads"; done
+grep -q 'read' "$WORK/reader.threads" || fail "threads dump: $(head -c 400 "$WORK/reader.threads")"
+end_host reader
+
+# 5. Threads: main and short-lived children (which inherit its mask) block
 #    everything and read it; "free" unblocks SIGPROF, burns in free_burn,
 #    blocks it again for a while (pause_burn), and so on.
 start_agent threads "$H" threads signalfd

@@ -26,6 +26,11 @@
  *            reads its own signals. "free" prints
  *            "free_cpu_ns=N" (its thread CPU time spent in free_burn so
  *            far) every 50 ms.
+ *   reader   the main thread blocks every signal and waits for "reader",
+ *            which blocks only SIGUSR1 and SIGTERM and waits in a blocking
+ *            read of a signalfd for every signal (such a read returns a
+ *            signal even when it is not blocked). READER must be
+ *            "signalfd".
  */
 #include <errno.h>
 #include <pthread.h>
@@ -186,6 +191,36 @@ static void *free_thread(void *arg)
     return NULL;
 }
 
+static void *reader_thread(void *arg)
+{
+    (void)arg;
+    sigset_t ends, all;
+    sigemptyset(&ends);
+    sigaddset(&ends, SIGUSR1);
+    sigaddset(&ends, SIGTERM);
+    pthread_sigmask(SIG_SETMASK, &ends, NULL);
+    sigfillset(&all);
+    int fd = signalfd(-1, &all, SFD_CLOEXEC);
+    if (fd < 0) {
+        perror("signalfd");
+        exit(4);
+    }
+    printf("reading\n");
+    fflush(stdout);
+    for (;;) {
+        struct signalfd_siginfo si;
+        if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGTERM)
+            break;
+        printf("unexpected signal %u in the reader\n", si.ssi_signo);
+        fflush(stdout);
+        _exit(2);
+    }
+    close(fd);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -196,6 +231,15 @@ int main(int argc, char **argv)
     int threads = strcmp(argv[1], "threads") == 0;
     use_signalfd = strcmp(argv[2], "signalfd") == 0;
     double late = argc > 3 ? atof(argv[3]) / 1000.0 : 0;
+    if (strcmp(argv[1], "reader") == 0) {
+        block_all();
+        pthread_t t;
+        if (pthread_create(&t, NULL, reader_thread, NULL) != 0)
+            return 4;
+        pthread_join(t, NULL);
+        printf("signals ok\n");
+        return 0;
+    }
     double start = mono();
     while (mono() < start + late)
         early_burn();
