@@ -107,10 +107,13 @@ static inline int guard_active(void)
  * after the mutex was taken and before the host's cleanup handler exists,
  * leaving the mutex held for ever. So the outermost guard_enter() disables
  * cancellation and the matching guard_leave() puts the host's state back.
- * Re-enabling never acts on a cancel that arrived meanwhile (with deferred
- * cancellation, the host's next cancellation point does). Every agent path
- * that may reach a cancellation point runs inside the guard; the fast
- * paths of the interposers never enter it and pay nothing.
+ * Re-enabling never acts on a cancel that arrived meanwhile under deferred
+ * cancellation (the host's next cancellation point does); in asynchronous
+ * mode it acts at once, as the cancel signal would have, so a guard region
+ * ends where the agent's state is settled (the signal handlers leave it
+ * last). Every agent path that may reach a cancellation point runs inside
+ * the guard; the fast paths of the interposers never enter it and pay
+ * nothing.
  *
  * Async-signal-safe in practice: glibc's pthread_setcancelstate is a
  * compare-and-swap loop on the calling thread's own descriptor (not on
