@@ -25,7 +25,8 @@
  *            SIGPROF or SIGUSR1 unblocked), burns 50 ms in child_burn and
  *            reads its own signals. "free" prints
  *            "free_cpu_ns=N" (its thread CPU time spent in free_burn so
- *            far) every 50 ms.
+ *            far) every 50 ms, with the wall-clock time:
+ *            "free_cpu_ns=N at=SECONDS.NANOSECONDS".
  *   reader   the main thread blocks every signal and waits for "reader",
  *            which blocks only SIGUSR1 and SIGTERM and waits in a blocking
  *            read of a signalfd for every signal (such a read returns a
@@ -175,7 +176,10 @@ static void *free_thread(void *arg)
             free_burn();
             free_ns += thread_cpu_ns() - t0;
             if (mono() >= next_print) {
-                printf("free_cpu_ns=%lld\n", free_ns);
+                struct timespec wall;
+                clock_gettime(CLOCK_REALTIME, &wall);
+                printf("free_cpu_ns=%lld at=%lld.%09ld\n", free_ns,
+                       (long long)wall.tv_sec, wall.tv_nsec);
                 fflush(stdout);
                 next_print = mono() + 0.05;
             }
