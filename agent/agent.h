@@ -15,6 +15,7 @@
 
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +80,7 @@ size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
 struct agent_tls {
     int in_agent;
     int agent_thread;
+    int cancel_state; /* the host's cancel state while in_agent > 0 */
     int tid; /* this thread's id, 0 until spin_lock first needs it */
     int unwinding; /* > 0 while this thread is inside libunwind */
     int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
@@ -94,8 +96,48 @@ static inline int guard_active(void)
 {
     return agent_tls.in_agent | agent_tls.agent_thread;
 }
-static inline void guard_enter(void) { agent_tls.in_agent++; }
-static inline void guard_leave(void) { agent_tls.in_agent--; }
+
+/*
+ * The guard also keeps the agent's work out of the host's thread
+ * cancellation. An interposed call is a cancellation point exactly when the
+ * C library's function is one; but the work the agent does inside it (a
+ * stack capture, whose unwinder may read() a pipe; a log line, which
+ * write()s; opening a file) reaches real cancellation points, where a
+ * pending deferred pthread_cancel would act: inside pthread_mutex_lock
+ * after the mutex was taken and before the host's cleanup handler exists,
+ * leaving the mutex held for ever. So the outermost guard_enter() disables
+ * cancellation and the matching guard_leave() puts the host's state back.
+ * Re-enabling never acts on a cancel that arrived meanwhile under deferred
+ * cancellation (the host's next cancellation point does); in asynchronous
+ * mode it acts at once, as the cancel signal would have, so a guard region
+ * ends where the agent's state is settled (the signal handlers leave it
+ * last). Every agent path that may reach a cancellation point runs inside
+ * the guard; the fast paths of the interposers never enter it and pay
+ * nothing.
+ *
+ * Async-signal-safe in practice: glibc's pthread_setcancelstate is a
+ * compare-and-swap loop on the calling thread's own descriptor (not on
+ * POSIX's list). A handler entering while the interrupted code is between
+ * the decrement and the restore of guard_leave() saves and restores the
+ * disabled state itself; the interrupted code restores from the copy it
+ * read before the decrement.
+ */
+static inline void guard_enter(void)
+{
+    if (agent_tls.in_agent++ == 0) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        int old = PTHREAD_CANCEL_ENABLE;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+        agent_tls.cancel_state = old;
+    }
+}
+static inline void guard_leave(void)
+{
+    int old = agent_tls.cancel_state;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (--agent_tls.in_agent == 0 && old != PTHREAD_CANCEL_DISABLE)
+        pthread_setcancelstate(old, NULL);
+}
 
 /* 1 once the constructor has finished and the agent is enabled. */
 extern volatile int agent_ready;
@@ -308,6 +350,45 @@ extern int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
                                   void *(*)(void *), void *);
 /* Resolves the real_* pointers of this file. Not async-signal-safe. */
 void thread_hooks_init(void);
+
+/* ---- signal masks (sigmask.c, sigmask_hooks.c) ---------------------------- */
+
+/*
+ * The agent never sends its signals (the CPU profile's, the threads dump's)
+ * to a thread that blocks them; see sigmask.c for the protocol between the
+ * senders and the host's mask changes.
+ */
+
+/* Host threads inside an unwatched mask change; > 0 while a profile runs or
+ * a dump asks; the lock that keeps a thread's change and a sender's look
+ * at that thread apart. */
+extern int sigmask_changing;
+extern int sigmask_watched;
+extern spinlock_t sigmask_lock;
+
+/* The C library's pthread_sigmask, for the agent's own mask changes (which
+ * must not go through the interposer). Async-signal-safe. */
+int sigmask_real(int how, const sigset_t *set, sigset_t *old);
+
+/* Begins/ends a period in which the agent may send signals to host
+ * threads: from the beginning on, every host mask change takes
+ * sigmask_lock. Begin waits for the changes already under way.
+ * Not async-signal-safe. */
+void sigmask_watch_begin(void);
+void sigmask_watch_end(void);
+
+/* 1 when thread tid blocks sig, 0 when it does not (its /proc status), -1
+ * when that cannot be read (the thread is gone?). Call with sigmask_lock
+ * held to send on the answer. Not async-signal-safe. */
+int sigmask_thread_blocks(int tid, int sig);
+/* 1 when sig is pending for thread tid itself (not process-wide).
+ * Not async-signal-safe. */
+int sigmask_thread_pending(int tid, int sig);
+/* 1 when the calling thread blocks sig. Async-signal-safe. */
+int sigmask_self_blocks(int sig);
+/* In a forked child: forgets the parent's watchers and changers.
+ * Not async-signal-safe. */
+void sigmask_fork_child(void);
 
 /* ---- lifecycle (init.c) -------------------------------------------------- */
 

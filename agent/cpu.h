@@ -153,6 +153,13 @@ void cpu_profile_release(void);
  * on the agent's own). Not async-signal-safe. */
 void cpu_thread_started(void);
 void cpu_thread_exiting(void);
+/* The calling host thread is about to block the profiling signal: its
+ * timer stops (pause), or has just unblocked it: its timer runs again
+ * (resume; a thread without one gets one). No-ops while no profile runs.
+ * Called by the mask interposers with sigmask_lock held.
+ * Not async-signal-safe. */
+void cpu_thread_pause(void);
+void cpu_thread_resume(void);
 /* Records the calling thread as one of the agent's (never sampled).
  * Not async-signal-safe. */
 void cpu_agent_thread(void);

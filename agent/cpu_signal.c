@@ -103,6 +103,7 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
     s->tid = tid;
     s->weight = weight;
     s->labels = labels_current_id(); /* this thread's own TLS: a plain read */
+    int entered = 0;
     if (guard_active() || unloading || agent_tls.in_loader) {
         /* Inside the agent (maybe inside libunwind), holding the loader
          * lock, or a library is being unloaded and the unwinder could walk
@@ -115,10 +116,10 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
                                __ATOMIC_RELAXED);
     } else {
         guard_enter();
+        entered = 1;
         cpu_in_handler = 1;
         s->depth = unwind(uc, s->pcs);
         cpu_in_handler = 0;
-        guard_leave();
         if (s->depth == 0) {
             s->pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
             s->depth = 1;
@@ -132,6 +133,15 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
     __atomic_fetch_add(&cpu_counters.hist[b < CPU_HIST_BUCKETS ? b
                                                                : CPU_HIST_BUCKETS - 1],
                        1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    errno = saved_errno;
+    /* Last, with everything of the sample settled: putting back the host's
+     * cancellation state acts on a cancel that came meanwhile when the
+     * thread is in asynchronous mode (its own, or the C library's inside a
+     * cancellable system call), as the cancel signal would have here. */
+    if (entered)
+        guard_leave();
+    return;
 out:
     __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
     errno = saved_errno;

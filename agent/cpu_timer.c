@@ -10,6 +10,15 @@
  * name behind for the profile's thread labels. No timer exists and no
  * signal arrives while no profile runs.
  *
+ * A thread that blocks the profiling signal has no armed timer: it may be
+ * reading its blocked signals (signalfd, sigwait), where ours must never
+ * appear. The profile's start looks at each thread's mask (sigmask.c's
+ * protocol keeps that look and the arming apart from the thread's own
+ * changes); a new thread keeps the mask it inherited and is armed only if
+ * that leaves the signal unblocked; a thread that blocks the signal later
+ * has its timer disarmed first (cpu_thread_pause), and re-armed when it
+ * unblocks it (cpu_thread_resume), from the mask interposers.
+ *
  * Timers for other threads need the raw syscalls: the C library's
  * timer_create only accepts the predefined clocks. The first expiry is
  * drawn uniformly in (0, period] (as Go) so that short-lived and rarely
@@ -136,6 +145,19 @@ static uint64_t next_random(void)
     return x ^ (x >> 31);
 }
 
+/* Arms timer id with a first expiry drawn uniformly in (0, period]: a
+ * thread re-armed often is not biased against. Returns 0 or -errno. */
+static int timer_arm(int id)
+{
+    int64_t period = cpu_period_ns;
+    int64_t first = 1 + (int64_t)(next_random() % (uint64_t)period);
+    struct itimerspec its = {
+        .it_interval = {period / 1000000000, period % 1000000000},
+        .it_value = {first / 1000000000, first % 1000000000},
+    };
+    return syscall(SYS_timer_settime, id, 0, &its, NULL) == 0 ? 0 : -errno;
+}
+
 /* Creates and arms a timer on tid's CPU clock. Returns the kernel timer
  * id or -errno. */
 static int timer_start(int tid)
@@ -152,16 +174,10 @@ static int timer_start(int tid)
     int id;
     if (syscall(SYS_timer_create, clock, &sev, &id) != 0)
         return -errno;
-    int64_t period = cpu_period_ns;
-    int64_t first = 1 + (int64_t)(next_random() % (uint64_t)period);
-    struct itimerspec its = {
-        .it_interval = {period / 1000000000, period % 1000000000},
-        .it_value = {first / 1000000000, first % 1000000000},
-    };
-    if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
-        int err = errno;
+    int err = timer_arm(id);
+    if (err) {
         syscall(SYS_timer_delete, id);
-        return -err;
+        return err;
     }
     return id;
 }
@@ -198,18 +214,49 @@ void cpu_thread_started(void)
 {
     if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
         return;
-    /* A new thread inherits its creator's mask; the profile needs the
-     * signal delivered here. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, cpu_signo);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    /* A new thread keeps the mask it inherited from its creator (the host
+     * may have blocked every signal on purpose): blocked, no timer. Only
+     * this thread changes its mask, so the look stays true until its own
+     * next change, which the mask interposers see. */
     spin_lock(&reg_lock);
-    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED) &&
+        !sigmask_self_blocks(cpu_signo)) {
         arm_thread((int)my_tid(), 1);
         struct reg_entry *e = reg_find((int)my_tid());
         if (e)
             prctl(PR_GET_NAME, e->name);
+    }
+    spin_unlock(&reg_lock);
+}
+
+void cpu_thread_pause(void)
+{
+    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return;
+    spin_lock(&reg_lock);
+    struct reg_entry *e = __atomic_load_n(&cpu_active, __ATOMIC_RELAXED)
+                              ? reg_find((int)my_tid())
+                              : NULL;
+    if (e && e->timer >= 0) {
+        struct itimerspec off;
+        memset(&off, 0, sizeof off);
+        syscall(SYS_timer_settime, e->timer, 0, &off, NULL);
+    }
+    spin_unlock(&reg_lock);
+}
+
+void cpu_thread_resume(void)
+{
+    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return;
+    spin_lock(&reg_lock);
+    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
+        int tid = (int)my_tid();
+        struct reg_entry *e = reg_find(tid);
+        if (e && e->timer >= 0)
+            timer_arm(e->timer);
+        else
+            arm_thread(tid, 0);
     }
     spin_unlock(&reg_lock);
 }
@@ -244,14 +291,14 @@ static void fork_prepare(void)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, cpu_signo);
-    if (pthread_sigmask(SIG_BLOCK, &set, &fork_saved_mask) == 0)
+    if (sigmask_real(SIG_BLOCK, &set, &fork_saved_mask) == 0)
         fork_masked = 1;
 }
 
 static void fork_parent(void)
 {
     if (fork_masked)
-        pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
+        sigmask_real(SIG_SETMASK, &fork_saved_mask, NULL);
     fork_masked = 0;
 }
 
@@ -263,6 +310,7 @@ static void fork_child(void)
     /* The child has no timers (they are not inherited) and none of the
      * agent's threads: its profile state is reset, the host's signal
      * disposition restored. */
+    sigmask_fork_child();
     if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
         __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
         if (handler_installed)
@@ -326,12 +374,17 @@ static void arm_existing_threads(void)
          * (threads that started before the agent). */
         char name[16];
         cpu_thread_name((int)tid, name, sizeof name);
+        /* Its mask, then its timer, with its own mask changes held off. */
+        spin_lock(&sigmask_lock);
+        int blocked = sigmask_thread_blocks((int)tid, cpu_signo) != 0;
         spin_lock(&reg_lock);
-        arm_thread((int)tid, 0);
-        struct reg_entry *e = reg_find((int)tid);
+        if (!blocked)
+            arm_thread((int)tid, 0);
+        struct reg_entry *e = blocked ? NULL : reg_find((int)tid);
         if (e && !e->name[0])
             memcpy(e->name, name, sizeof name);
         spin_unlock(&reg_lock);
+        spin_unlock(&sigmask_lock);
     }
     closedir(d);
 }
@@ -378,8 +431,10 @@ int cpu_profile_start(int hz)
     reg_full = 0;
     timer_failures = 0;
 
-    /* Active first, then the enumeration: a thread starting meanwhile
-     * arms itself in its start hook, and the registry resolves the race. */
+    /* Mask changes watched first (sigmask.c), then active, then the
+     * enumeration: a thread starting meanwhile arms itself in its start
+     * hook, and the registry resolves the race. */
+    sigmask_watch_begin();
     __atomic_store_n(&cpu_active, 1, __ATOMIC_SEQ_CST);
     arm_existing_threads();
     if (timer_failures || reg_full)
@@ -411,6 +466,7 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
         }
     }
     spin_unlock(&reg_lock);
+    sigmask_watch_end();
 
     /* Ignoring a signal discards it where it is pending, so restoring the
      * host's default afterwards cannot let a late expiry kill it. Leave

@@ -27,6 +27,14 @@
  * that starts a system call between the check and the signal's arrival (a
  * few microseconds) is the one remaining case in which a host could see an
  * EINTR.
+ *
+ * A thread that blocks the signal is never asked (it may read its blocked
+ * signals with signalfd or sigwait, and would find ours there), nor one
+ * blocked reading a signalfd that includes it (the read would return it,
+ * blocked or not). The mask is looked at and the signal sent under
+ * sigmask_lock (agent/sigmask.c), so the thread cannot block it in
+ * between; one that blocks it before the signal is delivered has it
+ * dequeued by its mask interposer (agent/sigmask_hooks.c).
  */
 #include "agent/threads.h"
 
@@ -49,6 +57,7 @@
 #include <unistd.h>
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+int threads_signo;
 /* The signal a dump has borrowed and the host's disposition of it, under
  * dump_lock; what a child forked mid-dump must give back. */
 static int dump_sig;
@@ -102,14 +111,15 @@ static char read_state(int tid)
     return p && p[1] == ' ' && p[2] ? p[2] : '?';
 }
 
-/* 1 when the thread blocks signal sig (SigBlk in status). */
-static int blocks_signal(int tid, int sig)
+/* 1 when fd is a signalfd whose mask includes sig (its fdinfo has a
+ * "sigmask:" line; no other descriptor has one). */
+static int signalfd_reads(int fd, int sig)
 {
-    char path[64], buf[2048];
-    task_path(path, sizeof path, tid, "status");
+    char path[64], buf[512];
+    log_snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
     if (read_file(path, buf, sizeof buf) <= 0)
         return 0;
-    char *p = strstr(buf, "\nSigBlk:");
+    char *p = strstr(buf, "sigmask:");
     if (!p)
         return 0;
     unsigned long long mask = strtoull(p + 8, NULL, 16);
@@ -175,8 +185,9 @@ static int socket_untimed(int fd, int optname)
 #define FUTEX_CMD_MASK 0x7f /* without FUTEX_PRIVATE_FLAG, CLOCK_REALTIME */
 
 /* 1 when a handler (SA_RESTART) on a thread blocked in st cannot make the
- * call fail with EINTR: the kernel restarts it. */
-static int restarts(const struct syscall_state *st)
+ * call fail with EINTR: the kernel restarts it. Also 0 for a read of a
+ * signalfd that would return sig itself. */
+static int restarts(const struct syscall_state *st, int sig)
 {
     int fd = (int)st->args[0];
     switch (st->nr) {
@@ -191,6 +202,9 @@ static int restarts(const struct syscall_state *st)
         return st->args[3] == 0;
     }
     case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv:
+        if (signalfd_reads(fd, sig))
+            return 0;
+        return socket_untimed(fd, SO_RCVTIMEO);
     case SYS_recvfrom: case SYS_recvmsg: case SYS_accept: case SYS_accept4:
         return socket_untimed(fd, SO_RCVTIMEO);
     case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_pwritev:
@@ -430,11 +444,11 @@ static int describe(struct thread_info *t, int sig)
         t->status = THREAD_STACK_NO_SIGNAL;
         return 0;
     }
-    if (blocks_signal(t->tid, sig)) {
+    if (sigmask_thread_blocks(t->tid, sig) == 1) {
         t->status = THREAD_STACK_BLOCKED;
         return 0;
     }
-    if (!have || !restarts(&st)) {
+    if (!have || !restarts(&st, sig)) {
         t->status = THREAD_STACK_EINTR;
         return 0;
     }
@@ -469,6 +483,13 @@ int threads_dump(struct thread_dump *out)
     int sig = ensure_slots(n) == 0 ? install(&dump_saved) : -ENOMEM;
     dump_sig = sig;
     out->signo = sig > 0 ? sig : 0;
+    if (sig > 0) {
+        /* From here on the host's mask changes wait for our looks. */
+        sigmask_watch_begin();
+        spin_lock(&sigmask_lock);
+        threads_signo = sig;
+        spin_unlock(&sigmask_lock);
+    }
     uint32_t gen = ++generation & 0xffff;
     struct thread_slot *slots = threads_slots;
 
@@ -477,9 +498,22 @@ int threads_dump(struct thread_dump *out)
         struct thread_info *t = &th[i];
         if (!describe(t, sig))
             continue;
-        __atomic_store_n(&slots[i].word, ((uint64_t)gen << 2) | SLOT_ASKED,
-                         __ATOMIC_SEQ_CST);
-        int err = ask(t->tid, sig, gen, (uint32_t)i);
+        /* The mask once more, and the question, with the thread's own mask
+         * changes held off. */
+        spin_lock(&sigmask_lock);
+        int blocked = sigmask_thread_blocks(t->tid, sig) == 1;
+        int err = 0;
+        if (!blocked) {
+            __atomic_store_n(&slots[i].word,
+                             ((uint64_t)gen << 2) | SLOT_ASKED,
+                             __ATOMIC_SEQ_CST);
+            err = ask(t->tid, sig, gen, (uint32_t)i);
+        }
+        spin_unlock(&sigmask_lock);
+        if (blocked) {
+            t->status = THREAD_STACK_BLOCKED;
+            continue;
+        }
         if (err) {
             __atomic_store_n(&slots[i].word, 0, __ATOMIC_RELAXED);
             /* ESRCH: it ended since the listing */
@@ -504,8 +538,13 @@ int threads_dump(struct thread_dump *out)
         struct timespec nap = {0, 200000};
         nanosleep(&nap, NULL);
     }
-    if (sig > 0)
+    if (sig > 0) {
         uninstall(sig, &dump_saved);
+        spin_lock(&sigmask_lock);
+        threads_signo = 0;
+        spin_unlock(&sigmask_lock);
+        sigmask_watch_end();
+    }
     dump_sig = 0;
 
     /* Collect; withdraw the questions nobody answered. A handler caught
@@ -574,6 +613,7 @@ void threads_fork_child(void)
     if (dump_sig > 0)
         uninstall(dump_sig, &dump_saved);
     dump_sig = 0;
+    threads_signo = 0; /* sigmask_fork_child() forgot the watch */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     memcpy(&dump_lock, &fresh, sizeof dump_lock);
 }

@@ -68,6 +68,11 @@ void threads_dump_free(struct thread_dump *d);
  * async-signal-safe. */
 void threads_fork_child(void);
 
+/* The signal the dump under way asks with, 0 between dumps. Written by
+ * the dumping worker and read by the mask interposers, both under
+ * sigmask_lock (agent/agent.h). */
+extern int threads_signo;
+
 /* Number of host threads now (the agent's own not counted).
  * Not async-signal-safe. */
 long threads_host_count(void);

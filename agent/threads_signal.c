@@ -71,13 +71,14 @@ PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,
     __atomic_fetch_add(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
     int unloading = __atomic_load_n(&cpu_phdr_busy, __ATOMIC_SEQ_CST) != 0;
     uint32_t depth = 0;
+    int entered = 0;
     if (!guard_active() && !unloading && !agent_tls.in_loader) {
         guard_enter();
+        entered = 1;
         int was_in_handler = cpu_in_handler;
         cpu_in_handler = 1;
         depth = unwind(uc, s->pcs);
         cpu_in_handler = was_in_handler;
-        guard_leave();
     }
     __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
     if (depth == 0) {
@@ -88,4 +89,8 @@ PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,
     __atomic_store_n(&s->word, ((uint64_t)gen << 2) | SLOT_DONE,
                      __ATOMIC_RELEASE);
     errno = saved_errno;
+    /* Last: see cpu_signal.c (a cancel may act here in asynchronous mode,
+     * with the answer already given). */
+    if (entered)
+        guard_leave();
 }
