@@ -69,10 +69,8 @@ static int read_file(const char *path, char *buf, size_t size)
     return (int)n;
 }
 
-/* Start time of pid in clock ticks since boot (field 22 of its stat), which
- * tells a live process from a later one that reuses the pid. 0 when gone
- * or a zombie. */
-static unsigned long long start_time(int pid)
+/* Field n (>= 3) of pid's /proc stat; 0 when gone or a zombie. */
+static unsigned long long stat_field(int pid, int n)
 {
     char path[64], buf[1024];
     log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -87,10 +85,18 @@ static unsigned long long start_time(int pid)
     for (; *p; p++) {
         if (*p != ' ')
             continue;
-        if (++field == 22)
+        if (++field == n)
             return strtoull(p + 1, NULL, 10);
     }
     return 0;
+}
+
+/* Start time of pid in clock ticks since boot (field 22 of its stat), which
+ * tells a live process from a later one that reuses the pid. 0 when gone
+ * or a zombie. */
+static unsigned long long start_time(int pid)
+{
+    return stat_field(pid, 22);
 }
 
 void rundir_program(char *out, size_t size)
@@ -312,9 +318,13 @@ void rundir_family_init(void)
     if (!own_family[0])
         log_snprintf(own_family, sizeof own_family, "%d.%llu", (int)getpid(),
                      start_time((int)getpid()));
-    /* Handed down to exec'd descendants with the environment. The
-     * constructor runs before main(), on the only thread. */
-    setenv("PPROF_FAMILY", own_family, 1);
+    /* Handed down to exec'd descendants with the environment. Under
+     * LD_PRELOAD the constructor runs before main(), on the only thread;
+     * loaded by dlopen into a process with threads, changing the
+     * environment could race with their getenv(): exec'd children then
+     * find the family through this process's announcement instead. */
+    if (stat_field((int)getpid(), 20) == 1)
+        setenv("PPROF_FAMILY", own_family, 1);
 }
 
 const char *rundir_family(void)
