@@ -215,6 +215,7 @@ static void at_exit(void)
 
 void children_init(void)
 {
+    rundir_family_init();
     pthread_atfork(NULL, NULL, fork_child);
     atexit(at_exit);
 }

@@ -78,10 +78,11 @@ struct stack_table *custom_profile_stacks(const struct pprof_profile *p)
     return p->stacks;
 }
 
-/* Go's built-in profiles and the endpoints net/http/pprof serves itself. */
+/* Go's built-in profiles, the endpoints net/http/pprof serves itself and
+ * the agent's own (a custom profile of that name could never be served). */
 static const char *const reserved[] = {
-    "goroutine", "threadcreate", "heap", "allocs", "block",
-    "mutex", "profile", "cmdline", "symbol", "trace", "flamegraph",
+    "goroutine", "threadcreate", "heap",   "allocs",     "block",     "mutex",
+    "profile",   "cmdline",      "symbol", "flamegraph", "processes", "trace",
 };
 
 int custom_name_allowed(const char *name)

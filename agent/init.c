@@ -9,6 +9,7 @@
 #include "agent/contention.h"
 #include "agent/heap.h"
 #include "agent/ops.h"
+#include "agent/symbols.h"
 #include "http/http.h"
 
 int64_t agent_start_ns;
@@ -23,6 +24,7 @@ __attribute__((constructor)) static void agent_init(void)
         return;
     }
     agent_start_ns = agent_now_ns();
+    symbols_short_init();
     thread_hooks_init();
     stack_init();
     cpu_timer_init();

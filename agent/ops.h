@@ -40,12 +40,16 @@ void config_load_ops(void);
 
 /* ---- run directory (rundir.c) --------------------------------------------- */
 
+/* Longest family id, with its terminating NUL. */
+#define RUNDIR_FAMILY_MAX 48
+
 /* One announced process, as read back from the run directory. */
 struct rundir_entry {
     int pid;
     int ppid;
     char program[64];
     char addr[96]; /* host:port */
+    char family[RUNDIR_FAMILY_MAX]; /* "" when announced without one */
 };
 
 /*
@@ -59,17 +63,31 @@ struct rundir_entry {
  */
 int rundir_reserve(void);
 
-/* Writes "pid ppid starttime program host:port\n" into this process's file
- * with one write (reserving it first when needed). Returns 0 or -errno.
- * Not async-signal-safe. */
+/*
+ * Sets this process's family id (rundir.c's opening comment): from
+ * PPROF_FAMILY when valid, else from the parent's announcement, else a new
+ * family ("pid.starttime" of this process), and puts it in PPROF_FAMILY for
+ * exec'd children. Nothing when the run directory is off. Called once by
+ * the constructor, before main(). Not async-signal-safe.
+ */
+void rundir_family_init(void);
+
+/* This process's family id ("" when the run directory is off).
+ * Async-signal-safe. */
+const char *rundir_family(void);
+
+/* Writes "pid ppid starttime program host:port family\n" into this
+ * process's file with one write (reserving it first when needed). Returns
+ * 0 or -errno. Not async-signal-safe. */
 int rundir_publish(const char *addr);
 
 /* Removes this process's file (at exit). Async-signal-safe. */
 void rundir_remove(void);
 
-/* Calls fn for every announced process still alive (pid exists with the
- * announced start time) and removes the files of the others. Returns how
- * many are alive. Not async-signal-safe. */
+/* Calls fn for every announced process of this process's family still
+ * alive (pid exists with the announced start time) and removes the files
+ * of dead processes, whatever their family. Returns how many were listed.
+ * Not async-signal-safe. */
 size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
                    void *arg);
 

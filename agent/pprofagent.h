@@ -36,6 +36,7 @@
 #ifndef PPROFAGENT_H
 #define PPROFAGENT_H
 
+#include <errno.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -99,14 +100,18 @@ PPROF_INLINE int pprof_agent_loaded(void)
  * Creates the profile called name, served at /debug/pprof/<name>. A name is
  * 1 to 128 characters among letters, digits and . _ - / + (not starting or
  * ending with /). Returns NULL, with errno set, when the agent is absent or
- * disabled (ENOSYS), the name is invalid or belongs to a built-in profile
- * (goroutine, heap, allocs, threadcreate, block, mutex, profile, cmdline,
- * symbol, trace) (EINVAL), already exists (EEXIST; see
- * pprof_profile_lookup), or 64 custom profiles exist (ENOSPC).
+ * disabled (ENOSYS), the name is invalid or belongs to an endpoint of the
+ * agent (goroutine, heap, allocs, threadcreate, block, mutex, profile,
+ * cmdline, symbol, trace, flamegraph, processes) (EINVAL), already exists
+ * (EEXIST; see pprof_profile_lookup), or 64 custom profiles exist (ENOSPC).
  */
 PPROF_INLINE pprof_profile *pprof_profile_new(const char *name)
 {
-    return pprof_agent_profile_new ? pprof_agent_profile_new(name) : 0;
+    if (!pprof_agent_profile_new) {
+        errno = ENOSYS;
+        return 0;
+    }
+    return pprof_agent_profile_new(name);
 }
 
 /* The existing custom profile called name, or NULL. */

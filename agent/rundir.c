@@ -1,8 +1,17 @@
 /*
  * The run directory (PPROF_RUN_DIR): one file per serving process, named
- * pid-<pid>, holding one line "pid ppid starttime program host:port". It is
- * how the workers of a multi-process service are found: the index page of
- * any of them lists all, and scripts read the folder.
+ * pid-<pid>, holding one line "pid ppid starttime program host:port family".
+ * It is how the workers of a multi-process service are found: the index page
+ * of any of them lists all, and scripts read the folder.
+ *
+ * The folder is shared by every program of the user, so a listing keeps
+ * only this process's family: the first process that loaded the agent and
+ * everything descended from it. The family id is that first process's
+ * "pid.starttime". A forked child keeps it in memory (a daemon's double fork
+ * re-parents it to init, and it stays in the family); an exec'd child gets
+ * it from PPROF_FAMILY, which the first process adds to its environment,
+ * or, when a program cleaned its children's environment but kept
+ * LD_PRELOAD, from its parent's announcement.
  *
  * The file is created (empty) as early as possible and its descriptor kept:
  * a forked worker creates it in the fork child handler, while it still has
@@ -42,6 +51,10 @@ static int own_fd = -1;
 static int own_pid;
 static int reserve_logged;
 
+/* This process's family id; set once by rundir_family_init() in the
+ * constructor, inherited by forked children, read by listings. */
+static char own_family[RUNDIR_FAMILY_MAX];
+
 static int read_file(const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -56,10 +69,8 @@ static int read_file(const char *path, char *buf, size_t size)
     return (int)n;
 }
 
-/* Start time of pid in clock ticks since boot (field 22 of its stat), which
- * tells a live process from a later one that reuses the pid. 0 when gone
- * or a zombie. */
-static unsigned long long start_time(int pid)
+/* Field n (>= 3) of pid's /proc stat; 0 when gone or a zombie. */
+static unsigned long long stat_field(int pid, int n)
 {
     char path[64], buf[1024];
     log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -74,10 +85,18 @@ static unsigned long long start_time(int pid)
     for (; *p; p++) {
         if (*p != ' ')
             continue;
-        if (++field == 22)
+        if (++field == n)
             return strtoull(p + 1, NULL, 10);
     }
     return 0;
+}
+
+/* Start time of pid in clock ticks since boot (field 22 of its stat), which
+ * tells a live process from a later one that reuses the pid. 0 when gone
+ * or a zombie. */
+static unsigned long long start_time(int pid)
+{
+    return stat_field(pid, 22);
 }
 
 void rundir_program(char *out, size_t size)
@@ -141,20 +160,22 @@ static int parse_entry(const char *buf, struct rundir_entry *e,
     const char *nl = strchr(buf, '\n');
     if (!nl)
         return -EINVAL;
-    char line[256];
+    char line[384];
     size_t n = (size_t)(nl - buf);
     if (n >= sizeof line)
         return -EINVAL;
     memcpy(line, buf, n);
     line[n] = '\0';
     char *save = NULL;
-    char *f[5];
+    char *f[7];
     int nf = 0;
-    for (char *t = strtok_r(line, " ", &save); t && nf < 5;
+    for (char *t = strtok_r(line, " ", &save); t && nf < 7;
          t = strtok_r(NULL, " ", &save))
         f[nf++] = t;
     long pid, ppid;
-    if (nf != 5 || config_parse_long(f[0], 1, 0x7fffffff, &pid) != 0 ||
+    /* Five fields: written by an agent that knew no families. */
+    if ((nf != 5 && nf != 6) ||
+        config_parse_long(f[0], 1, 0x7fffffff, &pid) != 0 ||
         config_parse_long(f[1], 0, 0x7fffffff, &ppid) != 0)
         return -EINVAL;
     e->pid = (int)pid;
@@ -162,12 +183,14 @@ static int parse_entry(const char *buf, struct rundir_entry *e,
     *started = strtoull(f[2], NULL, 10);
     log_snprintf(e->program, sizeof e->program, "%s", f[3]);
     log_snprintf(e->addr, sizeof e->addr, "%s", f[4]);
+    log_snprintf(e->family, sizeof e->family, "%s", nf == 6 ? f[5] : "");
     return 0;
 }
 
-/* Reads every file (at most limit - 1 when limit > 0); live entries go to
- * fn, dead ones are removed when collect is set (files this process cannot
- * remove stay, skipped). Returns the number of live entries. */
+/* Reads every file (at most limit - 1 when limit > 0); live entries of
+ * this process's family go to fn, dead ones (of any family) are removed
+ * when collect is set (files this process cannot remove stay, skipped).
+ * Returns the number of live entries of the family. */
 static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
                    void *arg, int collect, int limit)
 {
@@ -201,7 +224,7 @@ static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
                 unlink(path);
             continue;
         }
-        if (!ok)
+        if (!ok || strcmp(e.family, own_family) != 0)
             continue;
         live++;
         if (fn)
@@ -218,11 +241,12 @@ int rundir_publish(const char *addr)
         if (err)
             return err;
     }
-    char program[64], line[256];
+    char program[64], line[384];
     rundir_program(program, sizeof program);
-    size_t n = log_snprintf(line, sizeof line, "%d %d %llu %s %s\n",
+    size_t n = log_snprintf(line, sizeof line, "%d %d %llu %s %s %s\n",
                             (int)getpid(), (int)getppid(),
-                            start_time((int)getpid()), program, addr);
+                            start_time((int)getpid()), program, addr,
+                            own_family);
     ssize_t w = pwrite(own_fd, line, n, 0);
     int err = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
     if (err)
@@ -247,4 +271,63 @@ size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
                    void *arg)
 {
     return scan(fn, arg, 1, 0);
+}
+
+/* 1 when s can be a family id: 1 to RUNDIR_FAMILY_MAX - 1 characters of
+ * [A-Za-z0-9._-] (it is one field of an announcement line). */
+static int family_valid(const char *s)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789._-");
+    return n > 0 && s[n] == '\0' && n < RUNDIR_FAMILY_MAX;
+}
+
+/* The family of the parent, from its announcement: "" when it has none
+ * (not announced, gone, or pid reused). */
+static void parent_family(char *out, size_t size)
+{
+    char path[1100], buf[512];
+    struct rundir_entry e;
+    unsigned long long started;
+    int ppid = (int)getppid();
+    out[0] = '\0';
+    log_snprintf(path, sizeof path, "%s/pid-%d", opt_run_dir, ppid);
+    if (ppid > 1 && read_file(path, buf, sizeof buf) > 0 &&
+        parse_entry(buf, &e, &started) == 0 && e.pid == ppid &&
+        started == start_time(ppid) && family_valid(e.family))
+        log_snprintf(out, size, "%s", e.family);
+}
+
+void rundir_family_init(void)
+{
+    if (!opt_run_dir[0])
+        return;
+    const char *s = getenv("PPROF_FAMILY");
+    if (s && family_valid(s)) {
+        log_snprintf(own_family, sizeof own_family, "%s", s);
+        return;
+    }
+    if (s && s[0]) {
+        char shown[RUNDIR_FAMILY_MAX];
+        log_snprintf(shown, sizeof shown, "%s", s);
+        log_info("PPROF_FAMILY=\"%s\" is not a family id (up to %d "
+                 "characters of A-Z a-z 0-9 . _ -); starting a new family",
+                 shown, (int)RUNDIR_FAMILY_MAX - 1);
+    }
+    parent_family(own_family, sizeof own_family);
+    if (!own_family[0])
+        log_snprintf(own_family, sizeof own_family, "%d.%llu", (int)getpid(),
+                     start_time((int)getpid()));
+    /* Handed down to exec'd descendants with the environment. Under
+     * LD_PRELOAD the constructor runs before main(), on the only thread;
+     * loaded by dlopen into a process with threads, changing the
+     * environment could race with their getenv(): exec'd children then
+     * find the family through this process's announcement instead. */
+    if (stat_field((int)getpid(), 20) == 1)
+        setenv("PPROF_FAMILY", own_family, 1);
+}
+
+const char *rundir_family(void)
+{
+    return own_family;
 }

@@ -49,7 +49,8 @@ static char *exe_path;
 
 struct name_cache_slot {
     const char *mangled;
-    char *demangled; /* NULL: not mangled, use the name as is */
+    char *demangled;  /* NULL: not mangled, use the name as is */
+    char *short_name; /* PPROF_SYMBOLS=short; NULL: same as the full name */
 };
 
 const char *symbols_pseudo_name(uintptr_t pc)
@@ -120,29 +121,51 @@ static int names_grow(struct sym_object *o)
     return 0;
 }
 
-static const char *demangled(struct sym_object *o, const char *mangled)
+/* Sets f's name and system_name for a symbol-table or DWARF name: the
+ * demangled name and the mangled one, or with PPROF_SYMBOLS=short the short
+ * name and the full demangled one. Cached per object. */
+static void frame_names(struct sym_object *o, const char *mangled,
+                        struct sym_frame *f)
 {
-    if (!mangled || mangled[0] != '_')
-        return mangled;
+    f->name = f->system_name = mangled;
+    if (!mangled || (mangled[0] != '_' &&
+                     !(opt_symbols_short && strpbrk(mangled, "<( "))))
+        return;
     if (2 * (o->names_count + 1) > o->names_cap && names_grow(o) != 0) {
         /* Out of memory: the mangled name is still a correct answer. */
-        return mangled;
+        return;
     }
     size_t i = name_hash(mangled, o->names_cap);
     while (o->names[i].mangled && o->names[i].mangled != mangled)
         i = (i + 1) & (o->names_cap - 1);
-    if (!o->names[i].mangled) {
-        o->names[i].mangled = mangled;
-        o->names[i].demangled = symbols_demangle(mangled);
+    struct name_cache_slot *slot = &o->names[i];
+    if (!slot->mangled) {
+        slot->mangled = mangled;
+        slot->demangled = symbols_demangle(mangled);
+        if (opt_symbols_short) {
+            const char *full = slot->demangled ? slot->demangled : mangled;
+            size_t len = strlen(full);
+            char *sn = malloc(len + 1);
+            if (sn && symbols_short_name(full, sn, len + 1) > 0 &&
+                strcmp(sn, full) != 0)
+                slot->short_name = sn;
+            else
+                free(sn);
+        }
         o->names_count++;
     }
-    return o->names[i].demangled ? o->names[i].demangled : mangled;
+    const char *full = slot->demangled ? slot->demangled : mangled;
+    f->name = slot->short_name ? slot->short_name : full;
+    if (opt_symbols_short)
+        f->system_name = full;
 }
 
 static void names_free(struct sym_object *o)
 {
-    for (size_t i = 0; i < o->names_cap; i++)
+    for (size_t i = 0; i < o->names_cap; i++) {
         free(o->names[i].demangled);
+        free(o->names[i].short_name);
+    }
     free(o->names);
     o->names = NULL;
     o->names_cap = o->names_count = 0;
@@ -419,11 +442,8 @@ static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
     if (nd == 0) {
         if (!f)
             return 0;
-        out[0] = (struct sym_frame){
-            .name = demangled(o, f->name),
-            .system_name = f->name,
-            .sym_start = sym_start,
-        };
+        out[0] = (struct sym_frame){.sym_start = sym_start};
+        frame_names(o, f->name, &out[0]);
         return 1;
     }
 
@@ -437,14 +457,13 @@ static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
             sys = f->name;
         if (!sys)
             continue;
-        out[n++] = (struct sym_frame){
-            .name = demangled(o, sys),
-            .system_name = sys,
+        out[n] = (struct sym_frame){
             .file = df[i].file,
             .line = df[i].line,
             .start_line = df[i].decl_line,
             .sym_start = sym_start,
         };
+        frame_names(o, sys, &out[n++]);
     }
     return n;
 }

@@ -40,8 +40,9 @@ struct sym_mapping {
 
 /* One frame of an address; several when functions were inlined. */
 struct sym_frame {
-    const char *name;        /* demangled */
-    const char *system_name; /* as in the symbol table (mangled) */
+    const char *name;        /* demangled (short with PPROF_SYMBOLS=short) */
+    const char *system_name; /* as in the symbol table (mangled); the full
+                              * demangled name with PPROF_SYMBOLS=short */
     const char *file;        /* source file, NULL when unknown */
     int line;                /* 0 when unknown */
     int start_line;          /* line of the function's declaration, or 0 */
@@ -247,5 +248,25 @@ void symbols_dwarf_load(struct sym_object *o);
 int symbols_dwarf_frames(struct sym_object *o, uint64_t addr,
                          struct dwarf_frame *out, int max);
 void symbols_dwarf_close(struct sym_object *o);
+
+/* ---- short names (symbols_short.c) --------------------------------------- */
+
+/* PPROF_SYMBOLS=short: profiles name functions by their short names. Set
+ * once by symbols_short_init() in the constructor. */
+extern int opt_symbols_short;
+
+/* Reads PPROF_SYMBOLS (short or full; a bad value is one line and full).
+ * Called once by the constructor. Not async-signal-safe. */
+void symbols_short_init(void);
+
+/*
+ * Writes the short form of a demangled name into out (at most size bytes
+ * with the NUL): no parameter lists, template arguments or return type, as
+ * pprof simplifies the names it demangles ("std::vector<int>::push_back(
+ * int const&)" gives "std::vector::push_back"); operators, "(anonymous
+ * namespace)" and lambda names kept. A C name comes out unchanged. Returns
+ * its length. Async-signal-safe. Does not allocate.
+ */
+size_t symbols_short_name(const char *full, char *out, size_t size);
 
 #endif

@@ -83,6 +83,8 @@ int contention_profile_text(const char *kind, long sampling_period,
                     (long long)sorted[i].count);
         for (int f = 0; f < sorted[i].depth; f++) {
             uintptr_t pc = sorted[i].pcs[f];
+            if (stacks_hidden(pc, (size_t)f))
+                continue;
             /* The "@" list carries return addresses, as Go prints them. */
             pbuf_printf(out, " %#lx",
                         (unsigned long)(pc < FRAME_PSEUDO_MAX ? pc : pc + 1));
@@ -91,7 +93,8 @@ int contention_profile_text(const char *kind, long sampling_period,
             pbuf_puts(out, " 0x0");
         pbuf_puts(out, "\n");
         for (int f = 0; se && f < sorted[i].depth; f++)
-            stacks_describe(se, sorted[i].pcs[f], out);
+            if (!stacks_hidden(sorted[i].pcs[f], (size_t)f))
+                stacks_describe(se, sorted[i].pcs[f], out);
         pbuf_puts(out, "\n");
     }
     if (se)

@@ -88,14 +88,16 @@ int count_profile_text(const char *name, const struct count_record *recs,
             continue;
         pbuf_printf(out, "%lld @", (long long)sorted[i].count);
         for (int f = 0; f < sorted[i].depth; f++)
-            pbuf_printf(out, " %#lx",
-                        (unsigned long)raw_address(sorted[i].pcs[f]));
+            if (!stacks_hidden(sorted[i].pcs[f], (size_t)f))
+                pbuf_printf(out, " %#lx",
+                            (unsigned long)raw_address(sorted[i].pcs[f]));
         if (sorted[i].depth == 0)
             pbuf_puts(out, " 0x0");
         pbuf_puts(out, "\n");
         labels_put_text(out, "# labels: ", sorted[i].labels);
         for (int f = 0; se && f < sorted[i].depth; f++)
-            stacks_describe(se, sorted[i].pcs[f], out);
+            if (!stacks_hidden(sorted[i].pcs[f], (size_t)f))
+                stacks_describe(se, sorted[i].pcs[f], out);
         pbuf_puts(out, "\n");
     }
     if (se)

@@ -1,7 +1,7 @@
 /*
  * decode.c reads a profile.proto message back: the sample types, samples,
- * locations (with the function of each line), functions, string table and
- * default sample type; every other field is skipped by its wire type. It
+ * mappings (range, offset, file), locations (with their mapping and the
+ * function of each line), functions, string table and default sample type; every other field is skipped by its wire type. It
  * is the agent's reader of its own profiles (flame graphs, totals for
  * /debug/stats), entered only from HTTP threads, never from a signal
  * handler or an interposed call.
@@ -20,6 +20,7 @@
 enum {
     P_SAMPLE_TYPE = 1,
     P_SAMPLE = 2,
+    P_MAPPING = 3,
     P_LOCATION = 4,
     P_FUNCTION = 5,
     P_STRING_TABLE = 6,
@@ -28,7 +29,8 @@ enum {
 };
 enum { VT_TYPE = 1, VT_UNIT = 2 };
 enum { S_LOCATION_ID = 1, S_VALUE = 2 };
-enum { L_ID = 1, L_ADDRESS = 3, L_LINE = 4 };
+enum { M_ID = 1, M_START = 2, M_LIMIT = 3, M_OFFSET = 4, M_FILENAME = 5 };
+enum { L_ID = 1, L_MAPPING_ID = 2, L_ADDRESS = 3, L_LINE = 4 };
 enum { LN_FUNCTION_ID = 1 };
 enum { F_ID = 1, F_NAME = 2 };
 
@@ -203,6 +205,8 @@ static int read_location(struct reader *r, struct decoded_location *l)
             err = read_varint(r, &l->id);
         } else if (field == L_ADDRESS && wire == WIRE_VARINT) {
             err = read_varint(r, &l->address);
+        } else if (field == L_MAPPING_ID && wire == WIRE_VARINT) {
+            err = read_varint(r, &l->mapping_id);
         } else if (field == L_LINE && wire == WIRE_LEN) {
             struct reader line;
             uint64_t fn = 0;
@@ -228,6 +232,31 @@ static int read_location(struct reader *r, struct decoded_location *l)
         }
         if (err != 0)
             return err;
+    }
+    return 0;
+}
+
+static int read_mapping(struct reader *r, struct decoded_mapping *m)
+{
+    memset(m, 0, sizeof *m);
+    while (r->p < r->end) {
+        int field, wire;
+        uint64_t v;
+        if (read_tag(r, &field, &wire) != 0)
+            return -EINVAL;
+        if (field >= M_ID && field <= M_FILENAME && wire == WIRE_VARINT) {
+            if (read_varint(r, &v) != 0)
+                return -EINVAL;
+            switch (field) {
+            case M_ID: m->id = v; break;
+            case M_START: m->start = v; break;
+            case M_LIMIT: m->limit = v; break;
+            case M_OFFSET: m->offset = v; break;
+            default: m->filename = (int64_t)v; break;
+            }
+        } else if (skip(r, wire) != 0) {
+            return -EINVAL;
+        }
     }
     return 0;
 }
@@ -278,6 +307,9 @@ static int check_strings(const struct decoded_profile *p)
     for (size_t i = 0; i < p->nfunctions; i++)
         if ((uint64_t)p->functions[i].name >= n)
             return -EINVAL;
+    for (size_t i = 0; i < p->nmappings; i++)
+        if ((uint64_t)p->mappings[i].filename >= n)
+            return -EINVAL;
     if ((uint64_t)p->default_sample_type >= n && p->default_sample_type != 0)
         return -EINVAL;
     return 0;
@@ -285,7 +317,7 @@ static int check_strings(const struct decoded_profile *p)
 
 static int read_profile(struct reader *r, struct decoded_profile *p)
 {
-    size_t scap = 0, tcap = 0, smcap = 0, lcap = 0, fcap = 0;
+    size_t scap = 0, tcap = 0, smcap = 0, mcap = 0, lcap = 0, fcap = 0;
     while (r->p < r->end) {
         int field, wire, err = 0;
         struct reader sub;
@@ -294,8 +326,8 @@ static int read_profile(struct reader *r, struct decoded_profile *p)
             return -EINVAL;
         if (wire == WIRE_LEN &&
             (field == P_SAMPLE_TYPE || field == P_SAMPLE ||
-             field == P_LOCATION || field == P_FUNCTION ||
-             field == P_STRING_TABLE)) {
+             field == P_MAPPING || field == P_LOCATION ||
+             field == P_FUNCTION || field == P_STRING_TABLE)) {
             if (read_len(r, &sub) != 0)
                 return -EINVAL;
             switch (field) {
@@ -310,6 +342,12 @@ static int read_profile(struct reader *r, struct decoded_profile *p)
                            sizeof *p->samples);
                 if (err == 0)
                     err = read_sample(&sub, &p->samples[p->nsamples++]);
+                break;
+            case P_MAPPING:
+                err = grow((void **)&p->mappings, &mcap, p->nmappings,
+                           sizeof *p->mappings);
+                if (err == 0)
+                    err = read_mapping(&sub, &p->mappings[p->nmappings++]);
                 break;
             case P_LOCATION:
                 err = grow((void **)&p->locations, &lcap, p->nlocations,
@@ -398,6 +436,7 @@ void decoded_profile_free(struct decoded_profile *p)
         free(p->locations[i].functions);
     free(p->locations);
     free(p->functions);
+    free(p->mappings);
     memset(p, 0, sizeof *p);
 }
 

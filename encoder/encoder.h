@@ -225,6 +225,12 @@ struct stack_encoder *stacks_begin(struct profile *p);
  * Not async-signal-safe. */
 size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
                         size_t n, uint64_t *ids);
+/* 1 when frame i (0 = leaf) of a stack, at pc, is one of the agent's own
+ * frames between host frames, which no form of a profile shows (the
+ * proto's locations and the debug=1 text leave out the same frames).
+ * Async-signal-safe. Does not allocate. */
+int stacks_hidden(uintptr_t pc, size_t i);
+
 /* Formats one frame the Go legacy text way into out:
  * "#\t0x<pc>\t<func>+0x<off>\t<file>:<line>" or "#\t0x<pc>" when unknown
  * (one line per inlined frame, each ending in \n). Not async-signal-safe. */

@@ -40,7 +40,11 @@
 struct frame_key {
     int64_t name;     /* >= 0: string index */
     uint64_t address; /* used when name < 0 */
+    uint64_t mapping; /* the address's mapping id, 0 when none */
 };
+
+/* Longest name of a frame without a function name: "[object]+0xoffset". */
+#define ADDR_NAME_MAX 300
 
 struct node {
     struct frame_key key;
@@ -174,6 +178,7 @@ static size_t sample_frames(const struct decoded_profile *p,
         if (!l || l->nfunctions == 0) {
             out[n].name = -1;
             out[n].address = l ? l->address : 0;
+            out[n].mapping = l ? l->mapping_id : 0;
             n++;
             continue;
         }
@@ -182,6 +187,7 @@ static size_t sample_frames(const struct decoded_profile *p,
             int64_t name = function_name(p, l->functions[j]);
             out[n].name = name > 0 ? name : -1;
             out[n].address = l->address;
+            out[n].mapping = l->mapping_id;
             n++;
         }
     }
@@ -282,7 +288,21 @@ void flamegraph_xml_escape(struct pbuf *out, const char *s)
     }
 }
 
-/* The node's name: the function, its address when unsymbolized, or "all". */
+static const struct decoded_mapping *find_mapping(
+    const struct decoded_profile *p, uint64_t id)
+{
+    /* Ids are 1..N in order in the agent's profiles (and Go's). */
+    if (id > 0 && id <= p->nmappings && p->mappings[id - 1].id == id)
+        return &p->mappings[id - 1];
+    for (size_t i = 0; id > 0 && i < p->nmappings; i++)
+        if (p->mappings[i].id == id)
+            return &p->mappings[i];
+    return NULL;
+}
+
+/* The node's name: the function; for an unsymbolized frame its object and
+ * file offset ("[libfoo.so]+0x1a2b", what a person can look up with
+ * addr2line), or its address when no mapping holds it; or "all". */
 static const char *node_name(const struct tree *t, const struct node *n,
                              char *buf, size_t size)
 {
@@ -293,7 +313,19 @@ static const char *node_name(const struct tree *t, const struct node *n,
         if (name[0])
             return name;
     }
-    snprintf(buf, size, "0x%llx", (unsigned long long)n->key.address);
+    const struct decoded_mapping *m = find_mapping(t->p, n->key.mapping);
+    uint64_t a = n->key.address;
+    if (m && a >= m->start && (a < m->limit || m->limit == 0)) {
+        const char *file = decoded_string(t->p, m->filename);
+        const char *base = strrchr(file, '/');
+        base = base ? base + 1 : file;
+        if (base[0]) {
+            snprintf(buf, size, "[%s]+0x%llx", base,
+                     (unsigned long long)(a - m->start + m->offset));
+            return buf;
+        }
+    }
+    snprintf(buf, size, "0x%llx", (unsigned long long)a);
     return buf;
 }
 
@@ -349,7 +381,7 @@ static int by_name(const void *a, const void *b, void *arg)
     const struct tree *t = arg;
     const struct node *x = &t->nodes[*(const uint32_t *)a];
     const struct node *y = &t->nodes[*(const uint32_t *)b];
-    char bx[32], by[32];
+    char bx[ADDR_NAME_MAX], by[ADDR_NAME_MAX];
     int c = strcmp(node_name(t, x, bx, sizeof bx), node_name(t, y, by, sizeof by));
     if (c != 0)
         return c;
@@ -399,7 +431,7 @@ static void draw_frame(const struct tree *t, const struct node *n, int depth,
                        double x, double w, const struct layout *lay,
                        struct pbuf *out, const char *type, const char *unit)
 {
-    char addr[32], val[64], fill[32];
+    char addr[ADDR_NAME_MAX], val[64], fill[32];
     const char *name = node_name(t, n, addr, sizeof addr);
     double pct = t->nodes[0].value ? 100.0 * (double)n->value /
                                          (double)t->nodes[0].value
@@ -524,7 +556,9 @@ static const char flame_script[] =
     "    it.name.slice(0, n - 2) + '..';\n"
     "}\n"
     "var E = 0.01;\n"
+    "var zoomed = null;\n"
     "function zoom(z) {\n"
+    "  zoomed = z;\n"
     "  var full = W - 2 * XPAD, scale = full / z.w;\n"
     "  for (var i = 0; i < items.length; i++) {\n"
     "    var it = items[i], show = false;\n"
@@ -541,6 +575,7 @@ static const char flame_script[] =
     "  svg.setAttribute('data-zoomed', z.name);\n"
     "}\n"
     "function unzoom() {\n"
+    "  zoomed = null;\n"
     "  for (var i = 0; i < items.length; i++) {\n"
     "    fit(items[i], items[i].x, items[i].w);\n"
     "    items[i].g.style.display = '';\n"
@@ -601,6 +636,29 @@ static const char flame_script[] =
     "    e.preventDefault(); ask();\n"
     "  } else if (e.keyCode === 27) { search(null); unzoom(); }\n"
     "});\n"
+    /* The picture is drawn for `width` pixels (what an <img> shows); in
+     * a window the script stretches it to the window's width, and again
+     * when the window is resized. */
+    "function widen() {\n"
+    "  var nw = Math.max(400, Math.floor(window.innerWidth || 0));\n"
+    "  if (!window.innerWidth || nw === W) return;\n"
+    "  var f = (nw - 2 * XPAD) / (W - 2 * XPAD);\n"
+    "  for (var i = 0; i < items.length; i++) {\n"
+    "    items[i].x = XPAD + (items[i].x - XPAD) * f; items[i].w *= f;\n"
+    "  }\n"
+    "  W = nw;\n"
+    "  var H = +svg.getAttribute('height');\n"
+    "  svg.setAttribute('width', W);\n"
+    "  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);\n"
+    "  document.getElementById('background').setAttribute('width', W);\n"
+    "  document.getElementById('title').setAttribute('x', W / 2);\n"
+    "  document.getElementById('subtitle').setAttribute('x', W / 2);\n"
+    "  searchBtn.setAttribute('x', W - XPAD);\n"
+    "  matched.setAttribute('x', W - XPAD);\n"
+    "  if (zoomed) zoom(zoomed); else unzoom();\n"
+    "}\n"
+    "widen();\n"
+    "window.addEventListener('resize', widen);\n"
     "var z0 = svg.getAttribute('data-zoom');\n"
     "if (z0) {\n"
     "  try {\n"
@@ -672,8 +730,8 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
               "g.f:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; }\n"
               "</style>\n");
     pbuf_printf(out,
-                "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-                "fill=\"rgb(248,248,240)\"/>\n"
+                "<rect id=\"background\" x=\"0\" y=\"0\" width=\"%d\" "
+                "height=\"%d\" fill=\"rgb(248,248,240)\"/>\n"
                 "<text id=\"title\" x=\"%d\" y=\"24\" "
                 "text-anchor=\"middle\">",
                 width, height, width / 2);

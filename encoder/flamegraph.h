@@ -30,8 +30,15 @@ struct decoded_sample {
     size_t nvalues;
 };
 
+struct decoded_mapping {
+    uint64_t id;
+    uint64_t start, limit, offset; /* offset: file offset of start */
+    int64_t filename;              /* string index */
+};
+
 struct decoded_location {
     uint64_t id;
+    uint64_t mapping_id; /* 0: none */
     uint64_t address;
     uint64_t *functions; /* function id of each line, innermost first */
     size_t nfunctions;
@@ -51,6 +58,8 @@ struct decoded_profile {
     size_t ntypes;
     struct decoded_sample *samples;
     size_t nsamples;
+    struct decoded_mapping *mappings; /* in the message's order */
+    size_t nmappings;
     struct decoded_location *locations;
     size_t nlocations;
     struct decoded_function *functions;
@@ -89,7 +98,8 @@ int64_t decoded_total(const struct decoded_profile *p, int index);
 struct flamegraph_options {
     const char *title;    /* first line of the picture, e.g. "heap" */
     const char *subtitle; /* second line (may be NULL) */
-    int width;            /* pixels; 1200 when 0 */
+    int width;            /* pixels without a script (an <img>); 1200 when 0.
+                           * The script fits the window's width. */
     const char *search;   /* regular expression highlighted at load, or NULL */
     const char *zoom;     /* regular expression: zoom on the first match */
 };
@@ -98,7 +108,9 @@ struct flamegraph_options {
  * Folds the samples of p (value `index`, root first, inlined frames
  * expanded) into a tree and appends a self-contained SVG document to out:
  * one rectangle per frame with its text and a <title> (name, value in the
- * type's unit, share of the total); inline script for hover details,
+ * type's unit, share of the total; a frame with no function name is named
+ * by its object and file offset, "[libfoo.so]+0x1a2b", or by its address
+ * when no mapping holds it); inline script for hover details,
  * click to zoom, and search (a prompt, or `search` given at load) that
  * highlights matches and shows their share; `zoom` zooms on the first
  * frame (depth first) whose name matches, at load. Frames narrower than a tenth

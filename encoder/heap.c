@@ -140,12 +140,15 @@ int heap_profile_text(const struct heap_record *recs, size_t n, long rate,
                     (long long)(inuse * r->size), (long long)r->alloc_objects,
                     (long long)(r->alloc_objects * r->size));
         for (int f = 0; f < r->depth; f++)
-            pbuf_printf(out, " %#lx", (unsigned long)raw_address(r->pcs[f]));
+            if (!stacks_hidden(r->pcs[f], (size_t)f))
+                pbuf_printf(out, " %#lx",
+                            (unsigned long)raw_address(r->pcs[f]));
         if (r->depth == 0)
             pbuf_puts(out, " 0x0");
         pbuf_puts(out, "\n");
         for (int f = 0; se && f < r->depth; f++)
-            stacks_describe(se, r->pcs[f], out);
+            if (!stacks_hidden(r->pcs[f], (size_t)f))
+                stacks_describe(se, r->pcs[f], out);
         pbuf_puts(out, "\n");
     }
     if (se)

@@ -167,6 +167,15 @@ static uint64_t new_location(struct stack_encoder *se, uintptr_t pc)
     return profile_location(se->p, mapping_id, pc, lines, nlines);
 }
 
+int stacks_hidden(uintptr_t pc, size_t i)
+{
+    /* The agent's own frames between host frames (the thread start
+     * wrapper, an interposer) are not the host's code: they are left out,
+     * as Go hides its runtime frames. A leaf inside the agent stays, so
+     * time spent there is not misattributed. */
+    return i > 0 && pc >= stack_self_start && pc < stack_self_end;
+}
+
 size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
                         size_t n, uint64_t *ids)
 {
@@ -174,11 +183,7 @@ size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
     for (size_t i = 0; i < n; i++) {
         uintptr_t pc = pcs[i];
         uint64_t id;
-        /* The agent's own frames between host frames (the thread start
-         * wrapper, an interposer) are not the host's code: they are left
-         * out, as Go hides its runtime frames. A leaf inside the agent
-         * stays, so time spent there is not misattributed. */
-        if (i > 0 && pc >= stack_self_start && pc < stack_self_end)
+        if (stacks_hidden(pc, i))
             continue;
         if (pc < FRAME_PSEUDO_MAX) {
             id = pseudo_location(se, pc);

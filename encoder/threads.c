@@ -3,16 +3,19 @@
  * host thread in the shape of Go's unrecovered-panic traceback, which is
  * what Go serves there:
  *
- *     goroutine 4242 "worker-3" [sleeping, futex]:
+ *     goroutine 4242 [sleeping, futex, thread "worker-3"]:
  *     labels: {"endpoint":"/api"}
  *     worker_loop(...)
  *     	/src/server.c:42 +0x1d
  *     main(...)
  *     	/src/server.c:99 +0x2f
  *
- * The id is the kernel's thread id, the quoted name the thread's name
- * (pthread_setname_np), the bracket its /proc state and the system call it
- * is blocked in. A thread whose stack could not be taken shows what is
+ * The id is the kernel's thread id; the bracket holds its /proc state, the
+ * system call it is blocked in and the thread's name (pthread_setname_np),
+ * quoted. The header matches Go's "^goroutine [0-9]+ \[[^]]+\]:$", which
+ * parsers of Go dumps (panicparse) rely on: Go's bracket is a wait reason
+ * followed by ", "-separated notes ("2 minutes", "locked to thread"), and
+ * the name is one more note, with any ']' in it escaped. A thread whose stack could not be taken shows what is
  * known (the address of its system call) and a "[stack unavailable: why]"
  * line. Runs on the agent's server threads only; allocates freely.
  */
@@ -76,15 +79,32 @@ static void put_frame(struct pbuf *out, uintptr_t pc, int leaf)
     }
 }
 
+/* The thread's name as a quoted note inside the header's bracket: quotes,
+ * backslashes, control characters and ']' (which would end the bracket)
+ * escaped. */
+static void put_name(struct pbuf *out, const char *s)
+{
+    pbuf_puts(out, "thread \"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == ']')
+            pbuf_printf(out, "\\x%02x", c);
+        else if (c == '"' || c == '\\')
+            pbuf_printf(out, "\\%c", c);
+        else
+            pbuf_append(out, s, 1);
+    }
+    pbuf_puts(out, "\"");
+}
+
 int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
 {
     symbols_lock();
     symbols_refresh();
     for (size_t i = 0; i < d->n; i++) {
         const struct thread_info *t = &d->threads[i];
-        pbuf_printf(out, "goroutine %d ", t->tid);
-        labels_put_quoted(out, t->name);
-        pbuf_printf(out, " [%s", threads_state_name(t->state));
+        pbuf_printf(out, "goroutine %d [%s", t->tid,
+                    threads_state_name(t->state));
         if (t->syscall >= 0) {
             const char *sc = threads_syscall_name(t->syscall);
             if (sc)
@@ -92,6 +112,8 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
             else
                 pbuf_printf(out, ", syscall %ld", t->syscall);
         }
+        pbuf_puts(out, ", ");
+        put_name(out, t->name);
         pbuf_puts(out, "]:\n");
         labels_put_text(out, "labels: ", t->labels);
         for (int f = 0; f < t->depth; f++)

@@ -6,6 +6,11 @@
  * minute wide). The page is static: all the
  * work is in the browser, and each poll costs the process one /debug/stats.
  *
+ * The y-axis spans the data (its lowest to its highest value, with a
+ * little room), not zero to the highest: a heap that grows from 400 to
+ * 420 MB must look like it grows. The x-axis is labelled in time before
+ * now.
+ *
  * Runs on HTTP workers; sends a constant string.
  */
 #include "http/http.h"
@@ -43,7 +48,7 @@ static const char charts_page[] =
     "<div class=\"grid\" id=\"grid\"></div>\n"
     "<script>\n"
     "(function () {\n"
-    "var KEEP = 300, W = 600, H = 160, PAD = 4;\n"
+    "var KEEP = 300, W = 600, H = 160, PAD = 4, TIME = 14;\n"
     "function bytes(v) {\n"
     "  var u = ['B', 'kB', 'MB', 'GB', 'TB'], i = 0;\n"
     "  while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }\n"
@@ -51,6 +56,10 @@ static const char charts_page[] =
     "}\n"
     "function pct(v) { return v.toFixed(1) + '%'; }\n"
     "function num(v) { return String(Math.round(v)); }\n"
+    "function ago(s) {\n"
+    "  return s < 120 ? s + ' s' : (s / 60).toFixed(s % 60 ? 1 : 0) +"
+    " ' min';\n"
+    "}\n"
     "var charts = [\n"
     "  {id: 'heap', title: 'Heap in use (sampled)', key: 'heap_inuse_bytes',"
     " fmt: bytes, color: '#d0451b'},\n"
@@ -85,9 +94,17 @@ static const char charts_page[] =
     "  c.max.setAttribute('y', 12);\n"
     "  c.min = document.createElementNS(NS, 'text');\n"
     "  c.min.setAttribute('class', 'axis'); c.min.setAttribute('x', PAD);\n"
-    "  c.min.setAttribute('y', H - PAD);\n"
+    "  c.min.setAttribute('y', H - TIME - 2);\n"
+    "  c.t0 = document.createElementNS(NS, 'text');\n"
+    "  c.t0.setAttribute('class', 'axis time');\n"
+    "  c.t0.setAttribute('x', PAD); c.t0.setAttribute('y', H - 2);\n"
+    "  c.t1 = document.createElementNS(NS, 'text');\n"
+    "  c.t1.setAttribute('class', 'axis time');\n"
+    "  c.t1.setAttribute('x', W - PAD); c.t1.setAttribute('y', H - 2);\n"
+    "  c.t1.setAttribute('text-anchor', 'end'); c.t1.textContent = 'now';\n"
     "  c.svg.appendChild(c.line); c.svg.appendChild(c.max);\n"
-    "  c.svg.appendChild(c.min);\n"
+    "  c.svg.appendChild(c.min); c.svg.appendChild(c.t0);\n"
+    "  c.svg.appendChild(c.t1);\n"
     "  div.appendChild(c.svg); grid.appendChild(div);\n"
     "  c.data = [];\n"
     "});\n"
@@ -96,15 +113,16 @@ static const char charts_page[] =
     "  c.svg.setAttribute('data-points', n);\n"
     "  if (!n) return;\n"
     "  var lo = Math.min.apply(null, d), hi = Math.max.apply(null, d);\n"
-    "  if (lo > 0 && lo > hi * 0.5) lo = 0;\n"
-    "  if (hi === lo) hi = lo + 1;\n"
+    "  var room = (hi - lo) * 0.05 || Math.abs(hi) * 0.01 || 1;\n"
+    "  hi += room; lo = lo >= 0 && lo - room < 0 ? 0 : lo - room;\n"
     "  var pts = [], span = Math.max(n, 60);\n"
     "  for (var i = 0; i < n; i++) {\n"
     "    var x = W - (n - 1 - i) * (W / (span - 1));\n"
-    "    var y = H - PAD - (d[i] - lo) / (hi - lo) * (H - 2 * PAD - 12);\n"
+    "    var y = H - TIME - (d[i] - lo) / (hi - lo) * (H - TIME - PAD - 12);\n"
     "    pts.push(x.toFixed(1) + ',' + y.toFixed(1));\n"
     "  }\n"
     "  c.line.setAttribute('points', pts.join(' '));\n"
+    "  c.t0.textContent = ago(span - 1) + ' ago';\n"
     "  c.max.textContent = c.fmt(hi);\n"
     "  c.min.textContent = c.fmt(lo);\n"
     "  c.now.textContent = c.fmt(d[n - 1]);\n"

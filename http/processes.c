@@ -1,7 +1,8 @@
 /*
- * The processes of a multi-process service: every live process announced
- * in the run directory (agent/rundir.c), this one included, so that the
- * workers of nginx or PostgreSQL can be found from any of them.
+ * The processes of a multi-process service: every live process of this
+ * process's family announced in the run directory (agent/rundir.c), this
+ * one included, so that the workers of nginx or PostgreSQL can be found
+ * from any of them, and other programs of the same user are not.
  *
  * /debug/pprof/processes answers text/plain, one line per process,
  * "pid ppid program http://host:port/debug/pprof/" (this process marked
@@ -58,7 +59,9 @@ void processes_html(struct pbuf *b)
 {
     if (!opt_run_dir[0])
         return;
-    pbuf_puts(b, "<p>\nProcesses under the agent (PPROF_RUN_DIR ");
+    pbuf_puts(b, "<p>\nProcesses of this service (family ");
+    put_html_text(b, rundir_family());
+    pbuf_puts(b, " in PPROF_RUN_DIR ");
     put_html_text(b, opt_run_dir);
     pbuf_puts(b, "):\n<table>\n<thead><td>pid</td><td>ppid</td>"
                  "<td>program</td><td>profiles</td></thead>\n");

@@ -80,6 +80,12 @@ text=$(fetch debug/pprof/mutex?debug=1)
 expect_contains "$text" "--- mutex:"
 expect_contains "$text" "sampling period=1"
 expect_contains "$text" "holder_work+0x"
+# The text forms leave out the agent's own frames (its thread start
+# wrapper) as the proto does: the same frames in both.
+for kind in block mutex; do
+    expect_not_contains "$(fetch "debug/pprof/$kind?debug=1")" "thread_start" "$kind?debug=1"
+    expect_not_contains "$(pprof -raw "http://$ADDR/debug/pprof/$kind")" "thread_start" "$kind proto"
+done
 
 # Index shows both profiles and the rates in force.
 index=$(fetch debug/pprof/)

@@ -128,10 +128,18 @@ grep -q 'flame_cpu_leaf&lt;int&gt;' "$WORK/cpu.dom" || fail "browser DOM lacks f
 # Zoom (as a click does, here from the URL): the goroutine profile has the
 # spinner beside the other threads; zoomed on it, it spans the whole width
 # and the frames beside it are hidden.
-browser --dump-dom "http://$ADDR/debug/pprof/flamegraph?profile=goroutine&zoom=spinner" > "$WORK/zoom.dom"
+# The picture takes the window's width (1400 px here, 1200 without a
+# script), zoomed or not.
+browser --window-size=1400,900 --dump-dom "http://$ADDR/debug/pprof/flamegraph?profile=goroutine&zoom=spinner" > "$WORK/zoom.dom"
 grep -q 'data-zoomed="spinner(void\*)"' "$WORK/zoom.dom" || fail "zoom=spinner did not zoom"
-grep -q '<title>spinner(void\*) ([^)]*)</title><rect x="10.00" y="[0-9]*" width="1180.00"' "$WORK/zoom.dom" \
-    || fail "the zoomed frame does not span the width"
+grep -q '<svg [^>]*width="1400"' "$WORK/zoom.dom" || fail "the flame graph does not take the window's 1400 px"
+grep -q '<title>spinner(void\*) ([^)]*)</title><rect x="10.00" y="[0-9]*" width="1380.00"' "$WORK/zoom.dom" \
+    || fail "the zoomed frame does not span the window's width"
+grep -q '<title>all ([^)]*)</title><rect x="10.00" y="[0-9]*" width="1380.00"' "$WORK/zoom.dom" \
+    || fail "the root frame does not span the window's width"
+browser --window-size=700,900 --dump-dom "http://$ADDR/debug/pprof/flamegraph?profile=goroutine" > "$WORK/narrow.dom"
+grep -q '<title>all ([^)]*)</title><rect x="10.00" y="[0-9]*" width="680.00"' "$WORK/narrow.dom" \
+    || fail "the root frame does not span a 700 px window"
 grep -q '<g class="f" data-i="[0-9]*" style="display: none;">' "$WORK/zoom.dom" \
     || fail "zoom hid no frame beside the spinner"
 
@@ -203,6 +211,20 @@ check(now["heap"].endswith(" MB") and 36 <= heap <= 60, "heap shows %s, not abou
 check(now["rss"].endswith(" MB") and float(now["rss"].split()[0]) >= 48, "rss shows %s" % now["rss"])
 check(int(now["threads"]) >= 3, "threads shows %s" % now["threads"])
 check("allocator glibc" in dom, "status line lacks the allocator")
+# The y-axis spans the data, not 0 to the top (a steady 48 MB heap would
+# otherwise be a flat line at the top); the x-axis is labelled in time.
+def labels(c):
+    block = re.search(r'id="chart-%s".*?</svg>' % c, dom, re.S).group(0)
+    return re.findall(r'<text class="axis( time)?"[^>]*>([^<]*)</text>', block)
+for c in ("heap", "rss"):
+    ax = labels(c)
+    ys = [t for k, t in ax if not k]
+    ts = [t for k, t in ax if k]
+    check(len(ys) == 2 and len(ts) == 2, "chart %s labels %s" % (c, ax))
+    lo = float(ys[1].split()[0]) * {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[ys[1].split()[1]]
+    check(lo >= 30 << 20, "chart %s starts its y-axis at %s, not near its data" % (c, ys[1]))
+    check(re.fullmatch(r"\d+ s ago", ts[0]) and ts[1] == "now", "chart %s time axis %s" % (c, ts))
+print("axes ok: heap %s, rss %s" % (labels("heap"), labels("rss")))
 EOF
 
 # --- the index links to all of it. --------------------------------------------

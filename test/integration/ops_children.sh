@@ -65,15 +65,20 @@ cat "$WORK/second.err"
 [ "$(grep -c '^pprofagent:' "$WORK/second.err")" = 1 ] || fail "the fallback took more than one line"
 grep -q "cannot serve on 127.0.0.1:$port: .*; serving on port [0-9]* instead, announced in $WORK/run" "$WORK/second.err" \
     || fail "fallback message"
+# It is announced, lists itself, and is not of the first one's family
+# (ops_family.sh tests families).
 i=0
-while ! fetch debug/pprof/processes | grep -q "^$second "; do
-    i=$((i + 1)); [ $i -lt 50 ] || fail "the second process is not listed"
+while ! second_addr=$(awk '{ print $5 }' "$WORK/run/pid-$second" 2>/dev/null) || [ -z "$second_addr" ]; do
+    i=$((i + 1)); [ $i -lt 50 ] || fail "the second process is not announced"
     sleep 0.1
 done
+second_list() { curl -fsS --max-time 10 "http://$second_addr/debug/pprof/processes"; }
+second_list | grep -q "^$second .* self$" || fail "the second process does not list itself"
+! fetch debug/pprof/processes | grep -q "^$second " || fail "an unrelated process is listed in the first one's family"
 # PPROF_CHILDREN=off: its worker serves nothing and is not listed.
 sleep 0.5
 w2=$(pgrep -P "$second")
-! fetch debug/pprof/processes | grep -q "^$w2 " || fail "a child was listed with PPROF_CHILDREN=off"
+! second_list | grep -q "^$w2 " || fail "a child was listed with PPROF_CHILDREN=off"
 [ ! -e "$WORK/run/pid-$w2" ] || fail "a child announced itself with PPROF_CHILDREN=off"
 # A daemon's first fork: the parent exits at once, the daemon takes over the
 # configured port (the parent's listening socket is not kept open in the

@@ -26,11 +26,19 @@ flags=$(pkg-config --cflags --libs pprofagent)
 [ "$(pkg-config --variable=agent pprofagent)" = "$prefix/lib/libpprofagent.so" ] \
     || fail "pkg-config agent variable"
 cat > "$WORK/user.c" <<'C'
+#include <errno.h>
 #include <pprofagent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 int main(void)
 {
     printf("agent %s\n", pprof_agent_loaded() ? "loaded" : "absent");
+    /* As the header says: NULL with errno ENOSYS when the agent is absent
+     * or disabled. */
+    errno = 0;
+    if (getenv("NEW_PROFILE") && !pprof_profile_new("user.things"))
+        printf("pprof_profile_new: %s\n", strerror(errno));
     return 0;
 }
 C
@@ -40,6 +48,11 @@ cc -o "$WORK/user" "$WORK/user.c" $(PKG_CONFIG_SYSROOT_DIR="$dest" pkg-config --
 [ "$("$WORK/user")" = "agent absent" ] || fail "the program does not run without the agent"
 [ "$(LD_PRELOAD="$root/lib/libpprofagent.so" PPROF_ADDR=off "$WORK/user")" = "agent loaded" ] \
     || fail "the program does not see the installed agent"
+enosys=$(python3 -c 'import errno, os; print(os.strerror(errno.ENOSYS))')
+[ "$(NEW_PROFILE=1 "$WORK/user")" = "$(printf 'agent absent\npprof_profile_new: %s' "$enosys")" ] \
+    || fail "pprof_profile_new without the agent: '$(NEW_PROFILE=1 "$WORK/user")', not NULL with ENOSYS"
+[ "$(NEW_PROFILE=1 LD_PRELOAD="$root/lib/libpprofagent.so" PPROF_ENABLE=0 "$WORK/user")" = "$(printf 'agent absent\npprof_profile_new: %s' "$enosys")" ] \
+    || fail "pprof_profile_new with the agent disabled is not NULL with ENOSYS"
 
 # The man page renders and documents every setting the agent reads.
 page=$(MANWIDTH=80 man -l "$root/share/man/man7/pprofagent.7" 2>"$WORK/man.err") \
@@ -49,6 +62,16 @@ for v in $(grep -ho 'getenv("PPROF_[A-Z_]*")' "$TOP"/agent/*.c | sed 's/getenv("
     expect_contains "$page" "$v" "man page"
 done
 expect_contains "$page" "PPROF_DUMP_SIGNAL" "man page"
+# Its ENDPOINTS list every route of the server (the table in http/routes.c
+# and the pages beside /debug/pprof/), so the two cannot drift apart.
+endpoints=$(printf '%s\n' "$page" | sed -n '/^ENDPOINTS/,/^FILES/p')
+routes=$(sed -n 's/^ *{"\([a-z]*\)", handle_.*/\1/p' "$TOP/http/routes.c")
+[ "$(printf '%s\n' "$routes" | wc -l)" -ge 10 ] || fail "could not read the route table: $routes"
+for r in $routes $(grep -o 'strcmp(uri, "/debug/[a-z]*")' "$TOP/http/stats.c" | sed 's/.*"\(.*\)")/\1/'); do
+    printf '%s\n' "$endpoints" | grep -Eq "^ {7}(/debug/pprof/)?$r([?, ]|\$)|^ {7}[a-z, ]*\b$r\b" \
+        || fail "the man page's ENDPOINTS lacks '$r'"
+done
+expect_contains "$endpoints" "custom profile" "man page ENDPOINTS"
 
 # The installed systemd script finds the installed library by itself.
 out=$(SYSTEMD_DIR="$WORK/systemd" sh "$root/bin/pprof-systemd" install demo 127.0.0.1:3333)

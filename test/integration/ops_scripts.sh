@@ -22,6 +22,57 @@ if sh "$TOP/scripts/pprof-systemd" remove myservice 2>/dev/null; then
     fail "removing a missing drop-in succeeded"
 fi
 
+# Addresses are checked by the agent's rules: a non-loopback address needs
+# a token, and what the agent would refuse is refused here, with no file.
+for bad in 0.0.0.0:6060 :6060 '[fe80::1]:6060' garbage 127.0.0.1 127.0.0.1:65536 300.1.1.1:80 'unix:/tmp/s'; do
+    if sh "$TOP/scripts/pprof-systemd" install myservice "$bad" "$AGENT" >"$WORK/bad.out" 2>"$WORK/bad.err"; then
+        fail "pprof-systemd accepted '$bad' without a token"
+    fi
+    [ ! -e "$conf" ] || fail "a drop-in was written for '$bad'"
+done
+expect_contains "$(cat "$WORK/bad.err")" "is not an address the agent serves on"
+sh "$TOP/scripts/pprof-systemd" install myservice 0.0.0.0:6060 "$AGENT" 2>"$WORK/bad.err" && fail "0.0.0.0 without a token"
+expect_contains "$(cat "$WORK/bad.err")" "set PPROF_TOKEN"
+for good in 127.0.0.1:0 localhost:6060 '[::1]:6060' off; do
+    sh "$TOP/scripts/pprof-systemd" install myservice "$good" "$AGENT" >/dev/null \
+        || fail "pprof-systemd refused '$good'"
+done
+# With a token: it goes into the drop-in, which only root can read.
+PPROF_TOKEN=s3cret-token sh "$TOP/scripts/pprof-systemd" install myservice 0.0.0.0:6060 "$AGENT" >/dev/null \
+    || fail "pprof-systemd refused 0.0.0.0 with a token"
+grep -qx 'Environment="PPROF_TOKEN=s3cret-token"' "$conf" || { cat "$conf"; fail "no token line"; }
+[ "$(stat -c %a "$conf")" = 600 ] || fail "a drop-in with a token is mode $(stat -c %a "$conf")"
+! grep -q '^ExecPaths' "$conf" || fail "ExecPaths for a unit that is not hardened"
+sh "$TOP/scripts/pprof-systemd" remove myservice >/dev/null
+
+# A hardened unit (Debian's redis-server.service: NoExecPaths=/ and an
+# ExecPaths= list) gets the ExecPaths= line the agent needs: the library,
+# and those of its dependencies the list does not cover.
+cat > "$SYSTEMD_DIR/redis-server.service" <<'UNIT'
+[Service]
+ExecStart=/usr/bin/redis-server /etc/redis/redis.conf
+NoExecPaths=/
+ExecPaths=/usr/bin/redis-server /usr/lib /lib
+UNIT
+out=$(sh "$TOP/scripts/pprof-systemd" install redis-server 127.0.0.1:6060 "$AGENT")
+echo "$out"
+rconf="$SYSTEMD_DIR/redis-server.service.d/pprofagent.conf"
+cat "$rconf"
+grep -qx "ExecPaths=$AGENT" "$rconf" || fail "no ExecPaths= line for the library in a hardened unit"
+expect_contains "$out" "added ExecPaths="
+# A narrower list: every dependency outside it is added too.
+sed -i 's|^ExecPaths=.*|ExecPaths=/usr/bin/redis-server|' "$SYSTEMD_DIR/redis-server.service"
+sh "$TOP/scripts/pprof-systemd" install redis-server 127.0.0.1:6060 "$AGENT" >/dev/null
+line=$(sed -n 's/^ExecPaths=//p' "$rconf")
+for dep in "$AGENT" $(ldd "$AGENT" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p'); do
+    case " $line " in *" $dep "*) ;; *) fail "ExecPaths= lacks $dep: $line" ;; esac
+done
+# A later empty NoExecPaths= resets the list (a local override): no line.
+mkdir -p "$SYSTEMD_DIR/redis-server.service.d"
+printf '[Service]\nNoExecPaths=\n' > "$SYSTEMD_DIR/redis-server.service.d/local.conf"
+sh "$TOP/scripts/pprof-systemd" install redis-server 127.0.0.1:6060 "$AGENT" >/dev/null
+! grep -q '^ExecPaths' "$rconf" || { cat "$rconf"; fail "ExecPaths= although NoExecPaths was reset"; }
+
 # Snapshot of a live process.
 start_agent spawner "$BUILD/test/programs/spawner" 60
 snap="$WORK/snap"

@@ -52,16 +52,20 @@ expect_contains "$(fetch 'debug/pprof/example.com/blobs?seconds=5')" "not suppor
 ntask=$(ls "/proc/$PID/task" | wc -l)
 dump=$(fetch "debug/pprof/goroutine?debug=2")
 printf '%s\n' "$dump"
-nlisted=$(printf '%s\n' "$dump" | grep -c '^goroutine [0-9]* "')
+nlisted=$(printf '%s\n' "$dump" | grep -c '^goroutine ')
+# Every header has Go's shape (parsers of Go dumps such as panicparse need
+# it), the thread's name inside the bracket.
+bad=$(printf '%s\n' "$dump" | grep '^goroutine ' | grep -Evc '^goroutine [0-9]+ \[[^]]+\]:$' || true)
+[ "$bad" = 0 ] || fail "$bad goroutine headers do not match Go's format"
 nagent=$(printf '%s\n' "$dump" | sed -n 's/^# pprofagent: \([0-9]*\) threads of the agent.*/\1/p')
 note "threads: $ntask in /proc, $nlisted listed, ${nagent:-0} of the agent"
 [ "$nlisted" -ge 6 ] || fail "only $nlisted threads listed"
 [ $((nlisted + ${nagent:-0})) = "$ntask" ] || fail "listed $nlisted + agent ${nagent:-0} != $ntask threads"
 for t in custom_blobs cond-waiter pipe-reader sleeper server-0 server-1; do
-    expect_contains "$dump" "\"$t\" [" "the threads dump"
+    expect_contains "$dump" "thread \"$t\"]:" "the threads dump"
 done
 # Stacks of threads that were asked: each under its own header.
-block() { printf '%s\n' "$dump" | awk -v n="\"$1\"" '$1 == "goroutine" && $3 == n {p = 1; next} /^$/ {p = 0} p'; }
+block() { printf '%s\n' "$dump" | awk -v n="thread \"$1\"]:" '$1 == "goroutine" && index($0, n) {p = 1; next} /^$/ {p = 0} p'; }
 expect_contains "$(block cond-waiter)" "wait_forever(...)" "cond-waiter's stack"
 expect_contains "$(block pipe-reader)" "read_pipe(...)" "pipe-reader's stack"
 expect_contains "$(block server-0)" "server(...)" "server-0's stack"

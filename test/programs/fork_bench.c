@@ -10,6 +10,11 @@
  *                             prefork server's workers), then end
  *   fork_bench daemon SECS    forks; the parent exits at once, the child
  *                             (the daemon) sleeps SECS seconds
+ *   fork_bench family SECS    a whole service family, each member sleeping
+ *                             SECS seconds: one worker (fork), a daemon
+ *                             (fork, setsid, fork: re-parented to init or
+ *                             a subreaper) and an exec'd "hold 1 SECS" with
+ *                             its own worker
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +50,33 @@ int main(int argc, char **argv)
         if (pid != 0)
             exit(pid < 0);
         sleep((unsigned)n);
+        return 0;
+    }
+    if (strcmp(argv[1], "family") == 0) {
+        if (fork() == 0) {
+            sleep((unsigned)n);
+            _exit(0);
+        }
+        pid_t mid = fork();
+        if (mid == 0) {
+            setsid();
+            if (fork() == 0) {
+                sleep((unsigned)n);
+                _exit(0);
+            }
+            _exit(0);
+        }
+        waitpid(mid, NULL, 0);
+        char self[4096];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len > 0 && fork() == 0) {
+            self[len] = '\0';
+            char *args[] = {argv[0], "hold", "1", argv[2], NULL};
+            execv(self, args);
+            _exit(127);
+        }
+        while (wait(NULL) > 0)
+            ;
         return 0;
     }
     if (strcmp(argv[1], "hold") == 0 && argc > 3) {

@@ -79,6 +79,10 @@ TEST(custom_names)
     expect_true(!custom_name_allowed("heap"));
     expect_true(!custom_name_allowed("goroutine"));
     expect_true(!custom_name_allowed("profile"));
+    /* The agent's own endpoints are taken: a custom profile there could
+     * never be served. */
+    expect_true(!custom_name_allowed("flamegraph"));
+    expect_true(!custom_name_allowed("processes"));
     expect_true(!custom_name_allowed("/lead"));
     expect_true(!custom_name_allowed("trail/"));
     expect_true(!custom_name_allowed("a b"));

@@ -239,6 +239,45 @@ TEST(svg_values_and_escaping)
     pbuf_free(&raw);
 }
 
+/* A frame without a function name is shown as its object and file offset,
+ * as a person would look it up (addr2line -e libfoo.so 0x3a2b); without a
+ * mapping, as its address. */
+TEST(svg_unsymbolized_names)
+{
+    struct profile *p = profile_new();
+    assert_true(p != NULL);
+    profile_sample_type(p, "samples", "count");
+    uint64_t m1 = profile_mapping(p, 0x400000, 0x500000, 0, "/usr/bin/prog",
+                                  NULL);
+    uint64_t m2 = profile_mapping(p, 0x7f0000010000, 0x7f0000020000, 0x2000,
+                                  "/usr/lib/x86_64-linux-gnu/libfoo.so.1",
+                                  NULL);
+    uint64_t fmain = profile_function(p, "main", "main", "m.c", 1);
+    struct profile_line lmain = {fmain, 2};
+    uint64_t a = profile_location(p, m1, 0x401000, &lmain, 1);
+    uint64_t b = profile_location(p, m2, 0x7f0000011a2b, NULL, 0);
+    uint64_t c = profile_location(p, 0, 0xdead, NULL, 0);
+    uint64_t s1[] = {b, a}, s2[] = {c, a};
+    int64_t v1[] = {3}, v2[] = {1};
+    profile_sample(p, s1, 2, v1, 1, NULL, 0);
+    profile_sample(p, s2, 2, v2, 1, NULL, 0);
+    struct pbuf raw = {0}, svg = {0};
+    assert_true(profile_serialize(p, &raw) == 0);
+    profile_free(p);
+    struct decoded_profile d;
+    assert_true(decoded_profile_read(raw.data, raw.len, &d) == 0);
+    expect_int_eq(d.nmappings, 2);
+    struct flamegraph_options opt = {.title = "t"};
+    expect_int_eq(flamegraph_svg(&d, 0, &opt, &svg), 0);
+    pbuf_append(&svg, "", 1);
+    expect_true(contains(&svg, "<title>[libfoo.so.1]+0x3a2b (3 samples, "
+                               "75.00%)</title>"));
+    expect_true(contains(&svg, "<title>0xdead (1 samples, 25.00%)</title>"));
+    pbuf_free(&svg);
+    decoded_profile_free(&d);
+    pbuf_free(&raw);
+}
+
 TEST(svg_narrow_and_negative)
 {
     struct profile *p = profile_new();
@@ -369,6 +408,7 @@ int main(int argc, char **argv)
         return bench(argc > 2 ? atol(argv[2]) : 10000,
                      argc > 3 ? atoi(argv[3]) : 5);
     return run_tests(gzip_round_trip, decode_profile, decode_malformed,
-                     svg_values_and_escaping, svg_narrow_and_negative,
+                     svg_values_and_escaping, svg_unsymbolized_names,
+                     svg_narrow_and_negative,
                      xml_escape_bytes, NULL);
 }
