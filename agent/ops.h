@@ -32,6 +32,7 @@ extern int opt_children;         /* PPROF_CHILDREN */
 extern char opt_dump_dir[1024];  /* PPROF_DUMP_DIR, "" = off */
 extern int opt_dump_signal;      /* PPROF_DUMP_SIGNAL, 0 = none */
 extern long opt_dump_interval;   /* PPROF_DUMP_INTERVAL, seconds; 0 = none */
+extern long opt_start_delay_ms;  /* PPROF_START_DELAY_MS; 0 = in the constructor */
 
 /* Reads PPROF_RUN_DIR, PPROF_CHILDREN, PPROF_DUMP_DIR, PPROF_DUMP_SIGNAL and
  * PPROF_DUMP_INTERVAL (bad values: one line, then the default). Called by
@@ -95,6 +96,15 @@ int children_port0(char *addr, size_t size);
  * the run directory (reserving its file first when not done yet).
  * Not async-signal-safe. */
 void children_announce(int port);
+
+/* ---- deferred start (start.c) ------------------------------------------- */
+
+/* Creates the agent thread that, after opt_start_delay_ms, starts the dumps
+ * (when dumps is set: a forked child's) and the server (unless serving is
+ * off, or this is a forked child and PPROF_CHILDREN=off). Returns 0 or
+ * -errno (no thread). Not async-signal-safe; may be called in a fork
+ * child handler. */
+int start_later(int dumps);
 
 /* ---- dumps (dump.c) ------------------------------------------------------- */
 

@@ -24,13 +24,16 @@
 #include "agent/agent.h"
 #include "agent/ops.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
@@ -223,6 +226,85 @@ static void write_port_file(int port)
     }
 }
 
+/* The reason civetweb could not listen on opt_addr, which it does not say
+ * ("Failed to setup server ports"): binding the same address again gives
+ * the errno (EADDRINUSE, EADDRNOTAVAIL, EACCES). Falls back to civetweb's
+ * text. */
+static void bind_error(const char *civet_text, char *out, size_t size)
+{
+    if (opt_addr_ipv6 && !mg_check_feature(MG_FEATURES_IPV6)) {
+        log_snprintf(out, size, "this build's HTTP library has no IPv6");
+        return;
+    }
+    char host[200] = "";
+    const char *colon = strrchr(opt_addr, ':');
+    long port = 0;
+    config_parse_long(colon ? colon + 1 : opt_addr, 0, 65535, &port);
+    if (colon && (size_t)(colon - opt_addr) < sizeof host) {
+        memcpy(host, opt_addr, (size_t)(colon - opt_addr));
+        host[colon - opt_addr] = '\0';
+    }
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+    } a;
+    memset(&a, 0, sizeof a);
+    socklen_t len = sizeof a.in;
+    a.in.sin_family = AF_INET;
+    a.in.sin_port = htons((uint16_t)port);
+    if (host[0] == '[') {
+        host[strlen(host) - 1] = '\0';
+        a.in6.sin6_family = AF_INET6;
+        a.in6.sin6_port = htons((uint16_t)port);
+        inet_pton(AF_INET6, host + 1, &a.in6.sin6_addr);
+        len = sizeof a.in6;
+    } else if (host[0]) {
+        inet_pton(AF_INET, host, &a.in.sin_addr);
+    }
+    int err = 0;
+    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        int on = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        if (bind(fd, &a.sa, len) != 0)
+            err = errno;
+        close(fd);
+    }
+    log_snprintf(out, size, "%s",
+                 err ? strerror(err)
+                     : (civet_text[0] ? civet_text : "unknown error"));
+}
+
+/* Set once this process (or the parent it was forked from) said where it
+ * serves at the default level. */
+static int said_serving;
+
+/* The one line at the default log level: where this process serves, and
+ * why not where it was asked to when the address was taken. A forked
+ * worker whose parent said it already is found through the parent
+ * (/debug/pprof/processes): its line is debug. */
+static void say_serving(int port, const char *first_error)
+{
+    char host[200] = "0.0.0.0";
+    const char *colon = strrchr(opt_addr, ':');
+    if (colon && (size_t)(colon - opt_addr) < sizeof host) {
+        memcpy(host, opt_addr, (size_t)(colon - opt_addr));
+        host[colon - opt_addr] = '\0';
+    }
+    int level = said_serving ? LOG_DEBUG : LOG_INFO;
+    if (first_error[0])
+        log_msg(level,
+                "cannot serve on %s (%s); serving "
+                "http://%s:%d/debug/pprof/ instead (pid %d)",
+                opt_addr_shown, first_error, host, port, (int)getpid());
+    else
+        log_msg(level, "serving http://%s:%d/debug/pprof/ (pid %d)", host,
+                port, (int)getpid());
+    if (level == LOG_INFO && opt_log_level >= LOG_INFO)
+        said_serving = 1;
+}
+
 int server_start(void)
 {
     mg_init_library(0);
@@ -266,18 +348,15 @@ int server_start(void)
      * second instance): with a run directory, serve on port 0 instead and
      * be found there (agent/children.c). */
     char first_error[256] = "";
-    if (!server_ctx && children_port0(opt_addr, sizeof opt_addr)) {
-        log_snprintf(first_error, sizeof first_error, "%s",
-                     errtext[0] ? errtext : "unknown error");
+    if (!server_ctx)
+        bind_error(errtext, first_error, sizeof first_error);
+    if (!server_ctx && children_port0(opt_addr, sizeof opt_addr))
         server_ctx = mg_start2(&init, &err);
-    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (!server_ctx) {
         log_info("cannot serve on %s: %s; profiling endpoints are off",
-                 opt_addr_shown,
-                 first_error[0] ? first_error
-                                : (errtext[0] ? errtext : "unknown error"));
+                 opt_addr_shown, first_error);
         return -EADDRINUSE;
     }
     mg_set_request_handler(server_ctx, "/", handle, NULL);
@@ -286,15 +365,7 @@ int server_start(void)
     memset(ports, 0, sizeof ports);
     int nports = mg_get_server_ports(server_ctx, 4, ports);
     int port = nports > 0 ? ports[0].port : 0;
-    log_debug("serving on %s (port %d)", opt_addr_shown, port);
-    /* A forked worker finding its parent on the port is the normal case:
-     * said only at debug level. */
-    if (first_error[0])
-        log_msg(children_is_forked ? LOG_DEBUG : LOG_INFO,
-                "cannot serve on %s: %s; serving on port %d instead, "
-                "announced in %s",
-                opt_addr_shown, first_error, port,
-                opt_run_dir[0] ? opt_run_dir : "no run directory");
+    say_serving(port, first_error);
     /* Announced before the port file is written: a test or script that
      * waits for the port file finds the process announced too. */
     children_announce(port);

@@ -1,0 +1,66 @@
+/*
+ * The deferred start: the server starts in one small agent thread once the
+ * process has lived opt_start_delay_ms (PPROF_START_DELAY_MS, 1000 by
+ * default), not in the constructor.
+ *
+ * Most processes that load the agent through an inherited LD_PRELOAD live
+ * for milliseconds: a compiler driver and the programs it runs, a shell
+ * running a command, a wrapper (a pyenv shim, env, nice) that execs the
+ * real program. Such a process that execs or exits before the delay pays
+ * one thread creation and nothing else: no server threads, no listening
+ * socket, no announcement file, no port file and no line on stderr. A
+ * service lives longer and is served a moment later.
+ *
+ * The same thread starts a forked child's server and dumps (children.c).
+ *
+ * Contexts: start_later() in the constructor or in a fork child handler
+ * (the child's only thread); the thread itself is the agent's, created
+ * with the guard entered (thread_hooks.c marks it) and every signal
+ * blocked (the host's signals and the profiler's never land on it, and
+ * the server's threads it creates inherit that mask).
+ */
+#include "agent/ops.h"
+
+#include "agent/agent.h"
+#include "http/http.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+static void *starter(void *arg)
+{
+    int dumps = arg != NULL;
+    long ms = opt_start_delay_ms;
+    struct timespec nap = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+        ;
+    if (dumps)
+        dump_start();
+    if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))
+        server_start();
+    return NULL;
+}
+
+int start_later(int dumps)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    guard_enter();
+    pthread_t t;
+    pthread_attr_t attr;
+    int err = pthread_attr_init(&attr);
+    if (err == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        /* The thread only sleeps and starts civetweb: a small stack. */
+        pthread_attr_setstacksize(&attr, 256 * 1024);
+        err = pthread_create(&t, &attr, starter, dumps ? (void *)1 : NULL);
+        pthread_attr_destroy(&attr);
+    }
+    guard_leave();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -err;
+}
