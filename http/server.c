@@ -37,11 +37,18 @@
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
-#define SERVER_THREADS "12"
-#define SERVER_LONG_MAX 3
+/* Two workers and civetweb's listener: three threads, idle or not.
+ * civetweb 1.15 (Debian 12) creates every worker in mg_start and cannot
+ * grow or shrink the pool (docs/server.md), so the pool is sized for the
+ * idle process: one worker for a request that waits (a CPU profile, a
+ * delta), one that stays free for the index and snapshots. */
+#define SERVER_THREADS "2"
+#define SERVER_LONG_MAX 1
 
-/* Requests in progress that hold their worker for seconds. */
+/* Requests in progress that hold their worker for seconds, and of those
+ * the CPU profiles. */
 static int long_requests;
+static int long_cpu_profiles;
 
 static struct mg_context *server_ctx;
 
@@ -51,6 +58,7 @@ void server_fork_child(void)
      * its own server starts from nothing (agent/children.c). */
     server_ctx = NULL;
     long_requests = 0;
+    long_cpu_profiles = 0;
 }
 
 static int log_message(const struct mg_connection *conn, const char *message)
@@ -128,15 +136,26 @@ static void serve_route(struct request *r, const struct route *route)
         route->handle(r);
         return;
     }
+    int cpu = route->handle == handle_profile;
     if (__atomic_add_fetch(&long_requests, 1, __ATOMIC_ACQ_REL) >
         SERVER_LONG_MAX) {
         __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
+        if (cpu && __atomic_load_n(&long_cpu_profiles, __ATOMIC_ACQUIRE)) {
+            /* A second CPU profile gets Go's answer: the handler finds
+             * the profiler taken and refuses it at once (500). */
+            route->handle(r);
+            return;
+        }
         http_error(r, 503,
                    "too many profiles in progress; try again when one "
                    "ends");
         return;
     }
+    if (cpu)
+        __atomic_add_fetch(&long_cpu_profiles, 1, __ATOMIC_ACQ_REL);
     route->handle(r);
+    if (cpu)
+        __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_ACQ_REL);
     __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
 }
 
