@@ -36,7 +36,7 @@ __attribute__((constructor)) static void agent_init(void)
      * server waits until the process has lived a moment (start.c). */
     dump_start();
     if (opt_serve && opt_start_delay_ms == 0)
-        server_start();
+        start_now();
     else if (opt_serve && start_later(0) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");

@@ -106,6 +106,16 @@ void children_announce(int port);
  * child handler. */
 int start_later(int dumps);
 
+/* Starts the server now, unless it was started already in this process.
+ * Not async-signal-safe. */
+void start_now(void);
+
+/* Called by the credential hooks before the host changes its user or group
+ * while it is root: creates the announcement file and the port file while
+ * the process may, unless the server started already. Once per process;
+ * nothing in a forked child. Not async-signal-safe. */
+void start_before_drop(void);
+
 /* ---- dumps (dump.c) ------------------------------------------------------- */
 
 /* When PPROF_DUMP_DIR is set: starts the whole-run CPU profile, installs

@@ -13,6 +13,13 @@
  *
  * The same thread starts a forked child's server and dumps (children.c).
  *
+ * A service started as root often gives up root within that second
+ * (memcached -u, dnsmasq): the credential hooks (cred_hooks.c) call
+ * start_before_drop() first, which creates what needs root's rights, the
+ * announcement file and the port file (empty until the server listens);
+ * the server itself still starts when the delay ends, so a wrapper that
+ * drops root and execs (su, gosu) binds no port and prints nothing.
+ *
  * Contexts: start_later() in the constructor or in a fork child handler
  * (the child's only thread); the thread itself is the agent's, created
  * with the guard entered (thread_hooks.c marks it) and every signal
@@ -30,6 +37,40 @@
 #include <string.h>
 #include <time.h>
 
+/* Serializes the server's start with start_before_drop(). Taken by the
+ * starter and by a host thread inside setuid() and the like; never held
+ * across anything but the start itself. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* 1 once the server was started (or its start attempted) in this process,
+ * or what needs root was prepared. Under start_lock. */
+static int started, prepared;
+
+void start_now(void)
+{
+    pthread_mutex_lock(&start_lock);
+    if (!started) {
+        started = 1;
+        server_start();
+    }
+    pthread_mutex_unlock(&start_lock);
+}
+
+void start_before_drop(void)
+{
+    if (children_is_forked || !opt_serve)
+        return; /* a forked child reserved its file in the fork handler */
+    pthread_mutex_lock(&start_lock);
+    if (!started && !prepared) {
+        prepared = 1;
+        guard_enter();
+        if (opt_run_dir[0])
+            rundir_reserve();
+        server_reserve_port_file();
+        guard_leave();
+    }
+    pthread_mutex_unlock(&start_lock);
+}
+
 static void *starter(void *arg)
 {
     int dumps = arg != NULL;
@@ -40,12 +81,17 @@ static void *starter(void *arg)
     if (dumps)
         dump_start();
     if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))
-        server_start();
+        start_now();
     return NULL;
 }
 
 int start_later(int dumps)
 {
+    /* A forked child starts afresh: the parent's state came along with
+     * the fork, the parent's server did not. */
+    started = 0;
+    prepared = 0;
+    pthread_mutex_init(&start_lock, NULL);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
@@ -209,6 +210,51 @@ static int handle(struct mg_connection *conn, void *data)
     return 200;
 }
 
+/* The port file created before the host gave up root (start.c), to be
+ * filled once the server listens; -1 when none. dev and ino tell whether
+ * the descriptor is still that file: a host may have closed it and reused
+ * the number. */
+static int reserved_port_fd = -1;
+static dev_t reserved_dev;
+static ino_t reserved_ino;
+
+void server_reserve_port_file(void)
+{
+    if (!opt_port_file[0] || reserved_port_fd >= 0)
+        return;
+    int fd = open(opt_port_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                                     O_NOFOLLOW,
+                  0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return; /* said when the server writes it */
+    }
+    reserved_port_fd = fd;
+    reserved_dev = st.st_dev;
+    reserved_ino = st.st_ino;
+}
+
+/* Fills the reserved port file; 0, or -1 when there is none to fill. */
+static int fill_reserved(const char *addr, size_t len)
+{
+    int fd = reserved_port_fd;
+    if (fd < 0)
+        return -1;
+    reserved_port_fd = -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != reserved_dev ||
+        st.st_ino != reserved_ino)
+        return -1; /* not ours any more: never write or close it */
+    ssize_t w = pwrite(fd, addr, len, 0);
+    if (w != (ssize_t)len)
+        log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
+                 strerror(w < 0 ? errno : EIO));
+    close(fd);
+    return 0;
+}
+
 static void write_port_file(int port)
 {
     char addr[300];
@@ -225,6 +271,8 @@ static void write_port_file(int port)
         memcpy(hostbuf, "0.0.0.0", sizeof "0.0.0.0");
     }
     size_t len = log_snprintf(addr, sizeof addr, "%s:%d", hostbuf, port);
+    if (fill_reserved(addr, len) == 0)
+        return;
 
     /* Written under a temporary name and renamed, so a reader never sees a
      * half-written address. */

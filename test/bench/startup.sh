@@ -54,9 +54,10 @@ def first_request(env):
             pass
         s.close()
         ms = (time.monotonic() - t0) * 1000
-        st = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
-        cpu_ms = (int(st[11]) + int(st[12])) * 1000 / os.sysconf("SC_CLK_TCK")
-        return ms, cpu_ms
+        cpu_ns = 0
+        for t in os.listdir("/proc/%d/task" % p.pid):
+            cpu_ns += int(open("/proc/%d/task/%s/schedstat" % (p.pid, t)).read().split()[0])
+        return ms, cpu_ns / 1e6
     finally:
         p.kill()
         p.wait()
@@ -82,6 +83,8 @@ for what, label in (("true", "/bin/true (%d runs a round)" % runs),
     g_u, g_s = med(what + ".agent", 0), med(what + ".agent", 1)
     print("%-34s alone %7.0f / %7.0f   agent %7.0f / %7.0f   system x%.2f, user+system x%.2f"
           % (label, a_u, a_s, g_u, g_s, g_s / a_s, (g_u + g_s) / (a_u + a_s)))
-print("long-lived process: first request answered %.0f ms after exec (median), "
-      "CPU at that moment %.0f ms" % (statistics.median(ready), statistics.median(ready_cpu)))
+print("long-lived process (sleep 30, PPROF_START_DELAY_MS=%s): first request answered "
+      "%.0f ms after exec (median), CPU of its live threads then %.1f ms"
+      % (os.environ.get("PPROF_START_DELAY_MS", "default"), statistics.median(ready),
+         statistics.median(ready_cpu)))
 PY
