@@ -43,6 +43,13 @@
 #include <unistd.h>
 
 int children_is_forked;
+/* The process this one was forked from (0: not forked). */
+static int forked_from;
+
+int children_port_file(void)
+{
+    return !children_is_forked || (int)getppid() != forked_from;
+}
 
 /* Rewrites opt_addr (civetweb's syntax, "host:port" or "port") to port 0
  * on the same host. */
@@ -159,8 +166,9 @@ static void fork_child(void)
          * expects it); taken while the parent lives (a worker), and then
          * server_start() falls back to port 0. */
         /* The parent's port file names the parent; the child is found
-         * through the run directory. */
-        opt_port_file[0] = '\0';
+         * through the run directory, unless the parent is gone by the
+         * time the child serves (a daemon's fork: children_port_file). */
+        forked_from = (int)getppid();
         /* A privileged child may give up its rights before its server
          * starts (nginx workers switch to an unprivileged user at once):
          * it creates its announcement file now, while it still may. Others

@@ -1,7 +1,7 @@
 /*
  * The agent's constructor: reads the configuration, prepares the tables and
- * has the HTTP server started a moment later (start.c). Runs once, on the host's main thread, before main()
- * (or inside dlopen). It must never exit, abort or change what the host
+ * has the HTTP server started a moment later (start.c). Runs once, on the
+ * host's main thread, before main() (or inside dlopen). It must never exit, abort or change what the host
  * sees: every failure is one line on stderr and the host goes on.
  */
 #include "agent/agent.h"

@@ -87,6 +87,11 @@ void children_init(void);
 /* 1 in a process that was forked (without exec) from one under the agent. */
 extern int children_is_forked;
 
+/* Whether this process writes PPROF_PORT_FILE: yes unless it is a forked
+ * child whose parent still lives (the file names the parent; a daemon
+ * whose parent exited takes it over). Not async-signal-safe. */
+int children_port_file(void);
+
 /* When the configured port cannot be had and a run directory is in use,
  * rewrites addr (civetweb's syntax) to port 0 on the same host and returns
  * 1; otherwise 0. Not async-signal-safe. */

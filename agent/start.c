@@ -59,16 +59,16 @@ void start_before_drop(void)
 {
     if (children_is_forked || !opt_serve)
         return; /* a forked child reserved its file in the fork handler */
+    guard_enter(); /* the lock below is the agent's, not the host's */
     pthread_mutex_lock(&start_lock);
     if (!started && !prepared) {
         prepared = 1;
-        guard_enter();
         if (opt_run_dir[0])
             rundir_reserve();
         server_reserve_port_file();
-        guard_leave();
     }
     pthread_mutex_unlock(&start_lock);
+    guard_leave();
 }
 
 static void *starter(void *arg)

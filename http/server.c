@@ -14,8 +14,10 @@
  * ceil(slow clients / SERVER_THREADS) x 5 s. With PPROF_TOKEN set, every request is
  * authenticated first (auth.c) and nothing is read or parsed before that.
  *
- * server_start() runs in the agent's constructor on the host's main thread;
- * the request handler runs on civetweb's threads, which are the agent's own
+ * server_start() runs on the agent's starter thread once the process has
+ * lived PPROF_START_DELAY_MS (agent/start.c), or in the constructor on the
+ * host's main thread when that is 0; the request handler runs on
+ * civetweb's threads, which are the agent's own
  * (created with the guard entered, so thread_hooks.c marks them, and with
  * every signal blocked, so the host's signals never land on them).
  */
@@ -436,7 +438,7 @@ int server_start(void)
     /* Announced before the port file is written: a test or script that
      * waits for the port file finds the process announced too. */
     children_announce(port);
-    if (opt_port_file[0])
+    if (opt_port_file[0] && children_port_file())
         write_port_file(port);
     return 0;
 }

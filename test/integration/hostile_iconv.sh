@@ -9,7 +9,9 @@
 . "$TOP/test/integration/lib.sh"
 
 export PPROF_CPU_HZ=1000
-start_agent iconv "$BUILD/test/programs/hostile" iconv 6
+# The profile must cover the host's first seconds: the server starts in
+# the constructor, not after PPROF_START_DELAY_MS.
+PPROF_START_DELAY_MS=0 start_agent iconv "$BUILD/test/programs/hostile" iconv 6
 fetch 'debug/pprof/profile?seconds=4' > "$WORK/cpu.pb.gz" &
 curl_pid=$!
 wait_exit "$PID" 30

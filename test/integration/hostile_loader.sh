@@ -12,7 +12,9 @@ H="$BUILD/test/programs/hostile"
 # Every allocation sampled: the callback's own allocations are captures
 # made while holding the loader lock (they get no stack, never a wait).
 export PPROF_HEAP_RATE=1
-start_agent loader "$H" loader 1
+# The profile must cover the host's first seconds: the server starts in
+# the constructor, not after PPROF_START_DELAY_MS.
+PPROF_START_DELAY_MS=0 start_agent loader "$H" loader 1
 fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz" &
 curl_pid=$!
 wait_exit "$PID" 30

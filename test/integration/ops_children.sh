@@ -79,8 +79,8 @@ w2=$(pgrep -P "$second")
 # configured port (the parent's listening socket is not kept open in the
 # child), so the operator finds it where PPROF_ADDR said.
 dport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$dport" "$prog" daemon 20 \
-    >"$WORK/daemon.out" 2>"$WORK/daemon.err" || fail "the daemon's parent failed"
+env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$dport" PPROF_PORT_FILE="$WORK/daemon.port" \
+    "$prog" daemon 20 >"$WORK/daemon.out" 2>"$WORK/daemon.err" || fail "the daemon's parent failed"
 i=0
 while ! self=$(curl -sS --max-time 2 "http://127.0.0.1:$dport/debug/pprof/processes" 2>/dev/null | awk '/ self$/ { print $1 }') || [ -z "$self" ]; do
     i=$((i + 1)); [ $i -lt 50 ] || { cat "$WORK/daemon.err"; fail "nobody serves on the configured port after the daemon's fork"; }
@@ -91,6 +91,9 @@ done
 # where it serves, in one line.
 [ "$(cat "$WORK/daemon.err")" = "pprofagent: serving http://127.0.0.1:$dport/debug/pprof/ (pid $self)" ] ||
     { cat "$WORK/daemon.err"; fail "the daemon did not say where it serves in one line"; }
+# The parent exited before serving: the daemon writes the port file.
+for i in $(seq 50); do [ -s "$WORK/daemon.port" ] && break; sleep 0.1; done
+[ "$(cat "$WORK/daemon.port" 2>/dev/null)" = "127.0.0.1:$dport" ] || fail "the daemon's port file: $(cat "$WORK/daemon.port" 2>/dev/null)"
 note "daemon $self serves on the configured port $dport"
 kill "$self"
 
