@@ -38,6 +38,12 @@ LIBS_AGENT := -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
 LIBS_UNIT := -lcivetweb $(LIBS_AGENT)
 CIVETWEB_SRC ?= $(BUILD)/civetweb-src
 CIVETWEB_OBJ := $(BUILD)/civetweb/civetweb.o
+# `make CIVETWEB=system` links Debian's library instead (offline builds;
+# no IPv6).
+ifeq ($(CIVETWEB),system)
+CIVETWEB_OBJ :=
+LIBS_AGENT += -lcivetweb
+endif
 CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fvisibility=hidden -ftls-model=initial-exec -D_GNU_SOURCE -pthread \
         -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
