@@ -101,8 +101,6 @@ int start_later(int dumps)
     int err = pthread_attr_init(&attr);
     if (err == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        /* The thread only sleeps and starts civetweb: a small stack. */
-        pthread_attr_setstacksize(&attr, 256 * 1024);
         err = pthread_create(&t, &attr, starter, dumps ? (void *)1 : NULL);
         pthread_attr_destroy(&attr);
     }
