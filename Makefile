@@ -29,8 +29,25 @@ CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS)
 LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
         -Wl,--version-script=agent/exports.map
-LIBS_AGENT := -lcivetweb -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
+LIBS_AGENT := -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
         -lpthread -lrt -lm
+# Unit tests take Debian's civetweb library; the agent compiles civetweb.c
+# from Debian's source package with IPv6, which that library lacks
+# (scripts/civetweb-source fetches it once per build tree). No TLS, CGI or
+# file serving: the agent serves its own handler only.
+LIBS_UNIT := -lcivetweb $(LIBS_AGENT)
+CIVETWEB_SRC ?= $(BUILD)/civetweb-src
+CIVETWEB_OBJ := $(BUILD)/civetweb/civetweb.o
+# `make CIVETWEB=system` links Debian's library instead (offline builds;
+# no IPv6).
+ifeq ($(CIVETWEB),system)
+CIVETWEB_OBJ :=
+LIBS_AGENT += -lcivetweb
+endif
+CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
+        -fvisibility=hidden -ftls-model=initial-exec -D_GNU_SOURCE -pthread \
+        -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
+        -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS)
 
 SRCS := $(wildcard agent/*.c encoder/*.c http/*.c)
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
@@ -75,8 +92,15 @@ $(BUILD)/%.o: %.c $(wildcard agent/*.h encoder/*.h http/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AGENT) -c $< -o $@
 
-$(LIB): $(OBJS) agent/exports.map
-	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(LIBS_AGENT)
+$(CIVETWEB_SRC)/src/civetweb.c: scripts/civetweb-source | $(DEPS_STAMP)
+	@sh scripts/civetweb-source $(CIVETWEB_SRC)
+
+$(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_CIVETWEB) -c $< -o $@
+
+$(LIB): $(OBJS) $(CIVETWEB_OBJ) agent/exports.map
+	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(CIVETWEB_OBJ) $(LIBS_AGENT)
 
 $(UNIT_LIB): $(UNIT_OBJS)
 	@rm -f $@
@@ -85,7 +109,7 @@ $(UNIT_LIB): $(UNIT_OBJS)
 $(BUILD)/test/unit/%: test/unit/%.c test/unit/harness.h $(UNIT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -D_GNU_SOURCE -pthread -I. -Itest/unit $(WARN) \
-	    $< -o $@ $(UNIT_LIB) $(LIBS_AGENT)
+	    $< -o $@ $(UNIT_LIB) $(LIBS_UNIT)
 
 # Test programs: plain host programs, built with symbols and frame pointers
 # the way a typical service is; they never link against the agent.

@@ -36,6 +36,7 @@ extern int opt_serve;            /* 0 when PPROF_ADDR=off */
 extern char opt_addr[256];       /* PPROF_ADDR as civetweb wants it */
 extern char opt_addr_shown[256]; /* PPROF_ADDR as the user wrote it */
 extern int opt_addr_loopback;    /* the address is on the loopback */
+extern int opt_addr_ipv6;        /* the address is a bracketed IPv6 literal */
 extern char opt_port_file[1024]; /* PPROF_PORT_FILE or "" */
 extern char opt_token[256];      /* PPROF_TOKEN or "" */
 extern int opt_log_level;        /* PPROF_LOG */

@@ -12,18 +12,17 @@
  * The fork child handler only does what is safe in a fresh child: it
  * resets the agent's state that a thread of the parent may have held at
  * fork time, creates the child's announcement file when the child runs as
- * root (while it still has its parent's rights) and creates one small
- * agent thread. That thread
- * waits STARTER_DELAY_MS and only then starts the server: a child that
- * execs or exits at once (a shell running a command, a daemon's first
- * fork) pays one thread creation and never binds a port. An exec'd child
+ * root (while it still has its parent's rights) and leaves the rest to the
+ * deferred start (start.c): one small agent thread that starts the server
+ * once the child has lived PPROF_START_DELAY_MS, so a child that execs or
+ * exits at once (a shell running a command, a daemon's first fork) pays
+ * one thread creation and never binds a port. An exec'd child
  * runs the agent's constructor afresh (LD_PRELOAD is inherited): with a
  * fixed PPROF_ADDR port taken by its parent it falls back to port 0 and
  * announces itself (server.c).
  *
  * Contexts: the prepare and parent handlers run in the host's forking
- * thread; the child handler in the child's only thread; the starter is an
- * agent thread with every signal blocked.
+ * thread; the child handler in the child's only thread.
  */
 #include "agent/ops.h"
 
@@ -43,9 +42,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STARTER_DELAY_MS 100
-
 int children_is_forked;
+/* The process this one was forked from (0: not forked). */
+static int forked_from;
+
+int children_port_file(void)
+{
+    return !children_is_forked || (int)getppid() != forked_from;
+}
 
 /* Rewrites opt_addr (civetweb's syntax, "host:port" or "port") to port 0
  * on the same host. */
@@ -138,19 +142,6 @@ void children_announce(int port)
     rundir_publish(addr);
 }
 
-static void *starter(void *unused)
-{
-    (void)unused;
-    struct timespec nap = {0, STARTER_DELAY_MS * 1000000L};
-    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
-        ;
-    if (opt_dump_dir[0])
-        dump_start();
-    if (opt_serve && opt_children == CHILDREN_SERVE)
-        server_start();
-    return NULL;
-}
-
 static void fork_child(void)
 {
     children_is_forked = 1;
@@ -175,8 +166,9 @@ static void fork_child(void)
          * expects it); taken while the parent lives (a worker), and then
          * server_start() falls back to port 0. */
         /* The parent's port file names the parent; the child is found
-         * through the run directory. */
-        opt_port_file[0] = '\0';
+         * through the run directory, unless the parent is gone by the
+         * time the child serves (a daemon's fork: children_port_file). */
+        forked_from = (int)getppid();
         /* A privileged child may give up its rights before its server
          * starts (nginx workers switch to an unprivileged user at once):
          * it creates its announcement file now, while it still may. Others
@@ -186,26 +178,13 @@ static void fork_child(void)
             rundir_reserve();
     }
 
-    /* The starter is one of the agent's threads (the guard makes the
-     * pthread_create interposer mark it so) and takes no host signal. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    guard_enter();
-    pthread_t t;
-    pthread_attr_t attr;
-    int err = pthread_attr_init(&attr);
-    if (err == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        err = pthread_create(&t, &attr, starter, NULL);
-        pthread_attr_destroy(&attr);
-    }
-    guard_leave();
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* The deferred start (start.c) starts the child's dumps and server:
+     * a child that execs or exits before the delay never binds a port. */
+    int err = start_later(opt_dump_dir[0] != '\0');
     if (err)
         log_info("forked child %d: cannot start the agent's thread (%s); "
                  "this child is not profiled",
-                 (int)getpid(), strerror(err));
+                 (int)getpid(), strerror(-err));
 }
 
 static void at_exit(void)

@@ -8,11 +8,13 @@
 #include "agent/agent.h"
 #include "agent/ops.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 int opt_enable = 1;
@@ -20,6 +22,7 @@ int opt_serve = 1;
 char opt_addr[256] = "127.0.0.1:6060";
 char opt_addr_shown[256] = "127.0.0.1:6060";
 int opt_addr_loopback = 1;
+int opt_addr_ipv6;
 char opt_port_file[1024];
 char opt_token[256];
 int opt_log_level = LOG_INFO;
@@ -85,37 +88,31 @@ static void load_long(const char *name, long *opt, long min, long max)
              min, max, *opt);
 }
 
-static int is_ipv4(const char *h)
+/* A port: decimal digits only (no sign, no spaces), 0-65535. */
+static int parse_port(const char *s, long *port)
 {
-    int dots = 0, digits = 0;
-    for (; *h; h++) {
-        if (*h == '.') {
-            if (!digits)
-                return 0;
-            dots++;
-            digits = 0;
-        } else if (*h >= '0' && *h <= '9') {
-            if (++digits > 3)
-                return 0;
-        } else {
-            return 0;
-        }
-    }
-    return dots == 3 && digits > 0;
+    if (!*s || strlen(s) > 5)
+        return -EINVAL;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+    return config_parse_long(s, 0, 65535, port);
 }
 
 /*
  * Parses host:port into civetweb's listening_ports syntax. Accepts an IPv4
- * literal, "localhost", "[::1]"-style IPv6 literals or an empty host (all
- * interfaces) and a port in [0, 65535]. Returns 0 or -EINVAL.
+ * literal in dotted-quad form, "localhost" (any case), a bracketed IPv6
+ * literal ("[::1]") or an empty host (all interfaces), and a port of
+ * digits in [0, 65535]: anything else (a missing port, a sign, trailing
+ * characters, an octet over 255) is -EINVAL. *ipv6 says whether the host
+ * is an IPv6 literal.
  */
-static int parse_addr(const char *s, char *civet, size_t size, int *loopback)
+static int parse_addr(const char *s, char *civet, size_t size, int *loopback,
+                      int *ipv6)
 {
     const char *colon = strrchr(s, ':');
-    if (!colon || colon[1] == '\0')
-        return -EINVAL;
     long port;
-    if (config_parse_long(colon + 1, 0, 65535, &port) != 0)
+    if (!colon || parse_port(colon + 1, &port) != 0)
         return -EINVAL;
     char host[200];
     size_t hl = (size_t)(colon - s);
@@ -124,23 +121,29 @@ static int parse_addr(const char *s, char *civet, size_t size, int *loopback)
     memcpy(host, s, hl);
     host[hl] = '\0';
 
-    if (strcmp(host, "localhost") == 0)
+    *ipv6 = 0;
+    if (strcasecmp(host, "localhost") == 0)
         copy_str(host, sizeof host, "127.0.0.1");
     if (host[0] == '[') {
+        struct in6_addr a6;
         if (hl < 3 || host[hl - 1] != ']')
             return -EINVAL;
-        for (size_t i = 1; i + 1 < hl; i++)
-            if (!strchr("0123456789abcdefABCDEF:.", host[i]))
-                return -EINVAL;
-        *loopback = strcmp(host, "[::1]") == 0;
-        /* civetweb marks IPv6 listeners with a '+' before the port only for
-         * dual stack; a bracketed literal is accepted as it is. */
+        host[hl - 1] = '\0';
+        if (inet_pton(AF_INET6, host + 1, &a6) != 1)
+            return -EINVAL;
+        host[hl - 1] = ']';
+        *ipv6 = 1;
+        *loopback = IN6_IS_ADDR_LOOPBACK(&a6) ||
+                    (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
     } else if (host[0] == '\0') {
         *loopback = 0;
-    } else if (is_ipv4(host)) {
-        *loopback = strncmp(host, "127.", 4) == 0;
     } else {
-        return -EINVAL;
+        /* inet_pton takes exactly four decimal octets, each at most 255,
+         * and nothing after them. */
+        struct in_addr a4;
+        if (inet_pton(AF_INET, host, &a4) != 1)
+            return -EINVAL;
+        *loopback = strncmp(host, "127.", 4) == 0;
     }
     if (host[0])
         log_snprintf(civet, size, "%s:%ld", host, port);
@@ -149,6 +152,9 @@ static int parse_addr(const char *s, char *civet, size_t size, int *loopback)
     return 0;
 }
 
+/* A PPROF_ADDR that cannot be read turns the endpoints off: serving on the
+ * default instead would put a server where the user did not ask for one
+ * (a mistyped "OFF" meant none at all). */
 static void load_addr(void)
 {
     const char *s = getenv("PPROF_ADDR");
@@ -160,22 +166,26 @@ static void load_addr(void)
         return;
     }
     char civet[256];
-    int loopback = 1;
+    int loopback = 1, ipv6 = 0;
     if (strncmp(s, "unix:", 5) == 0) {
         log_info("PPROF_ADDR=\"%s\": unix sockets are not supported by this "
-                 "build's HTTP library; using %s",
-                 s, opt_addr_shown);
+                 "build's HTTP library; profiling endpoints are off",
+                 s);
+        opt_serve = 0;
         return;
     }
-    if (parse_addr(s, civet, sizeof civet, &loopback) != 0) {
-        log_info("PPROF_ADDR=\"%s\" is not host:port (an IP address or "
-                 "localhost, a port 0-65535) or off; using %s",
-                 s, opt_addr_shown);
+    if (parse_addr(s, civet, sizeof civet, &loopback, &ipv6) != 0) {
+        log_info("PPROF_ADDR=\"%s\" is not host:port (an IPv4 address, "
+                 "localhost or [IPv6 address], a port 0-65535) or off; "
+                 "profiling endpoints are off",
+                 s);
+        opt_serve = 0;
         return;
     }
     copy_str(opt_addr, sizeof opt_addr, civet);
     copy_str(opt_addr_shown, sizeof opt_addr_shown, s);
     opt_addr_loopback = loopback;
+    opt_addr_ipv6 = ipv6;
 }
 
 /* PPROF_DEBUG_DIR: a ':'-separated list of absolute directories searched
@@ -272,6 +282,9 @@ int opt_children = CHILDREN_SERVE;
 char opt_dump_dir[1024];
 int opt_dump_signal;
 long opt_dump_interval;
+/* One second: a wrapper, a shell's command or a compiler pass has exec'd
+ * or exited by then (start.c). */
+long opt_start_delay_ms = 1000;
 
 /* A path the agent may create files in: absolute, no newline, short enough
  * for a file name to follow. */
@@ -373,6 +386,7 @@ void config_load_ops(void)
                      s);
     }
     load_long("PPROF_DUMP_INTERVAL", &opt_dump_interval, 0, 86400 * 365);
+    load_long("PPROF_START_DELAY_MS", &opt_start_delay_ms, 0, 600000);
     if ((opt_dump_signal || opt_dump_interval) && !opt_dump_dir[0])
         log_info("PPROF_DUMP_SIGNAL and PPROF_DUMP_INTERVAL need "
                  "PPROF_DUMP_DIR; writing no dumps");

@@ -1,7 +1,7 @@
 /*
  * The agent's constructor: reads the configuration, prepares the tables and
- * starts the HTTP server. Runs once, on the host's main thread, before main()
- * (or inside dlopen). It must never exit, abort or change what the host
+ * has the HTTP server started a moment later (start.c). Runs once, on the
+ * host's main thread, before main() (or inside dlopen). It must never exit, abort or change what the host
  * sees: every failure is one line on stderr and the host goes on.
  */
 #include "agent/agent.h"
@@ -34,9 +34,14 @@ __attribute__((constructor)) static void agent_init(void)
     agent_ready = 1;
     children_init();
     stack_fork_init(); /* last: its fork-prepare runs first */
-    if (opt_serve)
-        server_start();
+    /* The whole-run CPU profile of PPROF_DUMP_DIR starts at once; the
+     * server waits until the process has lived a moment (start.c). */
     dump_start();
+    if (opt_serve && opt_start_delay_ms == 0)
+        start_now();
+    else if (opt_serve && start_later(0) != 0)
+        log_info("cannot start the agent's thread; profiling endpoints are "
+                 "off");
     guard_leave();
 }
 

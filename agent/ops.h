@@ -32,6 +32,7 @@ extern int opt_children;         /* PPROF_CHILDREN */
 extern char opt_dump_dir[1024];  /* PPROF_DUMP_DIR, "" = off */
 extern int opt_dump_signal;      /* PPROF_DUMP_SIGNAL, 0 = none */
 extern long opt_dump_interval;   /* PPROF_DUMP_INTERVAL, seconds; 0 = none */
+extern long opt_start_delay_ms;  /* PPROF_START_DELAY_MS; 0 = in the constructor */
 
 /* Reads PPROF_RUN_DIR, PPROF_CHILDREN, PPROF_DUMP_DIR, PPROF_DUMP_SIGNAL and
  * PPROF_DUMP_INTERVAL (bad values: one line, then the default). Called by
@@ -104,6 +105,11 @@ void children_init(void);
 /* 1 in a process that was forked (without exec) from one under the agent. */
 extern int children_is_forked;
 
+/* Whether this process writes PPROF_PORT_FILE: yes unless it is a forked
+ * child whose parent still lives (the file names the parent; a daemon
+ * whose parent exited takes it over). Not async-signal-safe. */
+int children_port_file(void);
+
 /* When the configured port cannot be had and a run directory is in use,
  * rewrites addr (civetweb's syntax) to port 0 on the same host and returns
  * 1; otherwise 0. Not async-signal-safe. */
@@ -113,6 +119,25 @@ int children_port0(char *addr, size_t size);
  * the run directory (reserving its file first when not done yet).
  * Not async-signal-safe. */
 void children_announce(int port);
+
+/* ---- deferred start (start.c) ------------------------------------------- */
+
+/* Creates the agent thread that, after opt_start_delay_ms, starts the dumps
+ * (when dumps is set: a forked child's) and the server (unless serving is
+ * off, or this is a forked child and PPROF_CHILDREN=off). Returns 0 or
+ * -errno (no thread). Not async-signal-safe; may be called in a fork
+ * child handler. */
+int start_later(int dumps);
+
+/* Starts the server now, unless it was started already in this process.
+ * Not async-signal-safe. */
+void start_now(void);
+
+/* Called by the credential hooks before the host changes its user or group
+ * while it is root: creates the announcement file and the port file while
+ * the process may, unless the server started already. Once per process;
+ * nothing in a forked child. Not async-signal-safe. */
+void start_before_drop(void);
 
 /* ---- dumps (dump.c) ------------------------------------------------------- */
 

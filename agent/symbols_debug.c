@@ -61,9 +61,9 @@ __attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...)
     va_start(ap, fmt);
     log_format(line, sizeof line, fmt, ap);
     va_end(ap);
-    log_info("%s", line);
+    log_debug("%s", line);
     if (--log_budget == 0)
-        log_info("further messages about missing symbols are suppressed");
+        log_debug("further messages about missing symbols are suppressed");
 }
 
 /* ---- debug directories --------------------------------------------------- */

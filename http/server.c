@@ -14,8 +14,10 @@
  * ceil(slow clients / SERVER_THREADS) x 5 s. With PPROF_TOKEN set, every request is
  * authenticated first (auth.c) and nothing is read or parsed before that.
  *
- * server_start() runs in the agent's constructor on the host's main thread;
- * the request handler runs on civetweb's threads, which are the agent's own
+ * server_start() runs on the agent's starter thread once the process has
+ * lived PPROF_START_DELAY_MS (agent/start.c), or in the constructor on the
+ * host's main thread when that is 0; the request handler runs on
+ * civetweb's threads, which are the agent's own
  * (created with the guard entered, so thread_hooks.c marks them, and with
  * every signal blocked, so the host's signals never land on them).
  */
@@ -24,21 +26,32 @@
 #include "agent/agent.h"
 #include "agent/ops.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
-#define SERVER_THREADS "12"
-#define SERVER_LONG_MAX 3
+/* Two workers and civetweb's listener: three threads, idle or not.
+ * civetweb 1.15 (Debian 12) creates every worker in mg_start and cannot
+ * grow or shrink the pool (docs/server.md), so the pool is sized for the
+ * idle process: one worker for a request that waits (a CPU profile, a
+ * delta), one that stays free for the index and snapshots. */
+#define SERVER_THREADS "2"
+#define SERVER_LONG_MAX 1
 
-/* Requests in progress that hold their worker for seconds. */
+/* Requests in progress that hold their worker for seconds, and of those
+ * the CPU profiles. */
 static int long_requests;
+static int long_cpu_profiles;
 
 static struct mg_context *server_ctx;
 
@@ -48,6 +61,7 @@ void server_fork_child(void)
      * its own server starts from nothing (agent/children.c). */
     server_ctx = NULL;
     long_requests = 0;
+    long_cpu_profiles = 0;
 }
 
 static int log_message(const struct mg_connection *conn, const char *message)
@@ -125,15 +139,26 @@ static void serve_route(struct request *r, const struct route *route)
         route->handle(r);
         return;
     }
+    int cpu = route->handle == handle_profile;
     if (__atomic_add_fetch(&long_requests, 1, __ATOMIC_ACQ_REL) >
         SERVER_LONG_MAX) {
         __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
+        if (cpu && __atomic_load_n(&long_cpu_profiles, __ATOMIC_ACQUIRE)) {
+            /* A second CPU profile gets Go's answer: the handler finds
+             * the profiler taken and refuses it at once (500). */
+            route->handle(r);
+            return;
+        }
         http_error(r, 503,
                    "too many profiles in progress; try again when one "
                    "ends");
         return;
     }
+    if (cpu)
+        __atomic_add_fetch(&long_cpu_profiles, 1, __ATOMIC_ACQ_REL);
     route->handle(r);
+    if (cpu)
+        __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_ACQ_REL);
     __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
 }
 
@@ -187,6 +212,51 @@ static int handle(struct mg_connection *conn, void *data)
     return 200;
 }
 
+/* The port file created before the host gave up root (start.c), to be
+ * filled once the server listens; -1 when none. dev and ino tell whether
+ * the descriptor is still that file: a host may have closed it and reused
+ * the number. */
+static int reserved_port_fd = -1;
+static dev_t reserved_dev;
+static ino_t reserved_ino;
+
+void server_reserve_port_file(void)
+{
+    if (!opt_port_file[0] || reserved_port_fd >= 0)
+        return;
+    int fd = open(opt_port_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                                     O_NOFOLLOW,
+                  0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return; /* said when the server writes it */
+    }
+    reserved_port_fd = fd;
+    reserved_dev = st.st_dev;
+    reserved_ino = st.st_ino;
+}
+
+/* Fills the reserved port file; 0, or -1 when there is none to fill. */
+static int fill_reserved(const char *addr, size_t len)
+{
+    int fd = reserved_port_fd;
+    if (fd < 0)
+        return -1;
+    reserved_port_fd = -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != reserved_dev ||
+        st.st_ino != reserved_ino)
+        return -1; /* not ours any more: never write or close it */
+    ssize_t w = pwrite(fd, addr, len, 0);
+    if (w != (ssize_t)len)
+        log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
+                 strerror(w < 0 ? errno : EIO));
+    close(fd);
+    return 0;
+}
+
 static void write_port_file(int port)
 {
     char addr[300];
@@ -203,6 +273,8 @@ static void write_port_file(int port)
         memcpy(hostbuf, "0.0.0.0", sizeof "0.0.0.0");
     }
     size_t len = log_snprintf(addr, sizeof addr, "%s:%d", hostbuf, port);
+    if (fill_reserved(addr, len) == 0)
+        return;
 
     /* Written under a temporary name and renamed, so a reader never sees a
      * half-written address. */
@@ -221,6 +293,85 @@ static void write_port_file(int port)
                  strerror(errno));
         unlink(tmp);
     }
+}
+
+/* The reason civetweb could not listen on opt_addr, which it does not say
+ * ("Failed to setup server ports"): binding the same address again gives
+ * the errno (EADDRINUSE, EADDRNOTAVAIL, EACCES). Falls back to civetweb's
+ * text. */
+static void bind_error(const char *civet_text, char *out, size_t size)
+{
+    if (opt_addr_ipv6 && !mg_check_feature(MG_FEATURES_IPV6)) {
+        log_snprintf(out, size, "this build's HTTP library has no IPv6");
+        return;
+    }
+    char host[200] = "";
+    const char *colon = strrchr(opt_addr, ':');
+    long port = 0;
+    config_parse_long(colon ? colon + 1 : opt_addr, 0, 65535, &port);
+    if (colon && (size_t)(colon - opt_addr) < sizeof host) {
+        memcpy(host, opt_addr, (size_t)(colon - opt_addr));
+        host[colon - opt_addr] = '\0';
+    }
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+    } a;
+    memset(&a, 0, sizeof a);
+    socklen_t len = sizeof a.in;
+    a.in.sin_family = AF_INET;
+    a.in.sin_port = htons((uint16_t)port);
+    if (host[0] == '[') {
+        host[strlen(host) - 1] = '\0';
+        a.in6.sin6_family = AF_INET6;
+        a.in6.sin6_port = htons((uint16_t)port);
+        inet_pton(AF_INET6, host + 1, &a.in6.sin6_addr);
+        len = sizeof a.in6;
+    } else if (host[0]) {
+        inet_pton(AF_INET, host, &a.in.sin_addr);
+    }
+    int err = 0;
+    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        int on = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        if (bind(fd, &a.sa, len) != 0)
+            err = errno;
+        close(fd);
+    }
+    log_snprintf(out, size, "%s",
+                 err ? strerror(err)
+                     : (civet_text[0] ? civet_text : "unknown error"));
+}
+
+/* Set once this process (or the parent it was forked from) said where it
+ * serves at the default level. */
+static int said_serving;
+
+/* The one line at the default log level: where this process serves, and
+ * why not where it was asked to when the address was taken. A forked
+ * worker whose parent said it already is found through the parent
+ * (/debug/pprof/processes): its line is debug. */
+static void say_serving(int port, const char *first_error)
+{
+    char host[200] = "0.0.0.0";
+    const char *colon = strrchr(opt_addr, ':');
+    if (colon && (size_t)(colon - opt_addr) < sizeof host) {
+        memcpy(host, opt_addr, (size_t)(colon - opt_addr));
+        host[colon - opt_addr] = '\0';
+    }
+    int level = said_serving ? LOG_DEBUG : LOG_INFO;
+    if (first_error[0])
+        log_msg(level,
+                "cannot serve on %s (%s); serving "
+                "http://%s:%d/debug/pprof/ instead (pid %d)",
+                opt_addr_shown, first_error, host, port, (int)getpid());
+    else
+        log_msg(level, "serving http://%s:%d/debug/pprof/ (pid %d)", host,
+                port, (int)getpid());
+    if (level == LOG_INFO && opt_log_level >= LOG_INFO)
+        said_serving = 1;
 }
 
 int server_start(void)
@@ -266,18 +417,15 @@ int server_start(void)
      * second instance): with a run directory, serve on port 0 instead and
      * be found there (agent/children.c). */
     char first_error[256] = "";
-    if (!server_ctx && children_port0(opt_addr, sizeof opt_addr)) {
-        log_snprintf(first_error, sizeof first_error, "%s",
-                     errtext[0] ? errtext : "unknown error");
+    if (!server_ctx)
+        bind_error(errtext, first_error, sizeof first_error);
+    if (!server_ctx && children_port0(opt_addr, sizeof opt_addr))
         server_ctx = mg_start2(&init, &err);
-    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (!server_ctx) {
         log_info("cannot serve on %s: %s; profiling endpoints are off",
-                 opt_addr_shown,
-                 first_error[0] ? first_error
-                                : (errtext[0] ? errtext : "unknown error"));
+                 opt_addr_shown, first_error);
         return -EADDRINUSE;
     }
     mg_set_request_handler(server_ctx, "/", handle, NULL);
@@ -286,19 +434,11 @@ int server_start(void)
     memset(ports, 0, sizeof ports);
     int nports = mg_get_server_ports(server_ctx, 4, ports);
     int port = nports > 0 ? ports[0].port : 0;
-    log_debug("serving on %s (port %d)", opt_addr_shown, port);
-    /* A forked worker finding its parent on the port is the normal case:
-     * said only at debug level. */
-    if (first_error[0])
-        log_msg(children_is_forked ? LOG_DEBUG : LOG_INFO,
-                "cannot serve on %s: %s; serving on port %d instead, "
-                "announced in %s",
-                opt_addr_shown, first_error, port,
-                opt_run_dir[0] ? opt_run_dir : "no run directory");
+    say_serving(port, first_error);
     /* Announced before the port file is written: a test or script that
      * waits for the port file finds the process announced too. */
     children_announce(port);
-    if (opt_port_file[0])
+    if (opt_port_file[0] && children_port_file())
         write_port_file(port);
     return 0;
 }

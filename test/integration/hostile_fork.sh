@@ -7,7 +7,7 @@
 
 H="$BUILD/test/programs/hostile"
 export PPROF_HEAP_RATE=4096
-start_agent forks "$H" forks 5
+start_agent forks "$H" forks 6
 sleep 0.5
 fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz"
 pprof -top "$WORK/cpu.pb.gz" > /dev/null
@@ -18,7 +18,7 @@ note "$line"
 forks=$(echo "$line" | sed 's/forks=\([0-9]*\) ok=.*/\1/')
 ok=$(echo "$line" | sed 's/.* ok=//')
 [ "$forks" = "$ok" ] || { cat "$WORK/forks.err" >&2; fail "$((forks - ok)) of $forks children failed"; }
-[ "$forks" -ge 20 ] || fail "only $forks forks in 5 s"
+[ "$forks" -ge 20 ] || fail "only $forks forks in 6 s"
 [ "$(grep -c '^child ' "$WORK/forks.out")" = "$forks" ] || fail "a child's output is missing"
 unset PPROF_HEAP_RATE
 

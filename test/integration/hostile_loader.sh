@@ -12,9 +12,10 @@ H="$BUILD/test/programs/hostile"
 # Every allocation sampled: the callback's own allocations are captures
 # made while holding the loader lock (they get no stack, never a wait).
 export PPROF_HEAP_RATE=1
-# The callback starts 2 s in, inside the 6 s profile however late the
-# agent starts serving; the host burns on until the profile is in.
-start_agent loader "$H" loader 2
+# The callback starts 2 s in, inside the 6 s profile; the server starts in
+# the constructor (not after PPROF_START_DELAY_MS), and the host burns on
+# until the profile is in.
+PPROF_START_DELAY_MS=0 start_agent loader "$H" loader 2
 fetch 'debug/pprof/profile?seconds=6' > "$WORK/cpu.pb.gz" &
 curl_pid=$!
 wait "$curl_pid" || fail "the profile request failed"

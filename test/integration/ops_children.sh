@@ -57,14 +57,14 @@ env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$port" PPROF_CHILDREN=off \
 second=$!
 PIDS="$PIDS $second"
 i=0
-while ! grep -q "serving on port" "$WORK/second.err"; do
+while ! grep -q "serving http" "$WORK/second.err"; do
     i=$((i + 1)); [ $i -lt 100 ] || { cat "$WORK/second.err"; fail "no fallback line"; }
     sleep 0.1
 done
 cat "$WORK/second.err"
 [ "$(grep -c '^pprofagent:' "$WORK/second.err")" = 1 ] || fail "the fallback took more than one line"
-grep -q "cannot serve on 127.0.0.1:$port: .*; serving on port [0-9]* instead, announced in $WORK/run" "$WORK/second.err" \
-    || fail "fallback message"
+grep -q "^pprofagent: cannot serve on 127.0.0.1:$port (Address already in use); serving http://127.0.0.1:[0-9]*/debug/pprof/ instead (pid $second)\$" \
+    "$WORK/second.err" || fail "fallback message"
 # It is announced, lists itself, and is not of the first one's family
 # (ops_family.sh tests families).
 i=0
@@ -84,15 +84,21 @@ w2=$(pgrep -P "$second")
 # configured port (the parent's listening socket is not kept open in the
 # child), so the operator finds it where PPROF_ADDR said.
 dport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$dport" "$prog" daemon 20 \
-    >"$WORK/daemon.out" 2>"$WORK/daemon.err" || fail "the daemon's parent failed"
+env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$dport" PPROF_PORT_FILE="$WORK/daemon.port" \
+    "$prog" daemon 20 >"$WORK/daemon.out" 2>"$WORK/daemon.err" || fail "the daemon's parent failed"
 i=0
 while ! self=$(curl -sS --max-time 2 "http://127.0.0.1:$dport/debug/pprof/processes" 2>/dev/null | awk '/ self$/ { print $1 }') || [ -z "$self" ]; do
     i=$((i + 1)); [ $i -lt 50 ] || { cat "$WORK/daemon.err"; fail "nobody serves on the configured port after the daemon's fork"; }
     sleep 0.1
 done
 [ "$(cat /proc/$self/cmdline | tr '\0' ' ')" = "$prog daemon 20 " ] || fail "port $dport is served by $self, not the daemon"
-[ ! -s "$WORK/daemon.err" ] || { cat "$WORK/daemon.err"; fail "the daemon printed agent lines"; }
+# The parent exited before serving, so the daemon is the one that says
+# where it serves, in one line.
+[ "$(cat "$WORK/daemon.err")" = "pprofagent: serving http://127.0.0.1:$dport/debug/pprof/ (pid $self)" ] ||
+    { cat "$WORK/daemon.err"; fail "the daemon did not say where it serves in one line"; }
+# The parent exited before serving: the daemon writes the port file.
+for i in $(seq 50); do [ -s "$WORK/daemon.port" ] && break; sleep 0.1; done
+[ "$(cat "$WORK/daemon.port" 2>/dev/null)" = "127.0.0.1:$dport" ] || fail "the daemon's port file: $(cat "$WORK/daemon.port" 2>/dev/null)"
 note "daemon $self serves on the configured port $dport"
 kill "$self"
 

@@ -92,6 +92,8 @@ dd_of() {
 }
 
 variants="buildid link dotdebug mini none corrupt"
+# The symbolizer's notes are debug lines.
+export PPROF_LOG=debug
 for v in $variants; do
     if [ -n "$(dd_of $v)" ]; then
         start_agent "$v" env PPROF_DEBUG_DIR="$(dd_of $v)" "$WORK/$v/stripped_target" 120
@@ -100,6 +102,7 @@ for v in $variants; do
     fi
     eval "pid_$v=$PID addr_$v=$ADDR"
 done
+unset PPROF_LOG
 
 # All CPU profiles at once, so the six burners share the same 3 s.
 fetchers=""
@@ -194,6 +197,14 @@ n=$(grep -c "corrupt" "$WORK/corrupt.err" || true)
 [ "$n" -le 3 ] || fail "corrupt: $n log lines"
 expect_not_contains "$(pprof -symbolize=none -top "$WORK/corrupt.pb.gz")" stripped_burn "corrupt profile"
 [ "$(ADDR=$addr_corrupt http_status debug/pprof/)" = 200 ] || fail "corrupt: index not served"
+
+# At the default level a binary without symbols costs no line: the only
+# one is where the process serves.
+start_agent quiet "$WORK/none/stripped_target" 120
+fetch 'debug/pprof/profile?seconds=1' > "$WORK/quiet.pb.gz"
+n=$(grep -vc "^pprofagent: serving http://$ADDR/debug/pprof/ (pid $PID)\$" "$WORK/quiet.err" || true)
+[ "$n" -eq 0 ] || { cat "$WORK/quiet.err" >&2; fail "quiet: $n lines beside the serving line at the default level"; }
+stop "$PID"
 
 for v in $variants; do
     eval "p=\$pid_$v"
