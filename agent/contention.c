@@ -3,10 +3,11 @@
  * profiles, and the per-lock records that let an unlocker be charged the
  * delay its waiters suffered.
  *
- * Entered only from the lock interposers (agent/lock_hooks.c) on host
+ * Entered only from the lock interposers (agent/lock_hooks.c,
+ * agent/wait_hooks.c) and the futex interposer (agent/futex_hooks.c) on host
  * threads, and only on the contended path: a lock whose try-lock failed, a
- * wait on a condition variable or semaphore, an unlock while somebody
- * somewhere waits. It never blocks on anything the host can hold (the lock
+ * wait on a condition variable, semaphore or futex, an unlock or futex wake
+ * while somebody somewhere waits. It never blocks on anything the host can hold (the lock
  * records use the agent's spinlocks, held for a few instructions), never
  * allocates through the host's allocator except inside stack capture with
  * the guard entered, and never captures a stack while the host's lock is
@@ -37,6 +38,7 @@ struct stack_table *block_table;
 struct stack_table *mutex_table;
 int contention_on;
 long contention_waiters __attribute__((aligned(64)));
+long contention_futex_waiters __attribute__((aligned(64)));
 long contention_lost;
 
 /* Per-lock records: open addressing over a fixed array (arena), at most
@@ -95,6 +97,8 @@ void contention_init(void)
         records = arena_alloc(RECORDS * sizeof *records);
     }
     lock_hooks_init();
+    wait_hooks_init();
+    futex_hooks_init();
     __atomic_store_n(&contention_on, block_table || records,
                      __ATOMIC_RELEASE);
 }
@@ -133,7 +137,9 @@ static struct lock_record *find_locked(const void *lock)
     return NULL;
 }
 
-void *contention_arrive(const void *lock, int64_t now)
+/* A sampled waiter arrives at lock; waiters is the counter that the
+ * unlockers (or wakers) of its kind read before doing any work. */
+static void *arrive(const void *lock, int64_t now, long *waiters)
 {
     if (!records)
         return NULL;
@@ -190,11 +196,21 @@ void *contention_arrive(const void *lock, int64_t now)
     integrate(r, now);
     r->waiters++;
     spin_unlock(&r->lock);
-    __atomic_fetch_add(&contention_waiters, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(waiters, 1, __ATOMIC_RELAXED);
     return r;
 }
 
-void contention_leave(void *handle, int64_t now)
+void *contention_arrive(const void *lock, int64_t now)
+{
+    return arrive(lock, now, &contention_waiters);
+}
+
+void *contention_futex_arrive(const void *uaddr, int64_t now)
+{
+    return arrive(uaddr, now, &contention_futex_waiters);
+}
+
+static void leave(void *handle, int64_t now, long *waiters)
 {
     struct lock_record *r = handle;
     if (!r)
@@ -210,7 +226,17 @@ void contention_leave(void *handle, int64_t now)
     r->owed_until = contention_stamp();
     r->pending = 0;
     spin_unlock(&r->lock);
-    __atomic_fetch_sub(&contention_waiters, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(waiters, 1, __ATOMIC_RELAXED);
+}
+
+void contention_leave(void *handle, int64_t now)
+{
+    leave(handle, now, &contention_waiters);
+}
+
+void contention_futex_leave(void *handle, int64_t now)
+{
+    leave(handle, now, &contention_futex_waiters);
 }
 
 void contention_handover(const void *lock)
@@ -268,8 +294,10 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
     return 1;
 }
 
-/* Adds (count, delay) to the caller's stack in t. Guard entered. */
-static void record(struct stack_table *t, int64_t count, int64_t delay)
+/* Adds (count, delay) to the caller's stack (and key) in t. Guard
+ * entered. */
+static void record(struct stack_table *t, int64_t count, int64_t delay,
+                   uint64_t key)
 {
     uintptr_t pcs[STACK_MAX];
     int n = stack_capture_no_alloc(pcs, STACK_MAX);
@@ -277,7 +305,7 @@ static void record(struct stack_table *t, int64_t count, int64_t delay)
         pcs[0] = FRAME_UNKNOWN;
         n = 1;
     }
-    struct stack_entry *e = stack_table_get(t, pcs, n, 0);
+    struct stack_entry *e = stack_table_get(t, pcs, n, key);
     if (!e) {
         __atomic_fetch_add(&contention_lost, 1, __ATOMIC_RELAXED);
         return;
@@ -306,15 +334,20 @@ void contention_block_event(int64_t ns)
         delay = rate;
     }
     guard_enter();
-    record(block_table, count, delay);
+    record(block_table, count, delay, 0);
     guard_leave();
 }
 
 void contention_mutex_event(int64_t delay, int64_t count)
 {
+    contention_mutex_event_key(delay, count, CONTENTION_KEY_LOCK);
+}
+
+void contention_mutex_event_key(int64_t delay, int64_t count, uint64_t key)
+{
     if (!mutex_table)
         return;
     guard_enter();
-    record(mutex_table, count, delay);
+    record(mutex_table, count, delay, key);
     guard_leave();
 }
