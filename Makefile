@@ -98,6 +98,9 @@ $(BUILD)/test/programs/%: test/programs/%.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $(PROG_CXXFLAGS) $< -o $@ -ldl
 
+# C++20 for std::binary_semaphore (libstdc++'s futex-based atomic wait).
+$(BUILD)/test/programs/futex_truth_cxx: PROG_CXXFLAGS = -std=c++20
+
 # Rust test programs, built as a release build is (optimized, the standard
 # library's own frames without frame pointers), with line tables.
 RUSTC ?= rustc

@@ -100,4 +100,10 @@ truth() {
 truth rust "$BUILD/test/programs/futex_truth_rust" \
     "mutex:waiter_work:holder_work rwlock:rw_reader_work:rw_writer_work" \
     "cond:cond_waiter_work:cond_notifier_work"
+truth cxx "$BUILD/test/programs/futex_truth_cxx" \
+    "mutex:waiter_work:holder_work rwlock:rw_reader_work:rw_writer_work timed:timed_waiter_work:timed_holder_work" \
+    "cond:cond_waiter_work:cond_notifier_work sem:sem_waiter_work:sem_release_work"
+truth c "$BUILD/test/programs/futex_truth_c" \
+    "mutex:waiter_work:holder_work pi:pi_waiter_work:pi_holder_work" \
+    "flag:flag_waiter_work:flag_notify_work"
 echo ok
