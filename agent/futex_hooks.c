@@ -191,11 +191,34 @@ static long futex(long a1, long a2, long a3, long a4, long a5, long a6)
 }
 
 /*
- * The C library declares syscall() variadic; on x86-64 it takes the number
- * and six arguments in registers, and its callers pass them as longs (or
- * narrower integers and pointers, which occupy the same registers), so
- * reading six and passing six on is what it does itself.
+ * The C library declares syscall() variadic and, on x86-64, reads the
+ * number and six arguments from the registers and the first stack slot
+ * whatever the caller passed (its callers pass longs, or narrower integers
+ * and pointers in the same registers). Defined here with that fixed
+ * signature (under the assembler name syscall, as the C name would clash
+ * with the variadic declaration), the forward to the next definition is a
+ * plain call: va_arg spilled every register and cost 33 instructions per
+ * call, this costs a handful (docs/contention.md). Not a jump: a sibling
+ * call would store the sixth argument back into the slot it came from,
+ * which belongs to the caller's frame when it passed fewer (the value read
+ * is the value written, but a store into a frame we do not own is not
+ * ours to make). Elsewhere, the variadic form.
  */
+#if defined(__x86_64__)
+long futex_hooks_syscall(long nr, long a1, long a2, long a3, long a4,
+                         long a5, long a6) __asm__("syscall");
+
+EXPORT __attribute__((optimize("no-optimize-sibling-calls"))) long
+futex_hooks_syscall(long nr, long a1, long a2, long a3, long a4, long a5,
+                    long a6)
+{
+    if (unlikely(nr == SYS_futex))
+        return futex(a1, a2, a3, a4, a5, a6);
+    if (unlikely(nr == SYS_futex_waitv) && !pass_through())
+        return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
+    return real_syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+#else
 EXPORT long syscall(long nr, ...)
 {
     va_list ap;
@@ -209,3 +232,4 @@ EXPORT long syscall(long nr, ...)
         return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
     return real_syscall(nr, a1, a2, a3, a4, a5, a6);
 }
+#endif
