@@ -139,7 +139,7 @@ static struct lock_record *find_locked(const void *lock)
 
 /* A sampled waiter arrives at lock; waiters is the counter that the
  * unlockers (or wakers) of its kind read before doing any work. */
-static void *arrive(const void *lock, int64_t now, long *waiters)
+static void *arrive_locked(const void *lock, int64_t now, long *waiters)
 {
     if (!records)
         return NULL;
@@ -200,6 +200,20 @@ static void *arrive(const void *lock, int64_t now, long *waiters)
     return r;
 }
 
+/*
+ * The spinlocks below (claim_lock, a record's) are held with the guard
+ * entered: a signal handler that interrupts the holder and makes a futex
+ * call of its own (a legitimate thing for a handler to do) is then only
+ * forwarded, instead of spinning on a lock its own thread holds.
+ */
+static void *arrive(const void *lock, int64_t now, long *waiters)
+{
+    guard_enter();
+    void *h = arrive_locked(lock, now, waiters);
+    guard_leave();
+    return h;
+}
+
 void *contention_arrive(const void *lock, int64_t now)
 {
     return arrive(lock, now, &contention_waiters);
@@ -215,6 +229,7 @@ static void leave(void *handle, int64_t now, long *waiters)
     struct lock_record *r = handle;
     if (!r)
         return;
+    guard_enter();
     spin_lock(&r->lock);
     integrate(r, now);
     r->waiters--;
@@ -226,6 +241,7 @@ static void leave(void *handle, int64_t now, long *waiters)
     r->owed_until = contention_stamp();
     r->pending = 0;
     spin_unlock(&r->lock);
+    guard_leave();
     __atomic_fetch_sub(waiters, 1, __ATOMIC_RELAXED);
 }
 
@@ -243,9 +259,12 @@ void contention_handover(const void *lock)
 {
     if (!records)
         return;
+    guard_enter();
     struct lock_record *r = find_locked(lock);
-    if (!r)
+    if (!r) {
+        guard_leave();
         return;
+    }
     if (r->waiters > 0) {
         /* As in contention_leave(): an unsampled waiter took the lock, so
          * its previous holder has unlocked and is owed what the sampled
@@ -256,6 +275,7 @@ void contention_handover(const void *lock)
         r->pending = 0;
     }
     spin_unlock(&r->lock);
+    guard_leave();
 }
 
 int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
@@ -265,9 +285,12 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
     *count = 0;
     if (!records)
         return 0;
+    guard_enter();
     struct lock_record *r = find_locked(lock);
-    if (!r)
+    if (!r) {
+        guard_leave();
         return 0;
+    }
     int64_t d, c;
     if (unlocked_at <= r->owed_until) {
         /* A waiter took over after this unlock: the delay up to the
@@ -286,6 +309,7 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
         r->pending = 0;
     }
     spin_unlock(&r->lock);
+    guard_leave();
     /* The waiters were sampled when they arrived: every charge counts. */
     if (d <= 0 || opt_mutex_fraction <= 0)
         return 0;

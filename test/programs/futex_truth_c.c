@@ -8,13 +8,18 @@
  *                               pi_holder_work / pi_waiter_work  pi_wait_ns
  *   a one-shot flag (FUTEX_WAIT, FUTEX_WAKE)
  *                               flag_notify_work / flag_waiter_work flag_wait_ns
+ * Throughout, a thread sends SIGUSR1 to both every 200 us, and the handler
+ * makes futex calls of its own (a wake, and a wait that returns at once):
+ * a handler may interrupt the agent's bookkeeping of a futex call.
  * Prints the measurements and "done", then waits for the file named by its
  * second argument, prints its counters and exits with status 4.
  *
  *   futex_truth_c ROUNDS STOP_FILE
  */
 #include <linux/futex.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -34,7 +39,8 @@ static long now_ns(void)
 static void sleep_us(long us)
 {
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ; /* the signal storm interrupts sleeps */
 }
 
 static long futex(int *addr, int op, int val)
@@ -145,6 +151,34 @@ static __attribute__((noinline)) void flag_waiter_work(void)
     __atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
 }
 
+/* ---- signal storm ----------------------------------------------------------- */
+
+static int storm_word;
+static volatile int storm_stop;
+static pthread_t storm_targets[2];
+static long storm_signals;
+
+static void storm_handler(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    syscall(SYS_futex, &storm_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    syscall(SYS_futex, &storm_word, FUTEX_WAIT_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
+}
+
+static void *storm(void *arg)
+{
+    (void)arg;
+    while (!storm_stop) {
+        for (int i = 0; i < 2; i++)
+            if (storm_targets[i] && pthread_kill(storm_targets[i], SIGUSR1) == 0)
+                storm_signals++;
+        sleep_us(200);
+    }
+    return NULL;
+}
+
 /* ---- driver ---------------------------------------------------------------- */
 
 struct phase {
@@ -174,12 +208,14 @@ static void run_phase(int rounds, void (*hold)(int), void (*wait)(void))
     round_held = round_waited = 0;
     pthread_t t;
     pthread_create(&t, NULL, phase_waiter, &p);
+    storm_targets[1] = t;
     for (int i = 1; i <= rounds; i++) {
         hold(i);
         while (__atomic_load_n(&round_waited, __ATOMIC_SEQ_CST) < i)
             sleep_us(100);
         sleep_us(3000);
     }
+    storm_targets[1] = 0;
     pthread_join(t, NULL);
 }
 
@@ -188,6 +224,13 @@ int main(int argc, char **argv)
     int rounds = argc > 1 ? atoi(argv[1]) : 20;
     const char *stop = argc > 2 ? argv[2] : "";
     setvbuf(stdout, NULL, _IOLBF, 0);
+    struct sigaction sa = {0};
+    sa.sa_handler = storm_handler;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
+    storm_targets[0] = pthread_self();
+    pthread_t st;
+    pthread_create(&st, NULL, storm, NULL);
 
     run_phase(rounds, holder_work, waiter_work);
     printf("mutex_wait_ns=%ld\n", mutex_wait_ns);
@@ -195,6 +238,9 @@ int main(int argc, char **argv)
     printf("pi_wait_ns=%ld\n", pi_wait_ns);
     run_phase(rounds, flag_notify_work, flag_waiter_work);
     printf("flag_wait_ns=%ld\n", flag_wait_ns);
+    storm_stop = 1;
+    pthread_join(st, NULL);
+    printf("signals=%s\n", storm_signals > 100 ? "many" : "few");
     printf("done\n");
 
     while (stop[0] && access(stop, F_OK) != 0)
