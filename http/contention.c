@@ -54,7 +54,7 @@ static void serve(struct request *r, const char *name, struct stack_table *t,
          * lock: block has the waiter, mutex nothing (as Go's sync.Cond). */
         if (is_mutex &&
             tr.snap.entries[i]->key == CONTENTION_KEY_FUTEX_WAKE &&
-            !getenv("NOFILTER") && !contention_wake_is_lock(tr.snap.entries[i]->pcs,
+            !contention_wake_is_lock(tr.snap.entries[i]->pcs,
                                      tr.snap.entries[i]->depth))
             continue;
         recs[n].pcs = tr.snap.entries[i]->pcs;
