@@ -53,7 +53,8 @@ static syscall_fn real_syscall = stub_syscall;
 
 /* The system call itself, as the C library's syscall() makes it: what the
  * stub does before resolution (a constructor of another library, or a
- * signal handler, may call syscall() before ours ran; no dlsym there). */
+ * signal handler, may call syscall() before ours ran: no dlsym there on
+ * x86-64; elsewhere the stub has to look the next definition up). */
 static long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5,
                         long a6)
 {
