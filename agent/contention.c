@@ -121,13 +121,21 @@ static void integrate(struct lock_record *r, int64_t now)
     }
 }
 
-/* The record of lock with its spinlock held, or NULL. */
+/* The record of lock with its spinlock held, or NULL. A never-used slot
+ * ends the search: a record is created in the first never-used slot of its
+ * probe sequence, or in a used one before any never-used one, and a slot
+ * never becomes unused again. So a lock without a record costs one probe
+ * while the table is sparse (a futex wake while a waiter is followed
+ * elsewhere: 16 probes cost 300 instructions per wake). */
 static struct lock_record *find_locked(const void *lock)
 {
     size_t h = record_hash(lock);
     for (size_t i = 0; i < PROBES; i++) {
         struct lock_record *r = &records[(h + i) & (RECORDS - 1)];
-        if (__atomic_load_n(&r->addr, __ATOMIC_RELAXED) != lock)
+        const void *a = __atomic_load_n(&r->addr, __ATOMIC_RELAXED);
+        if (a == NULL)
+            return NULL;
+        if (a != lock)
             continue;
         spin_lock(&r->lock);
         if (r->addr == lock)

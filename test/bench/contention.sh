@@ -81,6 +81,11 @@ ri1=$(ir uncontended_loop "$rprog" "$n" -- $with_agent)
 fi0=$(ir futex_wake_loop "$prog" futex_wake "$n" -- valgrind)
 # shellcheck disable=SC2086
 fi1=$(ir futex_wake_loop "$prog" futex_wake "$n" -- $with_agent)
+# A wake while the agent follows a waiter parked on another word (one in
+# PPROF_MUTEX_FRACTION waits is followed; an idle thread pool nearly
+# always has one): each wake looks for followed waiters of its own address.
+pi0=$(ir futex_wake_loop "$prog" futex_wake_parked "$n" -- valgrind)
+pi1=$(ir futex_wake_loop "$prog" futex_wake_parked "$n" -- env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet PPROF_MUTEX_FRACTION=1 valgrind)
 si0=$(ir syscall_loop "$prog" syscall "$n" -- valgrind)
 # shellcheck disable=SC2086
 si1=$(ir syscall_loop "$prog" syscall "$n" -- $with_agent)
@@ -106,6 +111,9 @@ awk -v a="$f0" -v b="$f1" 'BEGIN {
 awk -v a="$fi0" -v b="$fi1" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
     printf "| FUTEX_WAKE call, callgrind instructions (user space) | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$pi0" -v b="$pi1" -v n="$n" 'BEGIN {
+    p = n + int(n / 10)
+    printf "| FUTEX_WAKE while a waiter is followed elsewhere, callgrind instructions | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
 awk -v a="$s0" -v b="$s1" 'BEGIN {
     printf "| syscall(SYS_getppid) (ns, CPU time) | %.1f | %.1f | +%.1f ns |\n", a, b, b - a }'
 awk -v a="$si0" -v b="$si1" -v n="$n" 'BEGIN {

@@ -12,6 +12,10 @@
  *       N syscall(SYS_futex, FUTEX_WAKE) on a word nobody waits on (what
  *       a futex lock's unlock costs when it finds waiters that are gone);
  *       prints "ns_per_call=X"
+ *   contention_bench futex_wake_parked N
+ *       the same while another thread sleeps in a futex wait on another
+ *       word (under PPROF_MUTEX_FRACTION=1 the agent follows it, and each
+ *       wake looks for waiters of its own address)
  *   contention_bench syscall N
  *       N syscall(SYS_getppid): any other number, forwarded at once;
  *       prints "ns_per_call=X"
@@ -66,6 +70,17 @@ static __attribute__((noinline)) void futex_wake_loop(long n)
         syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+static int parked_word;
+
+static void *parked_thread(void *arg)
+{
+    (void)arg;
+    for (;;)
+        syscall(SYS_futex, &parked_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL,
+                0);
+    return NULL;
+}
+
 static __attribute__((noinline)) void syscall_loop(long n)
 {
     for (long i = 0; i < n; i++)
@@ -109,9 +124,15 @@ int main(int argc, char **argv)
         printf("ns_per_pair=%.3f\n", (t1 - t0) * 1e6 / (double)n);
         return 0;
     }
-    if (argc >= 3 && (strcmp(argv[1], "futex_wake") == 0 ||
+    if (argc >= 3 && (strncmp(argv[1], "futex_wake", 10) == 0 ||
                       strcmp(argv[1], "syscall") == 0)) {
         long n = atol(argv[2]);
+        if (strcmp(argv[1], "futex_wake_parked") == 0) {
+            pthread_t p;
+            pthread_create(&p, NULL, parked_thread, NULL);
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL); /* let it park */
+        }
         void (*loop)(long) =
             argv[1][0] == 'f' ? futex_wake_loop : syscall_loop;
         pthread_t idle;
@@ -141,6 +162,6 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "usage: contention_bench uncontended N | contended "
-                    "THREADS N | futex_wake N | syscall N\n");
+                    "THREADS N | futex_wake N | futex_wake_parked N | syscall N\n");
     return 2;
 }
