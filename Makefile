@@ -60,7 +60,7 @@ UNIT_LIB  := $(BUILD)/libpprof_unit.a
 
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:test/unit/%.c=$(BUILD)/test/unit/%)
-PROG_SRCS := $(wildcard test/programs/*.c test/programs/*.cc)
+PROG_SRCS := $(wildcard test/programs/*.c test/programs/*.cc test/programs/*.rs)
 PROG_BINS := $(patsubst test/programs/%,$(BUILD)/test/programs/%,$(basename $(PROG_SRCS)))
 
 # Fuzz targets (libFuzzer, clang): the parsers facing the network, built
@@ -120,7 +120,17 @@ $(BUILD)/test/programs/%: test/programs/%.c | $(DEPS_STAMP)
 
 $(BUILD)/test/programs/%: test/programs/%.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $< -o $@ -ldl
+	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $(PROG_CXXFLAGS) $< -o $@ -ldl
+
+# C++20 for std::binary_semaphore (libstdc++'s futex-based atomic wait).
+$(BUILD)/test/programs/futex_truth_cxx: PROG_CXXFLAGS = -std=c++20
+
+# Rust test programs, built as a release build is (optimized, the standard
+# library's own frames without frame pointers), with line tables.
+RUSTC ?= rustc
+$(BUILD)/test/programs/%: test/programs/%.rs | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	MAKEFLAGS= $(RUSTC) -O -g $< -o $@
 
 test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 

@@ -3,10 +3,11 @@
  * profiles, and the per-lock records that let an unlocker be charged the
  * delay its waiters suffered.
  *
- * Entered only from the lock interposers (agent/lock_hooks.c) on host
+ * Entered only from the lock interposers (agent/lock_hooks.c,
+ * agent/wait_hooks.c) and the futex interposer (agent/futex_hooks.c) on host
  * threads, and only on the contended path: a lock whose try-lock failed, a
- * wait on a condition variable or semaphore, an unlock while somebody
- * somewhere waits. It never blocks on anything the host can hold (the lock
+ * wait on a condition variable, semaphore or futex, an unlock or futex wake
+ * while somebody somewhere waits. It never blocks on anything the host can hold (the lock
  * records use the agent's spinlocks, held for a few instructions), never
  * allocates through the host's allocator except inside stack capture with
  * the guard entered, and never captures a stack while the host's lock is
@@ -37,6 +38,7 @@ struct stack_table *block_table;
 struct stack_table *mutex_table;
 int contention_on;
 long contention_waiters __attribute__((aligned(64)));
+long contention_futex_waiters __attribute__((aligned(64)));
 long contention_lost;
 
 /* Per-lock records: open addressing over a fixed array (arena), at most
@@ -95,6 +97,8 @@ void contention_init(void)
         records = arena_alloc(RECORDS * sizeof *records);
     }
     lock_hooks_init();
+    wait_hooks_init();
+    futex_hooks_init();
     __atomic_store_n(&contention_on, block_table || records,
                      __ATOMIC_RELEASE);
 }
@@ -117,13 +121,21 @@ static void integrate(struct lock_record *r, int64_t now)
     }
 }
 
-/* The record of lock with its spinlock held, or NULL. */
+/* The record of lock with its spinlock held, or NULL. A never-used slot
+ * ends the search: a record is created in the first never-used slot of its
+ * probe sequence, or in a used one before any never-used one, and a slot
+ * never becomes unused again. So a lock without a record costs one probe
+ * while the table is sparse (a futex wake while a waiter is followed
+ * elsewhere: 16 probes cost 300 instructions per wake). */
 static struct lock_record *find_locked(const void *lock)
 {
     size_t h = record_hash(lock);
     for (size_t i = 0; i < PROBES; i++) {
         struct lock_record *r = &records[(h + i) & (RECORDS - 1)];
-        if (__atomic_load_n(&r->addr, __ATOMIC_RELAXED) != lock)
+        const void *a = __atomic_load_n(&r->addr, __ATOMIC_RELAXED);
+        if (a == NULL)
+            return NULL;
+        if (a != lock)
             continue;
         spin_lock(&r->lock);
         if (r->addr == lock)
@@ -133,7 +145,9 @@ static struct lock_record *find_locked(const void *lock)
     return NULL;
 }
 
-void *contention_arrive(const void *lock, int64_t now)
+/* A sampled waiter arrives at lock; waiters is the counter that the
+ * unlockers (or wakers) of its kind read before doing any work. */
+static void *arrive_locked(const void *lock, int64_t now, long *waiters)
 {
     if (!records)
         return NULL;
@@ -190,15 +204,40 @@ void *contention_arrive(const void *lock, int64_t now)
     integrate(r, now);
     r->waiters++;
     spin_unlock(&r->lock);
-    __atomic_fetch_add(&contention_waiters, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(waiters, 1, __ATOMIC_RELAXED);
     return r;
 }
 
-void contention_leave(void *handle, int64_t now)
+/*
+ * The spinlocks below (claim_lock, a record's) are held with the guard
+ * entered: a signal handler that interrupts the holder and makes a futex
+ * call of its own (a legitimate thing for a handler to do) is then only
+ * forwarded, instead of spinning on a lock its own thread holds.
+ */
+static void *arrive(const void *lock, int64_t now, long *waiters)
+{
+    guard_enter();
+    void *h = arrive_locked(lock, now, waiters);
+    guard_leave();
+    return h;
+}
+
+void *contention_arrive(const void *lock, int64_t now)
+{
+    return arrive(lock, now, &contention_waiters);
+}
+
+void *contention_futex_arrive(const void *uaddr, int64_t now)
+{
+    return arrive(uaddr, now, &contention_futex_waiters);
+}
+
+static void leave(void *handle, int64_t now, long *waiters)
 {
     struct lock_record *r = handle;
     if (!r)
         return;
+    guard_enter();
     spin_lock(&r->lock);
     integrate(r, now);
     r->waiters--;
@@ -210,16 +249,30 @@ void contention_leave(void *handle, int64_t now)
     r->owed_until = contention_stamp();
     r->pending = 0;
     spin_unlock(&r->lock);
-    __atomic_fetch_sub(&contention_waiters, 1, __ATOMIC_RELAXED);
+    guard_leave();
+    __atomic_fetch_sub(waiters, 1, __ATOMIC_RELAXED);
+}
+
+void contention_leave(void *handle, int64_t now)
+{
+    leave(handle, now, &contention_waiters);
+}
+
+void contention_futex_leave(void *handle, int64_t now)
+{
+    leave(handle, now, &contention_futex_waiters);
 }
 
 void contention_handover(const void *lock)
 {
     if (!records)
         return;
+    guard_enter();
     struct lock_record *r = find_locked(lock);
-    if (!r)
+    if (!r) {
+        guard_leave();
         return;
+    }
     if (r->waiters > 0) {
         /* As in contention_leave(): an unsampled waiter took the lock, so
          * its previous holder has unlocked and is owed what the sampled
@@ -230,6 +283,7 @@ void contention_handover(const void *lock)
         r->pending = 0;
     }
     spin_unlock(&r->lock);
+    guard_leave();
 }
 
 int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
@@ -239,9 +293,12 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
     *count = 0;
     if (!records)
         return 0;
+    guard_enter();
     struct lock_record *r = find_locked(lock);
-    if (!r)
+    if (!r) {
+        guard_leave();
         return 0;
+    }
     int64_t d, c;
     if (unlocked_at <= r->owed_until) {
         /* A waiter took over after this unlock: the delay up to the
@@ -260,6 +317,7 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
         r->pending = 0;
     }
     spin_unlock(&r->lock);
+    guard_leave();
     /* The waiters were sampled when they arrived: every charge counts. */
     if (d <= 0 || opt_mutex_fraction <= 0)
         return 0;
@@ -268,8 +326,10 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
     return 1;
 }
 
-/* Adds (count, delay) to the caller's stack in t. Guard entered. */
-static void record(struct stack_table *t, int64_t count, int64_t delay)
+/* Adds (count, delay) to the caller's stack (and key) in t. Guard
+ * entered. */
+static void record(struct stack_table *t, int64_t count, int64_t delay,
+                   uint64_t key)
 {
     uintptr_t pcs[STACK_MAX];
     int n = stack_capture_no_alloc(pcs, STACK_MAX);
@@ -277,7 +337,7 @@ static void record(struct stack_table *t, int64_t count, int64_t delay)
         pcs[0] = FRAME_UNKNOWN;
         n = 1;
     }
-    struct stack_entry *e = stack_table_get(t, pcs, n, 0);
+    struct stack_entry *e = stack_table_get(t, pcs, n, key);
     if (!e) {
         __atomic_fetch_add(&contention_lost, 1, __ATOMIC_RELAXED);
         return;
@@ -306,15 +366,20 @@ void contention_block_event(int64_t ns)
         delay = rate;
     }
     guard_enter();
-    record(block_table, count, delay);
+    record(block_table, count, delay, 0);
     guard_leave();
 }
 
 void contention_mutex_event(int64_t delay, int64_t count)
 {
+    contention_mutex_event_key(delay, count, CONTENTION_KEY_LOCK);
+}
+
+void contention_mutex_event_key(int64_t delay, int64_t count, uint64_t key)
+{
     if (!mutex_table)
         return;
     guard_enter();
-    record(mutex_table, count, delay);
+    record(mutex_table, count, delay, key);
     guard_leave();
 }

@@ -41,6 +41,11 @@ extern int contention_on;
  * the uncontended unlock at one load. */
 extern long contention_waiters;
 
+/* The same for sampled futex waiters (agent/futex_hooks.c): read by every
+ * futex wake, kept apart so that a thread parked on a futex for hours (an
+ * idle worker) does not send every pthread unlock down the slow path. */
+extern long contention_futex_waiters;
+
 /* Samples recorded and samples lost (table full, no record slot). */
 extern long contention_lost;
 
@@ -102,6 +107,27 @@ int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
                       int64_t *count);
 /* Records a sampled charge with the caller's stack. Not async-signal-safe. */
 void contention_mutex_event(int64_t delay, int64_t count);
+
+/* Futex waiters: as contention_arrive() and contention_leave(), counted in
+ * contention_futex_waiters. uaddr is only a key. Not async-signal-safe.
+ * Does not allocate. */
+void *contention_futex_arrive(const void *uaddr, int64_t now);
+void contention_futex_leave(void *handle, int64_t now);
+
+/* Keys of the mutex table's entries: what kind of release was charged.
+ * A futex wake may end a lock wait or a condition wait (notify, unpark,
+ * one-time initialization); the profile tells them apart when it is
+ * written (http/contention.c), from the waker's function names. */
+#define CONTENTION_KEY_LOCK 0
+#define CONTENTION_KEY_FUTEX_WAKE 1
+
+/* As contention_mutex_event(), under key. Not async-signal-safe. */
+void contention_mutex_event_key(int64_t delay, int64_t count, uint64_t key);
+
+/* Resolves the real_* functions of wait_hooks.c and futex_hooks.c
+ * (idempotent). Not async-signal-safe. */
+void wait_hooks_init(void);
+void futex_hooks_init(void);
 
 /* Resolves the real_* functions of lock_hooks.c (idempotent).
  * Not async-signal-safe. */

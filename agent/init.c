@@ -20,6 +20,7 @@ __attribute__((constructor)) static void agent_init(void)
     config_load();
     if (!opt_enable) {
         heap_init();
+        futex_hooks_init(); /* forward syscall() through the loader */
         guard_leave();
         return;
     }

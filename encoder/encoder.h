@@ -195,6 +195,13 @@ struct contention_record {
 int contention_profile_proto(const struct contention_record *recs, size_t n,
                              int64_t time_nanos, int64_t duration_nanos,
                              struct pbuf *out);
+/* 1 when the waker's stack pcs (leaf first) released a lock, 0 when it
+ * signalled a condition (notify, one-time initialization, channel...),
+ * judged from the innermost frame whose function names either; 1 when none
+ * does (wake_kind.c). Takes the symbolizer's lock: call it outside
+ * stacks_begin()..stacks_end(). Not async-signal-safe. */
+int contention_wake_is_lock(const uintptr_t *pcs, int depth);
+
 /* Go's debug=1 text: "--- <kind>:", cycles/second (ns here), "sampling
  * period=N" when sampling_period > 0, then "<delay> <count> @ ..." records,
  * largest delay first. Returns 0 or -errno. Not async-signal-safe. */

@@ -50,6 +50,13 @@ static void serve(struct request *r, const char *name, struct stack_table *t,
                     CONTENTION_COUNT_SCALE;
         if (count == 0 && delay == 0)
             continue;
+        /* A futex wake that signalled a condition made nobody wait for a
+         * lock: block has the waiter, mutex nothing (as Go's sync.Cond). */
+        if (is_mutex &&
+            tr.snap.entries[i]->key == CONTENTION_KEY_FUTEX_WAKE &&
+            !contention_wake_is_lock(tr.snap.entries[i]->pcs,
+                                     tr.snap.entries[i]->depth))
+            continue;
         recs[n].pcs = tr.snap.entries[i]->pcs;
         recs[n].depth = tr.snap.entries[i]->depth;
         recs[n].count = count * scale;

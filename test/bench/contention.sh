@@ -2,7 +2,10 @@
 # Cost of the lock interposers: a contended-mutex workload and an
 # uncontended lock/unlock loop, without and with the agent at its default
 # settings, interleaved run by run; medians, ratios, ns added per
-# uncontended lock+unlock pair, and callgrind instructions per pair.
+# uncontended lock+unlock pair, and callgrind instructions per pair. The
+# same for the futex interposer (syscall()): a Rust std::sync::Mutex
+# lock+unlock pair (never a system call when free), an uncontended
+# syscall(SYS_futex, FUTEX_WAKE) and another system call through syscall().
 #
 #   sh test/bench/contention.sh BUILD_DIR
 #
@@ -13,12 +16,15 @@ set -eu
 build=$(cd "${1:-build}" && pwd)
 agent=${AGENT:-$build/libpprofagent.so}
 prog="$build/test/programs/contention_bench"
+rprog="$build/test/programs/futex_bench_rust"
 runs=${RUNS:-9}
 threads=${THREADS:-4}
 rounds=${ROUNDS:-200000}
 pairs=${PAIRS:-20000000}
 agent_env=${AGENT_ENV:-}
 [ -x "$prog" ] || make -s "$prog" >/dev/null
+[ -x "$rprog" ] || make -s "$rprog" >/dev/null
+calls=${CALLS:-2000000}
 [ -f "$agent" ] || { echo "contention bench: $agent is missing" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -37,21 +43,52 @@ while [ $i -lt "$runs" ]; do
     under_agent "$prog" contended "$threads" "$rounds" | sed 's/.*wall_ms=\([0-9.]*\).*/\1/' >>"$tmp/c1"
     "$prog" uncontended "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/u0"
     under_agent "$prog" uncontended "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/u1"
+    "$rprog" "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/r0"
+    under_agent "$rprog" "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/r1"
+    "$prog" futex_wake "$calls" | sed 's/ns_per_call=//' >>"$tmp/f0"
+    under_agent "$prog" futex_wake "$calls" | sed 's/ns_per_call=//' >>"$tmp/f1"
+    "$prog" syscall "$calls" | sed 's/ns_per_call=//' >>"$tmp/s0"
+    under_agent "$prog" syscall "$calls" | sed 's/ns_per_call=//' >>"$tmp/s1"
 done
 
 c0=$(median <"$tmp/c0"); c1=$(median <"$tmp/c1")
 u0=$(median <"$tmp/u0"); u1=$(median <"$tmp/u1")
+r0=$(median <"$tmp/r0"); r1=$(median <"$tmp/r1")
+f0=$(median <"$tmp/f0"); f1=$(median <"$tmp/f1")
+s0=$(median <"$tmp/s0"); s1=$(median <"$tmp/s1")
 
 # Instructions inside the loop only (--toggle-collect), warm-up included:
 # n/10 + n pairs.
 n=200000
+# ir LOOP_FUNCTION PROGRAM_AND_ARGS... -- VALGRIND_PREFIX...
 ir() {
-    "$@" --tool=callgrind --toggle-collect=uncontended_loop \
-        --callgrind-out-file="$tmp/cg.out" "$prog" uncontended "$n" >/dev/null 2>&1
+    fn=$1; shift
+    args=""
+    while [ "$1" != -- ]; do args="$args $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    "$@" --tool=callgrind --toggle-collect="$fn" \
+        --callgrind-out-file="$tmp/cg.out" $args >/dev/null 2>&1
     awk '/^totals:/ {print $2}' "$tmp/cg.out"
 }
-i0=$(ir valgrind)
-i1=$(ir env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet $agent_env valgrind)
+with_agent="env LD_PRELOAD=$agent PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet $agent_env valgrind"
+i0=$(ir uncontended_loop "$prog" uncontended "$n" -- valgrind)
+# shellcheck disable=SC2086
+i1=$(ir uncontended_loop "$prog" uncontended "$n" -- $with_agent)
+ri0=$(ir uncontended_loop "$rprog" "$n" -- valgrind)
+# shellcheck disable=SC2086
+ri1=$(ir uncontended_loop "$rprog" "$n" -- $with_agent)
+fi0=$(ir futex_wake_loop "$prog" futex_wake "$n" -- valgrind)
+# shellcheck disable=SC2086
+fi1=$(ir futex_wake_loop "$prog" futex_wake "$n" -- $with_agent)
+# A wake while the agent follows a waiter parked on another word (one in
+# PPROF_MUTEX_FRACTION waits is followed; an idle thread pool nearly
+# always has one): each wake looks for followed waiters of its own address.
+pi0=$(ir futex_wake_loop "$prog" futex_wake_parked "$n" -- valgrind)
+pi1=$(ir futex_wake_loop "$prog" futex_wake_parked "$n" -- env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet PPROF_MUTEX_FRACTION=1 valgrind)
+si0=$(ir syscall_loop "$prog" syscall "$n" -- valgrind)
+# shellcheck disable=SC2086
+si1=$(ir syscall_loop "$prog" syscall "$n" -- $with_agent)
 
 echo "contention: $runs interleaved runs, medians; agent settings: defaults${agent_env:+ + $agent_env}"
 echo
@@ -64,3 +101,21 @@ awk -v a="$u0" -v b="$u1" 'BEGIN {
 awk -v a="$i0" -v b="$i1" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
     printf "| uncontended pair, callgrind instructions | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$r0" -v b="$r1" 'BEGIN {
+    printf "| Rust std Mutex uncontended lock+unlock pair (ns, CPU time) | %.2f | %.2f | +%.2f ns |\n", a, b, b - a }'
+awk -v a="$ri0" -v b="$ri1" -v n="$n" 'BEGIN {
+    p = n + int(n / 10)
+    printf "| Rust pair, callgrind instructions | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$f0" -v b="$f1" 'BEGIN {
+    printf "| syscall(SYS_futex, FUTEX_WAKE), nobody waiting (ns, CPU time) | %.1f | %.1f | +%.1f ns |\n", a, b, b - a }'
+awk -v a="$fi0" -v b="$fi1" -v n="$n" 'BEGIN {
+    p = n + int(n / 10)
+    printf "| FUTEX_WAKE call, callgrind instructions (user space) | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$pi0" -v b="$pi1" -v n="$n" 'BEGIN {
+    p = n + int(n / 10)
+    printf "| FUTEX_WAKE while a waiter is followed elsewhere, callgrind instructions | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$s0" -v b="$s1" 'BEGIN {
+    printf "| syscall(SYS_getppid) (ns, CPU time) | %.1f | %.1f | +%.1f ns |\n", a, b, b - a }'
+awk -v a="$si0" -v b="$si1" -v n="$n" 'BEGIN {
+    p = n + int(n / 10)
+    printf "| other syscall() call, callgrind instructions (user space) | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'

@@ -2,7 +2,7 @@
 # nothing of civetweb, libunwind, zlib, libiberty or its own internals.
 . "$TOP/test/integration/lib.sh"
 
-allowed='^(pprof_[a-z0-9_]+|malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|pthread_create|pthread_exit|pthread_mutex_lock|pthread_mutex_trylock|pthread_mutex_timedlock|pthread_mutex_unlock|pthread_rwlock_rdlock|pthread_rwlock_wrlock|pthread_rwlock_timedrdlock|pthread_rwlock_timedwrlock|pthread_rwlock_unlock|pthread_cond_wait|pthread_cond_timedwait|sem_wait|sem_timedwait|dlopen|dlclose|dl_iterate_phdr|fork|sigaction|signal|sigprocmask|pthread_sigmask|setitimer|timer_create|exit|_exit|_Exit|execve|execv|execvp|setuid|setgid|seteuid|setegid|setreuid|setregid|setresuid|setresgid)(@.*)?$'
+allowed='^(pprof_[a-z0-9_]+|malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|pthread_create|pthread_exit|pthread_mutex_lock|pthread_mutex_trylock|pthread_mutex_timedlock|pthread_mutex_unlock|pthread_rwlock_rdlock|pthread_rwlock_wrlock|pthread_rwlock_timedrdlock|pthread_rwlock_timedwrlock|pthread_rwlock_unlock|pthread_cond_wait|pthread_cond_timedwait|sem_wait|sem_timedwait|dlopen|dlclose|dl_iterate_phdr|fork|sigaction|signal|sigprocmask|pthread_sigmask|setitimer|timer_create|exit|_exit|_Exit|execve|execv|execvp|setuid|setgid|seteuid|setegid|setreuid|setregid|setresuid|setresgid|sem_clockwait|pthread_mutex_clocklock|pthread_rwlock_clockrdlock|pthread_rwlock_clockwrlock|pthread_cond_clockwait|pthread_barrier_wait|pthread_join|pthread_timedjoin_np|pthread_clockjoin_np|pthread_spin_lock|syscall)(@.*)?$'
 nm -D --defined-only "$AGENT" | awk '{print $3}' > "$WORK/exports"
 cat "$WORK/exports"
 bad=$(grep -Ev "$allowed" "$WORK/exports" || true)

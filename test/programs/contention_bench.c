@@ -8,11 +8,25 @@
  *   contention_bench contended THREADS N
  *       THREADS threads each do N rounds of: lock, about 1 us of work,
  *       unlock, about 1 us of work; prints "wall_ms=X cpu_ms=Y"
+ *   contention_bench futex_wake N
+ *       N syscall(SYS_futex, FUTEX_WAKE) on a word nobody waits on (what
+ *       a futex lock's unlock costs when it finds waiters that are gone);
+ *       prints "ns_per_call=X"
+ *   contention_bench futex_wake_parked N
+ *       the same while another thread sleeps in a futex wait on another
+ *       word (under PPROF_MUTEX_FRACTION=1 the agent follows it, and each
+ *       wake looks for waiters of its own address)
+ *   contention_bench syscall N
+ *       N syscall(SYS_getppid): any other number, forwarded at once;
+ *       prints "ns_per_call=X"
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -46,6 +60,31 @@ static __attribute__((noinline)) void uncontended_loop(long n)
         pthread_mutex_lock(&mu);
         pthread_mutex_unlock(&mu);
     }
+}
+
+static int word;
+
+static __attribute__((noinline)) void futex_wake_loop(long n)
+{
+    for (long i = 0; i < n; i++)
+        syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static int parked_word;
+
+static void *parked_thread(void *arg)
+{
+    (void)arg;
+    for (;;)
+        syscall(SYS_futex, &parked_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL,
+                0);
+    return NULL;
+}
+
+static __attribute__((noinline)) void syscall_loop(long n)
+{
+    for (long i = 0; i < n; i++)
+        syscall(SYS_getppid);
 }
 
 static void *idle_thread(void *arg)
@@ -85,6 +124,26 @@ int main(int argc, char **argv)
         printf("ns_per_pair=%.3f\n", (t1 - t0) * 1e6 / (double)n);
         return 0;
     }
+    if (argc >= 3 && (strncmp(argv[1], "futex_wake", 10) == 0 ||
+                      strcmp(argv[1], "syscall") == 0)) {
+        long n = atol(argv[2]);
+        if (strcmp(argv[1], "futex_wake_parked") == 0) {
+            pthread_t p;
+            pthread_create(&p, NULL, parked_thread, NULL);
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL); /* let it park */
+        }
+        void (*loop)(long) =
+            argv[1][0] == 'f' ? futex_wake_loop : syscall_loop;
+        pthread_t idle;
+        pthread_create(&idle, NULL, idle_thread, NULL);
+        loop(n / 10); /* warm up */
+        double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+        loop(n);
+        double t1 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+        printf("ns_per_call=%.3f\n", (t1 - t0) * 1e6 / (double)n);
+        return 0;
+    }
     if (argc >= 4 && strcmp(argv[1], "contended") == 0) {
         int threads = atoi(argv[2]);
         rounds = atol(argv[3]);
@@ -103,6 +162,6 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "usage: contention_bench uncontended N | contended "
-                    "THREADS N\n");
+                    "THREADS N | futex_wake N | futex_wake_parked N | syscall N\n");
     return 2;
 }
