@@ -93,8 +93,9 @@ struct cfi_set {
  * one atomic pointer swap and frees the old one once no walker can still
  * be reading it (waits for walks under way; walks never block). Calls the
  * C library's dl_iterate_phdr (the loader lock) and mmap. Returns the
- * number of objects with tables, or -errno. Not async-signal-safe; never
- * from inside a dl_iterate_phdr callback.
+ * number of objects known, -EBUSY when another thread is refreshing (the
+ * tables are then marked stale for the next call), or -errno.
+ * Not async-signal-safe.
  */
 int cfi_tables_refresh(void);
 
@@ -157,14 +158,23 @@ int cfi_walk(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
 int cfi_walk_here(uintptr_t *pcs, int max, int *full);
 
 /*
- * The calling thread's stack [*lo, *hi), remembered in its thread-local
- * storage. cfi_stack_learn() finds them (pthread_getattr_np: reads
+ * The calling thread's stack [lo, hi), in its thread-local storage (0
+ * until learnt). cfi_stack_learn() finds them (pthread_getattr_np: reads
  * /proc for the main thread, may allocate): call it where a thread starts
- * or in normal context. cfi_stack_bounds() returns 0 with the bounds, or
- * -1 when they were never learnt. Learn: not async-signal-safe. Bounds:
- * async-signal-safe.
+ * or in normal context; not async-signal-safe. cfi_stack_bounds() returns
+ * 0 with the bounds, or -1 when they were never learnt; async-signal-safe.
  */
+extern __thread uintptr_t cfi_stack_lo, cfi_stack_hi
+    __attribute__((tls_model("initial-exec")));
 void cfi_stack_learn(void);
-int cfi_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+
+static inline int cfi_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    if (!cfi_stack_hi)
+        return -1;
+    *lo = cfi_stack_lo;
+    *hi = cfi_stack_hi;
+    return 0;
+}
 
 #endif

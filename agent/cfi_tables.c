@@ -2,10 +2,13 @@
  * The unwind tables of every loaded object, compiled by cfi_parse.c and
  * published for the walker (cfi_walk.c).
  *
- * Writers run in normal context on any thread (the constructor, a thread's
- * start, dlclose, the CPU profile's drain on the agent's own thread, a
- * capture outside locks that met code without a table); they are
- * serialized by a spinlock. Readers are walks, in any context including
+ * Writers run in normal context on any thread (the constructor, dlclose,
+ * the CPU profile's start and drain and the thread dump on the agent's
+ * own threads, a capture outside locks after a walk met code without a
+ * table); one at a time: a writer that finds another at work leaves the
+ * refresh to a later one rather than wait (it may hold the loader lock the
+ * other waits for). Each object is compiled inside the C library's
+ * dl_iterate_phdr callback, so it cannot be unloaded while it is read. Readers are walks, in any context including
  * signal handlers: they never wait for a writer. Publication is one
  * pointer swap; an old set (and the rows of objects gone) is unmapped only
  * after two flips of an epoch, each waiting until no walk that could have
@@ -22,6 +25,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,7 +44,7 @@ struct owned {
     uint32_t nrows;
 };
 
-static spinlock_t writer_lock;
+static int writer_lock; /* 1 while a writer runs */
 static struct owned *owned;   /* the published set's objects, same order */
 static size_t owned_n, owned_map_bytes;
 static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
@@ -89,6 +93,9 @@ struct found {
     size_t n, cap, needed;
 };
 
+static void compile_object(struct owned *o);
+static int same_object(const struct owned *a, const struct owned *b);
+
 static int collect(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
@@ -118,6 +125,18 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
     o->base = info->dlpi_addr;
     o->hdr = hdr;
     o->name_hash = hash_name(info->dlpi_name);
+    /* Compiled here, with the loader lock held: the object cannot be
+     * unloaded while its sections are read. Objects already compiled
+     * keep their rows. */
+    for (size_t j = 0; j < owned_n; j++) {
+        if (same_object(&owned[j], o)) {
+            o->rows = owned[j].rows;
+            o->nrows = owned[j].nrows;
+            o->map_bytes = owned[j].map_bytes;
+            return 0;
+        }
+    }
+    compile_object(o);
     return 0;
 }
 
@@ -167,6 +186,17 @@ static void compile_object(struct owned *o)
     o->map_bytes = page_round(out.cap * sizeof *out.rows);
 }
 
+/* Unmaps o's rows unless the published set uses them. */
+static void drop_rows(struct owned *o)
+{
+    for (size_t j = 0; j < owned_n; j++)
+        if (owned[j].rows == o->rows)
+            return;
+    if (o->rows)
+        munmap(o->rows, o->map_bytes);
+    o->rows = NULL;
+}
+
 static void sort_by_lo(struct owned *a, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
@@ -185,8 +215,11 @@ static int rebuild(void)
     struct found f = {NULL, 0, 0, 0};
     size_t found_bytes = 0;
     for (int attempt = 0; attempt < 4; attempt++) {
-        if (f.to)
+        if (f.to) {
+            for (size_t i = 0; i < f.n; i++)
+                drop_rows(&f.to[i]);
             munmap(f.to, found_bytes);
+        }
         f.cap = f.needed ? f.needed * 2 + 8 : 64;
         f.n = f.needed = 0;
         found_bytes = page_round(f.cap * sizeof *f.to);
@@ -198,41 +231,29 @@ static int rebuild(void)
             break;
     }
     if (f.needed > f.cap) {
+        for (size_t i = 0; i < f.n; i++)
+            drop_rows(&f.to[i]);
         munmap(f.to, found_bytes);
         return -EAGAIN;
     }
     sort_by_lo(f.to, f.n);
-    /* Objects already compiled keep their rows; the others are compiled
-     * now. Overlapping ranges (an object mapped over another's) keep the
+    /* Overlapping ranges (an object mapped over another's) keep the
      * first. */
     size_t kept = 0;
     for (size_t i = 0; i < f.n; i++) {
         struct owned *o = &f.to[i];
-        if (kept > 0 && o->lo < f.to[kept - 1].hi)
+        if (kept > 0 && o->lo < f.to[kept - 1].hi) {
+            drop_rows(o);
             continue;
-        for (size_t j = 0; j < owned_n; j++) {
-            if (same_object(&owned[j], o)) {
-                o->rows = owned[j].rows;
-                o->nrows = owned[j].nrows;
-                o->map_bytes = owned[j].map_bytes;
-                break;
-            }
         }
-        if (!o->rows)
-            compile_object(o);
         f.to[kept++] = *o;
     }
     f.n = kept;
     size_t set_bytes = sizeof(struct cfi_set) + f.n * sizeof(struct cfi_object);
     struct cfi_set *set = map(set_bytes);
     if (!set) {
-        for (size_t i = 0; i < f.n; i++) {
-            int old = 0;
-            for (size_t j = 0; j < owned_n && !old; j++)
-                old = owned[j].rows == f.to[i].rows;
-            if (f.to[i].rows && !old)
-                munmap(f.to[i].rows, f.to[i].map_bytes);
-        }
+        for (size_t i = 0; i < f.n; i++)
+            drop_rows(&f.to[i]);
         munmap(f.to, found_bytes);
         return -ENOMEM;
     }
@@ -269,7 +290,15 @@ static int rebuild(void)
 int cfi_tables_refresh(void)
 {
     unsigned long long v[2] = {0, 0};
-    spin_lock(&writer_lock);
+    /* Never waits for another writer: one may be waiting for the loader
+     * lock this thread holds (a dlclose from a destructor or constructor).
+     * The work is left to it, or to the next refresh. */
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&writer_lock, &expected, 1, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
+        return -EBUSY;
+    }
     __atomic_store_n(&cfi_tables_stale, 0, __ATOMIC_SEQ_CST);
     dl_iterate_phdr(read_counters, v);
     int ret;
@@ -282,7 +311,7 @@ int cfi_tables_refresh(void)
             seen_subs = v[1];
         }
     }
-    spin_unlock(&writer_lock);
+    __atomic_store_n(&writer_lock, 0, __ATOMIC_RELEASE);
     return ret;
 }
 
@@ -296,16 +325,36 @@ int cfi_tables_maybe_refresh(void)
 size_t cfi_tables_bytes(void)
 {
     size_t bytes = 0;
-    spin_lock(&writer_lock);
-    for (size_t i = 0; i < owned_n; i++)
-        bytes += (size_t)owned[i].nrows * sizeof(struct cfi_row);
-    spin_unlock(&writer_lock);
+    const struct cfi_set *set = cfi_current; /* the writer's thread only */
+    for (size_t i = 0; set && i < set->n; i++)
+        bytes += (size_t)set->objects[i].nrows * sizeof(struct cfi_row);
     return bytes;
 }
 
 void cfi_tables_fork_child(void)
 {
-    /* Walks of the parent's other threads did not come along. */
+    /* Walks and writers of the parent's other threads did not come
+     * along. */
+    __atomic_store_n(&writer_lock, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&cfi_readers[0], 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&cfi_readers[1], 0, __ATOMIC_SEQ_CST);
+}
+
+__thread uintptr_t cfi_stack_lo, cfi_stack_hi
+    __attribute__((tls_model("initial-exec")));
+
+void cfi_stack_learn(void)
+{
+    if (cfi_stack_hi)
+        return;
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    void *addr;
+    size_t size;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+        cfi_stack_lo = (uintptr_t)addr;
+        cfi_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
 }

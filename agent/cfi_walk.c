@@ -18,7 +18,6 @@
 
 #include "agent/agent.h"
 
-#include <pthread.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -212,35 +211,6 @@ done:
         __atomic_fetch_add(&cfi_walk_counters.no_table, no_table,
                            __ATOMIC_RELAXED);
     return n;
-}
-
-/* The calling thread's stack, learnt once (cfi_stack_learn). */
-static __thread uintptr_t my_stack_lo, my_stack_hi
-    __attribute__((tls_model("initial-exec")));
-
-void cfi_stack_learn(void)
-{
-    if (my_stack_hi)
-        return;
-    pthread_attr_t a;
-    if (pthread_getattr_np(pthread_self(), &a) != 0)
-        return;
-    void *addr;
-    size_t size;
-    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-        my_stack_lo = (uintptr_t)addr;
-        my_stack_hi = (uintptr_t)addr + size;
-    }
-    pthread_attr_destroy(&a);
-}
-
-PPROF_SIGNAL_SAFE int cfi_stack_bounds(uintptr_t *lo, uintptr_t *hi)
-{
-    if (!my_stack_hi)
-        return -1;
-    *lo = my_stack_lo;
-    *hi = my_stack_hi;
-    return 0;
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int

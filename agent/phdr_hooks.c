@@ -25,6 +25,7 @@
 #include "agent/cpu.h"
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>
@@ -98,6 +99,7 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
             guard_leave();
         }
         symbols_invalidate();
+        cfi_tables_refresh();
     }
     return ret;
 }

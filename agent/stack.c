@@ -9,6 +9,7 @@
  * turned into the call site (minus one), as pprof expects of a proto.
  */
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>
@@ -44,6 +45,8 @@ unsigned stack_loader_epoch = 1;
 
 void stack_init(void)
 {
+    cfi_stack_learn();
+    cfi_tables_refresh();
     unwinder_load();
     Dl_info info;
     if (dladdr((void *)stack_init, &info) && info.dli_fbase)
@@ -107,6 +110,7 @@ static __attribute__((noinline)) int walk_uncached(void **raw, int want)
 
 void stack_thread_prepare(void)
 {
+    cfi_stack_learn();
     if (!unwinder.backtrace)
         return;
     /* Read first: a dlclose meanwhile leaves this thread not readied. */

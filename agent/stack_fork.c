@@ -24,6 +24,7 @@
  * sampler's own gate drains quickly after this one.
  */
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/cpu.h"
 
 #include <pthread.h>
@@ -53,6 +54,7 @@ static void fork_child(void)
     __atomic_store_n(&stack_unwinders, agent_tls.unwinding, __ATOMIC_SEQ_CST);
     __atomic_store_n(&stack_unwind_closed, 0, __ATOMIC_SEQ_CST);
     phdr_cache_fork_child();
+    cfi_tables_fork_child();
 }
 
 void stack_fork_init(void)
