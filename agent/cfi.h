@@ -73,12 +73,29 @@ int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
                            uintptr_t text_lo, uintptr_t text_hi,
                            struct cfi_out *out);
 
+/*
+ * The rules in force at pc, found directly in the object's .eh_frame_hdr
+ * at hdr (its code in [text_lo, text_hi)), for code loaded since the
+ * tables were built. Returns 0 with *out, or -1 (no usable rule). Reads
+ * the object's sections: the caller keeps the object from being unloaded
+ * meanwhile. Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo, uintptr_t text_hi,
+                     uintptr_t pc, struct cfi_row *out);
+
 /* ---- the published tables (cfi_tables.c) --------------------------------- */
+
+/* Rows are found through a bucket index: index[b] is the row in force at
+ * lo + b * CFI_BUCKET (or 0 when none is yet), so a lookup only searches
+ * the rows between index[b] and index[b + 1]. */
+#define CFI_BUCKET_SHIFT 6
+#define CFI_BUCKET (1u << CFI_BUCKET_SHIFT)
 
 struct cfi_object {
     uintptr_t lo, hi; /* the object's executable range */
     uintptr_t base;   /* its load bias: row starts are offsets from it */
     const struct cfi_row *rows;
+    const uint32_t *index; /* (hi - lo) / CFI_BUCKET + 2 entries */
     uint32_t nrows;
 };
 

@@ -14,6 +14,8 @@
  */
 #include "agent/cfi.h"
 
+#include "agent/agent.h"
+
 #include <string.h>
 
 /* DWARF register numbers on x86-64. */
@@ -314,6 +316,10 @@ struct emitter {
     struct cfi_out *out;
     uintptr_t base;
     int oom;
+    /* Lookup mode (out == NULL): keep only the row in force at target. */
+    uintptr_t target;
+    struct cfi_row found;
+    int have;
 };
 
 static int same_rules(const struct cfi_row *a, const struct cfi_row *b)
@@ -329,6 +335,13 @@ static int same_rules(const struct cfi_row *a, const struct cfi_row *b)
 static int emit(struct emitter *em, uintptr_t at, struct cfi_row r)
 {
     struct cfi_out *o = em->out;
+    if (!o) {
+        if (at <= em->target) {
+            em->found = r;
+            em->have = 1;
+        }
+        return 0;
+    }
     r.start = (uint32_t)(at - em->base);
     if (o->n > 0) {
         struct cfi_row *last = &o->rows[o->n - 1];
@@ -351,7 +364,7 @@ static int emit(struct emitter *em, uintptr_t at, struct cfi_row r)
     return 0;
 }
 
-#define REMEMBER_MAX 16
+#define REMEMBER_MAX 8
 
 static void set_rule(struct state *s, uint64_t reg, struct rule r)
 {
@@ -585,7 +598,7 @@ int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
     if (c.bad || table_enc != 0x3b || count == 0 || count > (1u << 24))
         return -1;
     const int32_t *table = (const int32_t *)c.p;
-    struct emitter em = {out, base, 0};
+    struct emitter em = {out, base, 0, 0, {0, 0, 0, 0, 0}, 0};
     struct cie_cache cc;
     memset(&cc, 0, sizeof cc);
     out->n = 0;
@@ -598,5 +611,45 @@ int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
         if (em.oom)
             return -1;
     }
+    return 0;
+}
+
+/* In signal context too (the walker's rule for new code): reads only,
+ * on the stack's memory and the object's. */
+PPROF_SIGNAL_SAFE int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo,
+                                       uintptr_t text_hi, uintptr_t pc,
+                                       struct cfi_row *out)
+{
+    const uint8_t *limit = hdr + (16u << 20);
+    struct cursor c = {hdr, limit, 0};
+    if (fixed(&c, 1) != 1)
+        return -1;
+    uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
+    uint8_t count_enc = (uint8_t)fixed(&c, 1);
+    uint8_t table_enc = (uint8_t)fixed(&c, 1);
+    encoded(&c, ptr_enc, (uintptr_t)hdr);
+    uintptr_t count = encoded(&c, count_enc, (uintptr_t)hdr);
+    if (c.bad || table_enc != 0x3b || count == 0 || count > (1u << 24))
+        return -1;
+    const int32_t *table = (const int32_t *)c.p;
+    /* The last description starting at or before pc. */
+    uintptr_t lo = 0, hi = count;
+    while (lo < hi) {
+        uintptr_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)(hdr + table[2 * mid]) <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const uint8_t *fde = hdr + table[2 * (lo - 1) + 1];
+    struct emitter em = {NULL, 0, 0, pc, {0, 0, 0, 0, 0}, 0};
+    struct cie_cache cc;
+    memset(&cc, 0, sizeof cc);
+    if (fde_rows(fde, fde + (1u << 20), &cc, &em, text_lo, text_hi) != 0 ||
+        !em.have || em.found.cfa == CFI_CFA_UNKNOWN)
+        return -1;
+    *out = em.found;
     return 0;
 }

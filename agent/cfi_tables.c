@@ -40,7 +40,8 @@ struct owned {
     uintptr_t lo, hi, base, hdr;
     uint64_t name_hash;
     struct cfi_row *rows;
-    size_t map_bytes;
+    uint32_t *index;
+    size_t map_bytes, index_bytes;
     uint32_t nrows;
 };
 
@@ -133,6 +134,8 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
             o->rows = owned[j].rows;
             o->nrows = owned[j].nrows;
             o->map_bytes = owned[j].map_bytes;
+            o->index = owned[j].index;
+            o->index_bytes = owned[j].index_bytes;
             return 0;
         }
     }
@@ -181,9 +184,25 @@ static void compile_object(struct owned *o)
             munmap(out.rows, page_round(out.cap * sizeof *out.rows));
         return;
     }
+    size_t nb = ((o->hi - o->lo) >> CFI_BUCKET_SHIFT) + 2;
+    uint32_t *index = map(nb * sizeof *index);
+    if (!index) {
+        munmap(out.rows, page_round(out.cap * sizeof *out.rows));
+        return;
+    }
+    /* The row in force at each bucket's first address. */
+    size_t r = 0;
+    for (size_t b = 0; b < nb; b++) {
+        uintptr_t off = o->lo - o->base + (b << CFI_BUCKET_SHIFT);
+        while (r + 1 < out.n && out.rows[r + 1].start <= off)
+            r++;
+        index[b] = (uint32_t)r;
+    }
     o->rows = out.rows;
     o->nrows = (uint32_t)out.n;
     o->map_bytes = page_round(out.cap * sizeof *out.rows);
+    o->index = index;
+    o->index_bytes = page_round(nb * sizeof *index);
 }
 
 /* Unmaps o's rows unless the published set uses them. */
@@ -192,8 +211,10 @@ static void drop_rows(struct owned *o)
     for (size_t j = 0; j < owned_n; j++)
         if (owned[j].rows == o->rows)
             return;
-    if (o->rows)
+    if (o->rows) {
         munmap(o->rows, o->map_bytes);
+        munmap(o->index, o->index_bytes);
+    }
     o->rows = NULL;
 }
 
@@ -264,6 +285,7 @@ static int rebuild(void)
         c->hi = f.to[i].hi;
         c->base = f.to[i].base;
         c->rows = f.to[i].rows;
+        c->index = f.to[i].index;
         c->nrows = f.to[i].nrows;
     }
     struct cfi_set *old_set =
@@ -276,8 +298,10 @@ static int rebuild(void)
         int still = 0;
         for (size_t i = 0; i < f.n && !still; i++)
             still = f.to[i].rows == owned[j].rows;
-        if (owned[j].rows && !still)
+        if (owned[j].rows && !still) {
             munmap(owned[j].rows, owned[j].map_bytes);
+            munmap(owned[j].index, owned[j].index_bytes);
+        }
     }
     if (owned)
         munmap(owned, owned_map_bytes);
@@ -327,7 +351,10 @@ size_t cfi_tables_bytes(void)
     size_t bytes = 0;
     const struct cfi_set *set = cfi_current; /* the writer's thread only */
     for (size_t i = 0; set && i < set->n; i++)
-        bytes += (size_t)set->objects[i].nrows * sizeof(struct cfi_row);
+        if (set->objects[i].nrows)
+            bytes += (size_t)set->objects[i].nrows * sizeof(struct cfi_row) +
+                     (((set->objects[i].hi - set->objects[i].lo) >>
+                       CFI_BUCKET_SHIFT) + 2) * sizeof(uint32_t);
     return bytes;
 }
 

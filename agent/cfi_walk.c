@@ -17,7 +17,9 @@
 #include "agent/cfi.h"
 
 #include "agent/agent.h"
+#include "agent/cpu.h"
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -58,20 +60,44 @@ find_object(const struct cfi_set *set, uintptr_t pc)
     return NULL;
 }
 
-static PPROF_SIGNAL_SAFE const struct cfi_row *
+static inline PPROF_SIGNAL_SAFE const struct cfi_row *
 find_row(const struct cfi_object *o, uintptr_t pc)
 {
+    if (!o->nrows)
+        return NULL;
     uint32_t off = (uint32_t)(pc - o->base);
-    uint32_t lo = 0, hi = o->nrows;
-    /* The last row whose start is <= off. */
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (o->rows[mid].start <= off)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t b = (pc - o->lo) >> CFI_BUCKET_SHIFT;
+    uint32_t lo = o->index[b], hi = o->index[b + 1];
+    /* The last row in [lo, hi] whose start is <= off: one or two rows
+     * at most in a bucket of code, so a scan. */
+    while (lo < hi && o->rows[lo + 1].start <= off)
+        lo++;
+    return o->rows[lo].start <= off ? &o->rows[lo] : NULL;
+}
+
+/*
+ * Code in no table (loaded since the tables were built: dlopen is not
+ * interposed): its rule straight from its .eh_frame, found through the C
+ * library's lock-free _dl_find_object. Registered as a reader of the
+ * program-header protocol (agent/phdr_cache.c), so the dlclose hook does
+ * not unmap an object while its sections are read here.
+ */
+static PPROF_SIGNAL_SAFE int rule_of_new_code(uintptr_t at,
+                                              struct cfi_row *row)
+{
+    if (!agent_find_object)
+        return -1;
+    int ret = -1;
+    __atomic_fetch_add(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&cpu_phdr_busy, __ATOMIC_SEQ_CST)) {
+        struct dl_find_object fo;
+        if (agent_find_object((void *)at, &fo) == 0 && fo.dlfo_eh_frame)
+            ret = cfi_parse_lookup(fo.dlfo_eh_frame,
+                                   (uintptr_t)fo.dlfo_map_start,
+                                   (uintptr_t)fo.dlfo_map_end, at, row);
     }
-    return lo ? &o->rows[lo - 1] : NULL;
+    __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    return ret;
 }
 
 /* One frame up by the frame pointer. */
@@ -123,6 +149,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
     __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
     uint64_t fp_frames = 0, no_table = 0;
+    const struct cfi_object *o = NULL;
     for (;;) {
         if (n == max) {
             *full = 1;
@@ -132,12 +159,17 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
         /* A return address is the instruction after the call: its frame's
          * rules are those of the call, one byte before. */
         uintptr_t at = exact ? r.pc : r.pc - 1;
-        const struct cfi_object *o = set ? find_object(set, at) : NULL;
+        if (!o || at < o->lo || at >= o->hi)
+            o = set ? find_object(set, at) : NULL;
         const struct cfi_row *row = o ? find_row(o, at) : NULL;
+        struct cfi_row found;
         uintptr_t sp = r.sp, cfa, ra, fp = r.fp;
         exact = 0;
-        if (!o)
+        if (!o) {
             no_table++;
+            if (rule_of_new_code(at, &found) == 0)
+                row = &found;
+        }
         switch (row ? row->cfa : CFI_CFA_UNKNOWN) {
         case CFI_CFA_END:
             goto done;

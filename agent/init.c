@@ -31,7 +31,7 @@ __attribute__((constructor)) static void agent_init(void)
     contention_init();
     agent_ready = 1;
     children_init();
-    stack_fork_init(); /* last: its fork-prepare runs first */
+    stack_fork_init();
     if (opt_serve)
         server_start();
     dump_start();

@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -44,8 +45,9 @@ struct lib {
     int (*spin)(volatile int *stop);
 };
 
-static struct lib libs[2] = {{"libwalk_nofp.so", NULL, NULL, NULL, NULL, NULL},
-                             {"libwalk_fp.so", NULL, NULL, NULL, NULL, NULL}};
+static struct lib libs[3] = {{"libwalk_nofp.so", NULL, NULL, NULL, NULL, NULL},
+                             {"libwalk_fp.so", NULL, NULL, NULL, NULL, NULL},
+                             {"libwalk_late.so", NULL, NULL, NULL, NULL, NULL}};
 static char dir[4096];
 
 static struct {
@@ -86,6 +88,7 @@ static void tally(const char *what, const uintptr_t *ours, int n_ours,
 }
 
 static const char *current_what = "";
+static int covered(uintptr_t pc);
 
 /* Both walks from here; compared from this function's caller outwards
  * (each walk starts in its own call). */
@@ -149,9 +152,9 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     compare_ucontext(uc);
 }
 
-static void load_libs(void)
+static void load_lib(int i)
 {
-    for (int i = 0; i < 2; i++) {
+    {
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, libs[i].file);
         libs[i].handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -165,6 +168,12 @@ static void load_libs(void)
         assert_true(libs[i].recurse && libs[i].sort && libs[i].raise_sig &&
                     libs[i].spin);
     }
+}
+
+static void load_libs(void)
+{
+    load_lib(0);
+    load_lib(1);
     assert_true(cfi_tables_refresh() > 0);
 }
 
@@ -231,6 +240,18 @@ TEST(same_stacks_as_libunwind)
             agree.same_stacks, agree.stacks, agree.same_frames, agree.frames,
             (unsigned long long)cfi_walk_counters.fp_frames);
     expect_true(agree.stacks >= 12);
+}
+
+/* Code dlopen'ed after the tables were built (dlopen is not interposed):
+ * its rules come straight from its .eh_frame until the next refresh. */
+TEST(code_loaded_since_the_tables)
+{
+    load_lib(2);
+    expect_true(!covered((uintptr_t)libs[2].recurse));
+    long before = agree.same_stacks;
+    battery(&libs[2]);
+    expect_true(agree.same_stacks >= before + 4);
+    dlclose(libs[2].handle);
 }
 
 /* Bytes in use from the allocator: glibc's count, or the sanitizer
@@ -394,9 +415,78 @@ TEST(dlclose_drops_tables)
     fprintf(stderr, "tables: %zu bytes of rows\n", cfi_tables_bytes());
 }
 
+/* ---- bench mode: test_cfi_walk bench (test/bench/unwind.sh) ----------- */
+
+#define BENCH_WALKS 1000
+#define BENCH_BATCHES 11
+
+static double thread_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int bench_frames;
+static double bench_median_ns;
+
+__attribute__((noinline)) static void bench_walker_walks(void)
+{
+    uintptr_t pcs[FRAMES];
+    int full;
+    for (int i = 0; i < BENCH_WALKS; i++)
+        bench_frames = cfi_walk_here(pcs, FRAMES, &full);
+}
+
+__attribute__((noinline)) static void bench_libunwind_walks(void)
+{
+    void *raw[FRAMES];
+    for (int i = 0; i < BENCH_WALKS; i++)
+        bench_frames = unwinder.backtrace(raw, FRAMES);
+}
+
+static void (*bench_fn)(void);
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void bench_batches(void)
+{
+    double ns[BENCH_BATCHES];
+    for (int b = 0; b < BENCH_BATCHES; b++) {
+        double t0 = thread_ns();
+        bench_fn();
+        ns[b] = (thread_ns() - t0) / BENCH_WALKS;
+    }
+    qsort(ns, BENCH_BATCHES, sizeof ns[0], by_value);
+    bench_median_ns = ns[BENCH_BATCHES / 2];
+}
+
+/* Walks from `depth` levels of recursion in the library without frame
+ * pointers; who: "walker", "libunwind" or both. */
+static int bench(int depth, const char *who_only)
+{
+    void *raw[FRAMES];
+    unwinder.backtrace(raw, FRAMES); /* libunwind's caches warm */
+    {
+        for (int who = 0; who < 2; who++) {
+            if (who_only && strcmp(who_only, who ? "libunwind" : "walker"))
+                continue;
+            bench_fn = who ? bench_libunwind_walks : bench_walker_walks;
+            libs[0].recurse(depth, bench_batches);
+            printf("%s frames=%d median_ns=%.0f walks=%d\n",
+                   who ? "libunwind" : "walker", bench_frames,
+                   bench_median_ns, BENCH_WALKS * BENCH_BATCHES);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    (void)argc;
     char self[4096];
     snprintf(self, sizeof self, "%s", argv[0]);
     snprintf(dir, sizeof dir, "%s", dirname(self));
@@ -411,7 +501,12 @@ int main(int argc, char **argv)
     }
     cfi_stack_learn();
     load_libs();
-    return run_tests(same_stacks_as_libunwind, walks_never_allocate,
+    if (argc > 2 && strcmp(argv[1], "bench") == 0)
+        return bench(atoi(argv[2]), argc > 3 ? argv[3] : NULL);
+    agent_find_object = (int (*)(void *, struct dl_find_object *))dlsym(
+        RTLD_DEFAULT, "_dl_find_object"); /* phdr_hooks.c's job */
+    return run_tests(same_stacks_as_libunwind, code_loaded_since_the_tables,
+                     walks_never_allocate,
                      walks_make_no_system_call, garbage_stacks_end_cleanly,
                      dlclose_drops_tables);
 }
