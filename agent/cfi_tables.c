@@ -29,6 +29,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 struct cfi_set *cfi_current;
 unsigned cfi_epoch;
@@ -231,8 +232,16 @@ static void sort_by_lo(struct owned *a, size_t n)
     }
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static int rebuild(void)
 {
+    int64_t t0 = mono_ns();
     struct found f = {NULL, 0, 0, 0};
     size_t found_bytes = 0;
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -308,6 +317,18 @@ static int rebuild(void)
     owned = f.to;
     owned_n = f.n;
     owned_map_bytes = found_bytes;
+    size_t text = 0, bytes = 0, with_rows = 0;
+    for (size_t i = 0; i < f.n; i++) {
+        text += f.to[i].hi - f.to[i].lo;
+        if (f.to[i].rows) {
+            with_rows++;
+            bytes += f.to[i].nrows * sizeof(struct cfi_row) + f.to[i].index_bytes;
+        }
+    }
+    log_debug("unwind tables: %zu of %zu objects, %zu KiB for %zu KiB of "
+              "code, rebuilt in %lld us",
+              with_rows, f.n, bytes >> 10, text >> 10,
+              (long long)((mono_ns() - t0) / 1000));
     return (int)f.n;
 }
 

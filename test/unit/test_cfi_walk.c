@@ -508,5 +508,5 @@ int main(int argc, char **argv)
     return run_tests(same_stacks_as_libunwind, code_loaded_since_the_tables,
                      walks_never_allocate,
                      walks_make_no_system_call, garbage_stacks_end_cleanly,
-                     dlclose_drops_tables);
+                     dlclose_drops_tables, NULL);
 }
