@@ -303,12 +303,18 @@ static void on_sigsys(int sig, siginfo_t *si, void *ucv)
     uc->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
 }
 
+/* libunwind's step-by-step walk (what the CPU handler used): Debian's
+ * build blocks every signal around its cache lock. */
 static void libunwind_walks(void)
 {
-    void *raw[FRAMES];
     while (walks_left > 0) {
         walks_left--;
-        unwinder.backtrace(raw, FRAMES);
+        unw_context_t ctx;
+        unw_cursor_t cursor;
+        unwinder.getcontext(&ctx);
+        if (unwinder.init_local(&cursor, &ctx) == 0)
+            while (unwinder.step(&cursor) > 0)
+                ;
     }
 }
 
@@ -347,12 +353,19 @@ TEST(walks_make_no_system_call)
 {
     walks_left = 1;
     libs[0].recurse(10, libunwind_walks); /* warm libunwind's caches */
-    int ours = count_system_calls(walk_only, 1000);
-    int control = count_system_calls(libunwind_walks, 100);
+    /* What the child does without any walk (a sanitizer's runtime may
+     * make a call or two of its own) is subtracted. */
+    int base = count_system_calls(walk_only, 0);
+    int ours = count_system_calls(walk_only, 1000) - base;
+    int control = count_system_calls(libunwind_walks, 10) - base;
     fprintf(stderr, "system calls: walker %d in 1000 walks, libunwind %d in "
-                    "100\n", ours, control);
+                    "10 (%d without walks)\n", ours, control, base);
     expect_int_eq(ours, 0);
-    expect_true(control > 0 && control < 254); /* the check can see them */
+    /* The check can see them (libunwind's through the C library; under a
+     * sanitizer its interceptors answer them). */
+    expect_true(base < 254);
+    if (!__sanitizer_get_current_allocated_bytes)
+        expect_true(control > 0);
 }
 
 /* A garbage stack (random words, some pointing back into it) ends the
