@@ -111,6 +111,20 @@ $(BUILD)/test/unit/%: test/unit/%.c test/unit/harness.h $(UNIT_LIB)
 	$(CC) -std=gnu11 -O1 -g -D_GNU_SOURCE -pthread -I. -Itest/unit $(WARN) \
 	    $< -o $@ $(UNIT_LIB) $(LIBS_UNIT)
 
+# Shared objects test_cfi_walk dlopens: one source, -O2 with and without
+# frame pointers (late: loaded after the tables were built).
+$(BUILD)/test/unit/test_cfi_walk: $(BUILD)/test/unit/libwalk_nofp.so \
+        $(BUILD)/test/unit/libwalk_fp.so $(BUILD)/test/unit/libwalk_late.so
+$(BUILD)/test/unit/libwalk_nofp.so: test/unit/walk_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fomit-frame-pointer -fPIC -shared $< -o $@
+$(BUILD)/test/unit/libwalk_late.so: test/unit/walk_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fomit-frame-pointer -fPIC -shared $< -o $@
+$(BUILD)/test/unit/libwalk_fp.so: test/unit/walk_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fno-omit-frame-pointer -fPIC -shared $< -o $@
+
 # Test programs: plain host programs, built with symbols and frame pointers
 # the way a typical service is; they never link against the agent.
 $(BUILD)/test/programs/%: test/programs/%.c | $(DEPS_STAMP)

@@ -83,12 +83,8 @@ struct agent_tls {
     int agent_thread;
     int cancel_state; /* the host's cancel state while in_agent > 0 */
     int tid; /* this thread's id, 0 until spin_lock first needs it */
-    int unwinding; /* > 0 while this thread is inside libunwind */
     int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
     int phdr_busy; /* this thread's share of cpu_phdr_busy (phdr_cache.c) */
-    /* stack_loader_epoch when this thread's block of libunwind's
-     * thread-local storage was last known allocated; 0: never (stack.c) */
-    unsigned unwind_epoch;
 };
 extern __thread struct agent_tls agent_tls
     __attribute__((tls_model("initial-exec")));
@@ -178,74 +174,44 @@ static inline void phdr_load_range(const struct dl_phdr_info *info,
 /*
  * Captures the calling thread's stack as location addresses (callers'
  * return addresses minus one), leaf first, leaving out the agent's own
- * frames. When the stack is deeper than max, the last entry is
- * FRAME_TRUNCATED. Returns the number of entries. Not async-signal-safe
- * (libunwind may take the loader lock here); call with the guard entered.
- * The first capture on a thread may allocate (through the host's
- * allocator): call it where the thread holds none of the allocator's
- * locks, e.g. in a malloc hook after the real call returned.
+ * frames, with the unwind tables (agent/cfi.h). When the stack is deeper
+ * than max, the last entry is FRAME_TRUNCATED. Returns the number of
+ * entries, 0 when the thread's stack bounds are unknown. Call with the
+ * guard entered. May first learn the thread's stack bounds (a thread the
+ * agent did not see start) and refresh the tables after a walk met code
+ * loaded since (the loader lock, mmap, and for the main thread's bounds,
+ * malloc): call it where the thread holds none of its allocator's locks,
+ * e.g. in a malloc hook after the real call returned.
+ * Not async-signal-safe.
  */
 int stack_capture(uintptr_t *pcs, int max);
 
 /*
- * The same stack as stack_capture(), for a thread that may hold one of its
- * allocator's locks (a contended lock can be one inside malloc; a thread
- * can be created, or the API called, from inside one): never allocates. A thread that has
- * passed stack_thread_prepare() or a stack_capture() since the last
- * dlclose walks as fast as stack_capture(); otherwise this walks frame by
- * frame, about 30 times slower.
+ * The same stack as stack_capture(), for a thread that may hold one of
+ * its allocator's locks (a contended lock can be one inside malloc; a
+ * thread can be created, or the API called, from inside one): only the
+ * walk, which takes no lock, makes no system call and never allocates.
+ * Async-signal-safe. Does not allocate.
  */
 int stack_capture_no_alloc(uintptr_t *pcs, int max);
 
-/* Readies the calling thread for fast stack_capture_no_alloc() walks; may
- * allocate (see stack_capture). Called where each new thread starts. */
+/* Learns the calling thread's stack bounds for the walker; may allocate
+ * (see stack_capture). Called where each new thread starts.
+ * Not async-signal-safe. */
 void stack_thread_prepare(void);
-
-/* Bumped by stack_loader_changing(). */
-extern unsigned stack_loader_epoch;
-
-/* Called by dlclose before the real one: from here on, no thread walks
- * fast in stack_capture_no_alloc() until it is readied again, and the
- * walks already under way are waited for. Not async-signal-safe. */
-void stack_loader_changing(void);
 
 /*
  * Unwinds the context a signal interrupted (the handler's ucontext) into at
  * most max location addresses, leaf first: the interrupted instruction
  * itself, then callers' return addresses minus one; the last entry is
- * FRAME_TRUNCATED when the stack was deeper. The caller must have made
- * libunwind safe to run in its handler (agent/cpu.h). Returns the number of
- * entries. Async-signal-safe. Does not allocate.
+ * FRAME_TRUNCATED when the stack was deeper. Returns the number of
+ * entries, 0 when the thread's stack bounds are unknown.
+ * Async-signal-safe. Does not allocate. Makes no system call.
  */
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
 
-/*
- * The fork gate around libunwind (stack_fork.c). stack_unwind_enter()
- * returns 1 when the caller may call libunwind, and stack_unwind_leave()
- * must then follow; 0 while a fork is being prepared, and the caller must
- * not unwind. Async-signal-safe. Does not allocate.
- */
-extern int stack_unwinders, stack_unwind_closed;
-
-static inline int stack_unwind_enter(void)
-{
-    __atomic_fetch_add(&stack_unwinders, 1, __ATOMIC_SEQ_CST);
-    if (unlikely(__atomic_load_n(&stack_unwind_closed, __ATOMIC_SEQ_CST))) {
-        __atomic_fetch_sub(&stack_unwinders, 1, __ATOMIC_SEQ_CST);
-        return 0;
-    }
-    agent_tls.unwinding++;
-    return 1;
-}
-
-static inline void stack_unwind_leave(void)
-{
-    agent_tls.unwinding--;
-    __atomic_fetch_sub(&stack_unwinders, 1, __ATOMIC_SEQ_CST);
-}
-
-/* Registers the gate's fork handlers; after every other fork handler of
- * the agent. Not async-signal-safe. */
+/* Registers the fork handler of the stack walker's shared state
+ * (stack_fork.c). Not async-signal-safe. */
 void stack_fork_init(void);
 
 /* Address range of the agent's own code, to strip its frames. */

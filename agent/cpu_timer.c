@@ -31,6 +31,8 @@
  */
 #include "agent/cpu.h"
 
+#include "agent/cfi.h"
+
 #include "agent/agent.h"
 #include "agent/symbols.h"
 
@@ -414,6 +416,7 @@ int cpu_profile_start(int hz)
     }
     memset(&cpu_counters, 0, sizeof cpu_counters);
     phdr_cache_refresh(1);
+    cfi_tables_refresh();
 
     cpu_signo = sig;
     cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
@@ -452,6 +455,7 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
      * symbolizer learn about them here (dlopen is not interposed). */
     if (phdr_cache_refresh(0) > 0)
         symbols_invalidate();
+    cfi_tables_refresh();
 }
 
 void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),

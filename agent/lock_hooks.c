@@ -26,7 +26,6 @@
  * (cached per object), and forwards to that version with dlvsym.
  */
 #include "agent/contention.h"
-#include "agent/unwinder.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -166,11 +165,6 @@ struct wait_op {
 
 static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
 {
-    /* libunwind's own locks (the host's unwinding, or libgcc's routed to
-     * it): recording would capture a stack, which needs the very lock this
-     * thread may already hold. */
-    if (unwinder_owns(op->lock))
-        return op->call(op);
     int saved = errno;
     int64_t t0 = contention_clock();
     void *h = contention_arrive(op->lock, t0);
@@ -317,8 +311,7 @@ EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
 static __attribute__((noinline)) void charge(const void *lock,
                                             uint64_t unlocked_at)
 {
-    if (guard_active() || !__atomic_load_n(&contention_on, __ATOMIC_RELAXED) ||
-        unwinder_owns(lock))
+    if (guard_active() || !__atomic_load_n(&contention_on, __ATOMIC_RELAXED))
         return;
     int saved = errno;
     int64_t delay, count;

@@ -25,13 +25,11 @@
 #include "agent/cpu.h"
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>
 #include <link.h>
-#include <sched.h>
-
-#include "agent/unwinder.h"
 
 extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
                                            void *),
@@ -77,27 +75,15 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         if (!real_dlclose)
             return -1;
     }
-    if (agent_ready)
-        stack_loader_changing();
     phdr_unload_enter();
     int ret = real_dlclose(handle);
     phdr_unload_leave();
     if (agent_ready) {
-        if (unwinder.flush_cache) {
-            guard_enter();
-            /* Through the fork gate like any other call into libunwind: a
-             * fork meanwhile would leave its cache lock held in the child.
-             * A fork being prepared is waited for, briefly: a dlclose from
-             * a fork handler would otherwise wait for ever. */
-            int entered = 0;
-            for (int i = 0; i < 10000 && !(entered = stack_unwind_enter()); i++)
-                sched_yield();
-            unwinder.flush_cache(*unwinder.local_addr_space, 0, 0);
-            if (entered)
-                stack_unwind_leave();
-            guard_leave();
-        }
         symbols_invalidate();
+        /* The unloaded object's tables go (a walk meanwhile may still use
+         * them: it reads only the agent's tables and the stack, never the
+         * object). */
+        cfi_tables_refresh();
     }
     return ret;
 }

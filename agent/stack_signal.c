@@ -1,50 +1,40 @@
 /*
  * Stack capture in signal context: the CPU sampler's handler and the
- * threads profile's handler unwind the interrupted context here. Entered
- * only from those handlers, which have already made libunwind safe to run
- * (the program-header cache of agent/phdr_cache.c, the dlclose fence): this
- * file calls nothing but libunwind's local unwinder and never allocates.
- *
- * libunwind itself takes a process-wide lock around its cache, with every
- * signal blocked while it holds it (so a handler never interrupts its own
- * thread's holder). Across fork that lock is what the gate of
- * agent/stack_fork.c protects: while a fork is being prepared this returns
- * 0 without entering libunwind.
+ * threads profile's handler walk the interrupted context here, with the
+ * unwind tables of agent/cfi_tables.c (agent/cfi_walk.c): no lock, no
+ * allocation, no system call, no call into the loader, so nothing the
+ * interrupted thread can hold (the loader lock, an allocator lock, a walk
+ * of its own) matters. The walk starts from the signal's ucontext: the
+ * leaf is the interrupted instruction itself.
  */
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/symbols.h"
 
 #include <ucontext.h>
 
-#include "agent/unwinder.h"
-
 PPROF_SIGNAL_SAFE
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
 {
-    unw_cursor_t cursor;
-    if (max == 0 || !unwinder.step || !stack_unwind_enter())
+    const ucontext_t *uc = ucontext;
+    uintptr_t lo, hi;
+    if (max == 0 || cfi_stack_bounds(&lo, &hi) != 0)
         return 0;
-    uint32_t n = 0;
-    if (unwinder.init_local2(&cursor, (unw_context_t *)ucontext,
-                             UNW_INIT_SIGNAL_FRAME) != 0) {
-        stack_unwind_leave();
-        return 0;
+    struct cfi_regs r = {(uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]};
+    /* Interrupted on another stack (a handler of the host's on its
+     * alternate stack): only the leaf is known to be right. */
+    if (r.sp < lo || r.sp >= hi) {
+        pcs[0] = r.pc;
+        return 1;
     }
-    for (;;) {
-        unw_word_t ip;
-        if (unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
-            break;
-        if (n == max) {
-            pcs[n - 1] = FRAME_TRUNCATED;
-            break;
-        }
-        /* The leaf is the interrupted instruction itself; every caller is
-         * a return address, turned into its call site. */
-        pcs[n] = n == 0 ? (uintptr_t)ip : (uintptr_t)ip - 1;
-        n++;
-        if (unwinder.step(&cursor) <= 0)
-            break;
-    }
-    stack_unwind_leave();
-    return n;
+    int full;
+    int n = cfi_walk(&r, 1, r.sp, hi, pcs, (int)max, &full);
+    /* Every caller is a return address: turned into its call site. */
+    for (int i = 1; i < n; i++)
+        pcs[i] -= 1;
+    if (full)
+        pcs[n - 1] = FRAME_TRUNCATED;
+    return (uint32_t)n;
 }

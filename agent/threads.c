@@ -39,6 +39,7 @@
 #include "agent/threads.h"
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/symbols.h"
 
@@ -480,6 +481,7 @@ int threads_dump(struct thread_dump *out)
      * handlers unwind with. */
     if (phdr_cache_refresh(0) > 0)
         symbols_invalidate();
+    cfi_tables_refresh();
     int sig = ensure_slots(n) == 0 ? install(&dump_saved) : -ENOMEM;
     dump_sig = sig;
     out->signo = sig > 0 ? sig : 0;

@@ -7,17 +7,12 @@
  * cpu_signal.c: only async-signal-safe calls, no lock normal code can hold,
  * no allocation, errno left as found.
  *
- * Safety, borrowed from the CPU sampler:
- * - libunwind runs with cpu_in_handler set, so its dl_iterate_phdr calls
- *   are answered from phdr_cache.c's snapshot (refreshed by the worker
- *   before it sends any signal), never with the loader lock;
- * - while a library is being unloaded (cpu_phdr_busy), or the thread is
- *   inside the agent (guard active: maybe inside libunwind already) or
- *   inside the real dl_iterate_phdr (in_loader: see cpu_signal.c), only
- *   the interrupted PC is kept;
- * - the answer goes to a slot the worker preallocated and only if the
- *   slot's generation still says "asked" (a CAS), so a late or stray signal
- *   writes nothing.
+ * Safety, as in the CPU sampler: the walk uses the unwind tables
+ * (agent/stack_signal.c), which take no lock, make no system call and
+ * never call into the loader, so the thread is walked wherever it was
+ * interrupted. The answer goes to a slot the worker preallocated and only
+ * if the slot's generation still says "asked" (a CAS), so a late or stray
+ * signal writes nothing.
  */
 #include "agent/threads.h"
 
@@ -29,7 +24,6 @@
 #include <errno.h>
 #include <ucontext.h>
 #include <unistd.h>
-
 
 struct thread_slot *threads_slots;
 uint32_t threads_nslots;
@@ -68,19 +62,7 @@ PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,
     }
     ucontext_t *uc = ucv;
     s->labels = labels_current_id();
-    __atomic_fetch_add(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
-    int unloading = __atomic_load_n(&cpu_phdr_busy, __ATOMIC_SEQ_CST) != 0;
-    uint32_t depth = 0;
-    int entered = 0;
-    if (!guard_active() && !unloading && !agent_tls.in_loader) {
-        guard_enter();
-        entered = 1;
-        int was_in_handler = cpu_in_handler;
-        cpu_in_handler = 1;
-        depth = unwind(uc, s->pcs);
-        cpu_in_handler = was_in_handler;
-    }
-    __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    uint32_t depth = unwind(uc, s->pcs);
     if (depth == 0) {
         s->pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
         depth = 1;
@@ -89,8 +71,4 @@ PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,
     __atomic_store_n(&s->word, ((uint64_t)gen << 2) | SLOT_DONE,
                      __ATOMIC_RELEASE);
     errno = saved_errno;
-    /* Last: see cpu_signal.c (a cancel may act here in asynchronous mode,
-     * with the answer already given). */
-    if (entered)
-        guard_leave();
 }

@@ -14,7 +14,9 @@
 #    dlclose'd while they churn: the captures that follow walk frame by
 #    frame (glibc 2.36 would free nothing there; later C libraries may).
 # Each run must finish, and the block and mutex profiles give the waits to
-# the host's function.
+# the host's thread function (churner: its allocations, and in the plugin
+# run also the plugin's first thread-local access, whose block the C
+# library allocates through jemalloc under the same lock).
 . "$TOP/test/integration/lib.sh"
 
 JEMALLOC=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -n 1)
@@ -47,17 +49,19 @@ run() {
     note "$name: 5 rounds of 8 threads done in $((i / 10)).$((i % 10)) s"
     for kind in block mutex; do
         top=$(pprof -top -cum "http://$ADDR/debug/pprof/$kind")
-        # The main thread's pthread_join of the churners is a wait in block
-        # too (as a WaitGroup's in Go): the share is of the churners' own.
-        share=$(printf '%s\n' "$top" | awk -v k="$kind" '
+        # The waits are the churning threads' (their thread function, as a
+        # plugin's first thread-local access is a real wait outside
+        # alloc_churn); the main thread's pthread_join of them is a wait in
+        # block too (as a WaitGroup's in Go) and is left out of the share.
+        share=$(printf '%s\n' "$top" | awk '
             { p = $5; sub(/%/, "", p) }
-            $NF == "alloc_churn" { a = p }
             $NF == "churner" { c = p }
-            END { if (k == "mutex") c = 100; if (c > 0) printf "%.2f", a * 100 / c }')
+            $NF == "pthread_join" { j = p }
+            END { if (j < 100) printf "%.2f", c * 100 / (100 - j) }')
         total=$(printf '%s\n' "$top" | sed -n 's/.* of \(.*\) total.*/\1/p')
-        note "$name: $kind profile $total, alloc_churn ${share:-0}% cum"
+        note "$name: $kind profile $total, churner ${share:-0}% cum"
         awk -v s="${share:-0}" 'BEGIN { exit !(s >= 95) }' \
-            || { printf '%s\n' "$top" >&2; fail "$name $kind: alloc_churn has ${share:-0}% of the waits"; }
+            || { printf '%s\n' "$top" >&2; fail "$name $kind: churner has ${share:-0}% of the waits"; }
     done
     stop "$PID"
 }

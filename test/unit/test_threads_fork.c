@@ -53,6 +53,7 @@ static volatile int spinning_here;
 static void *spinner(void *arg)
 {
     (void)arg;
+    stack_thread_prepare(); /* the thread-start hook's job */
     spinning_here = (int)gettid();
     while (!stop)
         ;

@@ -1,0 +1,197 @@
+/*
+ * Table-driven stack walking (x86-64): unwind tables compiled from each
+ * loaded object's call-frame information ahead of time (cfi_parse.c,
+ * cfi_tables.c), and a walker that needs nothing but those tables and the
+ * thread's stack (cfi_walk.c): no lock, no allocation, no system call, no
+ * call into the loader, every stack read checked against the stack's
+ * bounds. See docs/unwind-tables.md for the design and its costs.
+ *
+ * The row layout names registers by role (stack pointer, frame pointer,
+ * return address) rather than by DWARF number, so that another
+ * architecture needs its own parser and its own signal-frame reader, not a
+ * new walker.
+ */
+#ifndef PPROF_CFI_H
+#define PPROF_CFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How to find the canonical frame address (CFA: the stack pointer just
+ * before the call that made the frame) at a range of addresses. */
+enum cfi_cfa {
+    CFI_CFA_UNKNOWN = 0, /* no rule the walker can use: frame pointers */
+    CFI_CFA_SP,          /* sp + off */
+    CFI_CFA_FP,          /* fp + off */
+    CFI_CFA_DEREF_SP,    /* *(sp + off) */
+    CFI_CFA_DEREF_FP,    /* *(fp + off) */
+    CFI_CFA_PLT,         /* sp + 8, + 8 more when (pc & 15) >= off */
+    CFI_CFA_SIGNAL,      /* a signal trampoline: registers in a ucontext at sp */
+    CFI_CFA_END,         /* return address undefined: the outermost frame */
+};
+
+/* Where the caller's frame pointer is. */
+enum cfi_fp {
+    CFI_FP_SAME = 0,  /* unchanged */
+    CFI_FP_AT_CFA,    /* saved at cfa + off */
+    CFI_FP_AT_SP,     /* saved at sp + off */
+    CFI_FP_AT_FP,     /* saved at fp + off */
+    CFI_FP_UNKNOWN,   /* lost: later frames cannot use it */
+};
+
+/* One row: the rules from start (an offset from the object's load base)
+ * up to the next row's start. The return address is always at cfa - 8 (a
+ * frame whose information says otherwise is CFI_CFA_UNKNOWN). 12 bytes. */
+struct cfi_row {
+    uint32_t start;
+    uint8_t cfa;    /* enum cfi_cfa */
+    uint8_t fp;     /* enum cfi_fp */
+    int16_t fp_off;
+    int32_t cfa_off;
+};
+
+/* ---- compiling (cfi_parse.c) --------------------------------------------- */
+
+/* Where compiled rows go: a buffer the caller grows. grow() is called
+ * with the number of rows needed and returns 0 or -1 (out of memory). */
+struct cfi_out {
+    struct cfi_row *rows;
+    size_t n, cap;
+    int (*grow)(struct cfi_out *out, size_t need);
+};
+
+/*
+ * Compiles the call-frame information that the .eh_frame_hdr section at
+ * hdr describes (in memory, as loaded) into rows sorted by start, offsets
+ * from base, for code in [text_lo, text_hi). Addresses outside any frame
+ * description get CFI_CFA_UNKNOWN rows. Returns 0, or -1 when the header
+ * has no usable search table (then no rows are kept). Reads only the
+ * object's own loaded sections. Not async-signal-safe (grow may mmap).
+ * Does not allocate through malloc.
+ */
+int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
+                           uintptr_t text_lo, uintptr_t text_hi,
+                           struct cfi_out *out);
+
+/*
+ * The rules in force at pc, found directly in the object's .eh_frame_hdr
+ * at hdr (its code in [text_lo, text_hi)), for code loaded since the
+ * tables were built. Returns 0 with *out, or -1 (no usable rule). Reads
+ * the object's sections: the caller keeps the object from being unloaded
+ * meanwhile. Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo, uintptr_t text_hi,
+                     uintptr_t pc, struct cfi_row *out);
+
+/* ---- the published tables (cfi_tables.c) --------------------------------- */
+
+/* Rows are found through a bucket index: index[b] is the row in force at
+ * lo + b * CFI_BUCKET (or 0 when none is yet), so a lookup only searches
+ * the rows between index[b] and index[b + 1]. */
+#define CFI_BUCKET_SHIFT 6
+#define CFI_BUCKET (1u << CFI_BUCKET_SHIFT)
+
+struct cfi_object {
+    uintptr_t lo, hi; /* the object's executable range */
+    uintptr_t base;   /* its load bias: row starts are offsets from it */
+    const struct cfi_row *rows;
+    const uint32_t *index; /* (hi - lo) / CFI_BUCKET + 2 entries */
+    uint32_t nrows;
+};
+
+struct cfi_set {
+    size_t n;
+    struct cfi_object objects[]; /* sorted by lo, not overlapping */
+};
+
+/*
+ * Brings the tables up to date with the loaded objects: compiles those
+ * new since the last call, drops those gone, publishes the new set with
+ * one atomic pointer swap and frees the old one once no walker can still
+ * be reading it (waits for walks under way; walks never block). Calls the
+ * C library's dl_iterate_phdr (the loader lock) and mmap. Returns the
+ * number of objects known, -EBUSY when another thread is refreshing (the
+ * tables are then marked stale for the next call), or -errno.
+ * Not async-signal-safe.
+ */
+int cfi_tables_refresh(void);
+
+/* Bytes of rows in the published tables, and objects with tables. */
+size_t cfi_tables_bytes(void);
+
+/* Marks the tables out of date (a walk met code with no table); the next
+ * cfi_tables_maybe_refresh() rebuilds. Async-signal-safe. */
+extern int cfi_tables_stale;
+
+/* cfi_tables_refresh() if something marked the tables out of date.
+ * Not async-signal-safe. */
+int cfi_tables_maybe_refresh(void);
+
+/* In a forked child: forgets the walks of threads that did not come
+ * along. Not async-signal-safe. */
+void cfi_tables_fork_child(void);
+
+/* Readers (walks) register in cfi_readers[epoch & 1] before they load the
+ * set and unregister after; a writer swaps the pointer, then flips the
+ * epoch twice, waiting each time for the old side to drain. */
+extern struct cfi_set *cfi_current;
+extern unsigned cfi_epoch;
+extern int cfi_readers[2];
+
+/* ---- walking (cfi_walk.c) ------------------------------------------------ */
+
+struct cfi_regs {
+    uintptr_t pc, sp, fp;
+};
+
+/* Walk statistics, for tests and the benchmark. */
+struct cfi_walk_counters {
+    uint64_t fp_frames;   /* frames stepped by frame pointer (no usable rule) */
+    uint64_t no_table;    /* frames whose code had no table */
+    uint64_t no_bounds;   /* walks from a thread whose stack is unknown */
+};
+extern struct cfi_walk_counters cfi_walk_counters;
+
+/*
+ * Walks the stack from regs into at most max code addresses, leaf first:
+ * pcs[0] = regs->pc; then each caller's return address as it is (not
+ * minus one). exact: regs->pc is the interrupted instruction itself (a
+ * signal's context) rather than a return address. Every stack read lies
+ * in [stack_lo, stack_hi); a read outside, a stack pointer that does not
+ * grow, a zero return address or the outermost frame ends the walk.
+ * Returns the number of addresses written; *full is set when the walk
+ * stopped only because max was reached.
+ * Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_walk(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
+             uintptr_t stack_hi, uintptr_t *pcs, int max, int *full);
+
+/*
+ * cfi_walk from the caller of this function: pcs[0] is its return
+ * address. Stack bounds are the calling thread's (cfi_stack_bounds);
+ * returns 0 when they are unknown.
+ * Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_walk_here(uintptr_t *pcs, int max, int *full);
+
+/*
+ * The calling thread's stack [lo, hi), in its thread-local storage (0
+ * until learnt). cfi_stack_learn() finds them (pthread_getattr_np: reads
+ * /proc for the main thread, may allocate): call it where a thread starts
+ * or in normal context; not async-signal-safe. cfi_stack_bounds() returns
+ * 0 with the bounds, or -1 when they were never learnt; async-signal-safe.
+ */
+extern __thread uintptr_t cfi_stack_lo, cfi_stack_hi
+    __attribute__((tls_model("initial-exec")));
+void cfi_stack_learn(void);
+
+static inline int cfi_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    if (!cfi_stack_hi)
+        return -1;
+    *lo = cfi_stack_lo;
+    *hi = cfi_stack_hi;
+    return 0;
+}
+
+#endif

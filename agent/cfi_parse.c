@@ -1,0 +1,655 @@
+/*
+ * Compiles an object's DWARF call-frame information (.eh_frame, found
+ * through .eh_frame_hdr's sorted search table) into the rows of
+ * agent/cfi.h: for each address range, how to find the caller's stack
+ * pointer, return address and frame pointer on x86-64.
+ *
+ * Runs in normal context only (cfi_tables.c), reading the object's own
+ * loaded sections; it never allocates through malloc (rows go where the
+ * caller's grow() puts them). Only what the walker can use is kept: the
+ * CFA rule when it is a register the walker tracks plus an offset (or one
+ * of two expressions: a dereferenced register, and the PLT's), the frame
+ * pointer's rule, and whether the return address is at CFA - 8. Anything
+ * else becomes CFI_CFA_UNKNOWN, where the walker uses frame pointers.
+ */
+#include "agent/cfi.h"
+
+#include "agent/agent.h"
+
+#include <string.h>
+
+/* DWARF register numbers on x86-64. */
+#define REG_FP 6
+#define REG_SP 7
+#define REG_RA 16
+
+/* Pointer encodings (DW_EH_PE_*). */
+#define PE_OMIT 0xff
+#define PE_FORMAT 0x0f
+#define PE_APPLY 0x70
+#define PE_INDIRECT 0x80
+#define PE_PCREL 0x10
+#define PE_DATAREL 0x30
+
+struct cursor {
+    const uint8_t *p, *end;
+    int bad;
+};
+
+static uint64_t uleb(struct cursor *c)
+{
+    uint64_t v = 0;
+    int shift = 0;
+    while (c->p < c->end) {
+        uint8_t b = *c->p++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80))
+            return v;
+    }
+    c->bad = 1;
+    return 0;
+}
+
+static int64_t sleb(struct cursor *c)
+{
+    int64_t v = 0;
+    int shift = 0;
+    while (c->p < c->end) {
+        uint8_t b = *c->p++;
+        if (shift < 64)
+            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+        shift += 7;
+        if (!(b & 0x80)) {
+            if (shift < 64 && (b & 0x40))
+                v |= -((int64_t)1 << shift);
+            return v;
+        }
+    }
+    c->bad = 1;
+    return 0;
+}
+
+static uint64_t fixed(struct cursor *c, size_t size)
+{
+    if ((size_t)(c->end - c->p) < size) {
+        c->bad = 1;
+        c->p = c->end;
+        return 0;
+    }
+    uint64_t v = 0;
+    memcpy(&v, c->p, size); /* little-endian */
+    c->p += size;
+    return v;
+}
+
+/* Reads a pointer in encoding enc; datarel is the base for DW_EH_PE_datarel.
+ * Indirect pointers are not followed (only personality routines use them,
+ * and they are only skipped). */
+static uintptr_t encoded(struct cursor *c, uint8_t enc, uintptr_t datarel)
+{
+    if (enc == PE_OMIT)
+        return 0;
+    uintptr_t field = (uintptr_t)c->p;
+    uint64_t v;
+    switch (enc & PE_FORMAT) {
+    case 0x00: v = fixed(c, 8); break;
+    case 0x01: v = uleb(c); break;
+    case 0x02: v = fixed(c, 2); break;
+    case 0x03: v = fixed(c, 4); break;
+    case 0x04: v = fixed(c, 8); break;
+    case 0x09: v = (uint64_t)sleb(c); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)fixed(c, 2); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)fixed(c, 4); break;
+    case 0x0c: v = fixed(c, 8); break;
+    default: c->bad = 1; return 0;
+    }
+    switch (enc & PE_APPLY) {
+    case 0x00: break;
+    case PE_PCREL: v += field; break;
+    case PE_DATAREL: v += datarel; break;
+    default: c->bad = 1; return 0; /* textrel, funcrel: not on x86-64 */
+    }
+    return (uintptr_t)v;
+}
+
+/* A register's rule, as far as the walker cares. */
+enum how { SAME, UNDEF, OFFSET, EXPR, OTHER };
+
+struct rule {
+    uint8_t how;
+    int64_t off;
+    const uint8_t *expr;
+    size_t len;
+};
+
+struct state {
+    int cfa_expr; /* 0: register + offset; 1: expression */
+    uint64_t cfa_reg;
+    int64_t cfa_off;
+    const uint8_t *expr;
+    size_t len;
+    struct rule fp, ra;
+};
+
+struct cie {
+    uint64_t code_align;
+    int64_t data_align;
+    uint64_t ra_reg;
+    uint8_t fde_enc;
+    int signal;
+    int has_aug_data;
+    const uint8_t *insns, *end;
+};
+
+static int parse_cie(const uint8_t *at, const uint8_t *limit, struct cie *out)
+{
+    struct cursor c = {at, limit, 0};
+    uint64_t len = fixed(&c, 4);
+    if (len == 0xffffffff)
+        len = fixed(&c, 8);
+    if (c.bad || len > (uint64_t)(limit - c.p))
+        return -1;
+    c.end = c.p + len;
+    if (fixed(&c, 4) != 0) /* a CIE's id is 0 in .eh_frame */
+        return -1;
+    uint8_t version = (uint8_t)fixed(&c, 1);
+    if (version != 1 && version != 3 && version != 4)
+        return -1;
+    const char *aug = (const char *)c.p;
+    size_t aug_len = strnlen(aug, (size_t)(c.end - c.p));
+    if (aug_len == (size_t)(c.end - c.p))
+        return -1;
+    c.p += aug_len + 1;
+    if (version == 4)
+        c.p += 2; /* address and segment sizes */
+    memset(out, 0, sizeof *out);
+    out->code_align = uleb(&c);
+    out->data_align = sleb(&c);
+    out->ra_reg = version == 1 ? fixed(&c, 1) : uleb(&c);
+    out->fde_enc = 0; /* absptr */
+    const uint8_t *aug_end = NULL;
+    for (size_t i = 0; i < aug_len && !c.bad; i++) {
+        switch (aug[i]) {
+        case 'z': {
+            uint64_t n = uleb(&c);
+            if (n > (uint64_t)(c.end - c.p))
+                return -1;
+            aug_end = c.p + n;
+            out->has_aug_data = 1;
+            break;
+        }
+        case 'R': out->fde_enc = (uint8_t)fixed(&c, 1); break;
+        case 'L': fixed(&c, 1); break;
+        case 'P': {
+            uint8_t enc = (uint8_t)fixed(&c, 1);
+            encoded(&c, enc & (uint8_t)~PE_INDIRECT, 0);
+            break;
+        }
+        case 'S': out->signal = 1; break;
+        case 'B': break; /* AArch64 pointer authentication */
+        default:
+            /* Unknown letters: 'z' says how much to skip, or give up. */
+            if (!aug_end)
+                return -1;
+            i = aug_len;
+            break;
+        }
+    }
+    if (aug_end)
+        c.p = aug_end;
+    if (c.bad || c.p > c.end)
+        return -1;
+    out->insns = c.p;
+    out->end = c.end;
+    return 0;
+}
+
+/* The PLT's CFA expression as the GNU linkers write it:
+ * rsp + 8 + ((rip & 15) >= N) << 3. Returns N, or -1. */
+static int plt_threshold(const uint8_t *e, size_t len)
+{
+    static const uint8_t head[] = {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a};
+    static const uint8_t tail[] = {0x2a, 0x33, 0x24, 0x22};
+    if (len != sizeof head + 1 + sizeof tail ||
+        memcmp(e, head, sizeof head) != 0 ||
+        memcmp(e + sizeof head + 1, tail, sizeof tail) != 0)
+        return -1;
+    uint8_t lit = e[sizeof head];
+    if (lit < 0x30 || lit > 0x4f)
+        return -1;
+    return lit - 0x30;
+}
+
+/* An expression that is one DW_OP_bregN (N = the stack or frame pointer)
+ * with an offset, optionally followed by DW_OP_deref. Sets *reg, *off,
+ * *deref; returns 0, or -1 for anything else. */
+static int breg_expr(const uint8_t *e, size_t len, int *reg, int64_t *off,
+                     int *deref)
+{
+    if (len < 2 || (e[0] != 0x70 + REG_SP && e[0] != 0x70 + REG_FP))
+        return -1;
+    struct cursor c = {e + 1, e + len, 0};
+    *reg = e[0] - 0x70;
+    *off = sleb(&c);
+    *deref = 0;
+    if (c.p < c.end && *c.p == 0x06) { /* DW_OP_deref */
+        *deref = 1;
+        c.p++;
+    }
+    return c.bad || c.p != c.end ? -1 : 0;
+}
+
+static int fits16(int64_t v) { return v >= INT16_MIN && v <= INT16_MAX; }
+static int fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+static struct cfi_row compile(const struct state *s, int signal)
+{
+    struct cfi_row r = {0, CFI_CFA_UNKNOWN, CFI_FP_SAME, 0, 0};
+    if (signal) {
+        r.cfa = CFI_CFA_SIGNAL;
+        return r;
+    }
+    if (s->ra.how == UNDEF) {
+        r.cfa = CFI_CFA_END;
+        return r;
+    }
+    if (s->ra.how != OFFSET || s->ra.off != -8)
+        return r;
+    if (!s->cfa_expr) {
+        if (!fits32(s->cfa_off))
+            return r;
+        if (s->cfa_reg == REG_SP)
+            r.cfa = CFI_CFA_SP;
+        else if (s->cfa_reg == REG_FP)
+            r.cfa = CFI_CFA_FP;
+        else
+            return r;
+        r.cfa_off = (int32_t)s->cfa_off;
+    } else {
+        int reg, deref;
+        int64_t off;
+        int n = plt_threshold(s->expr, s->len);
+        if (n >= 0) {
+            r.cfa = CFI_CFA_PLT;
+            r.cfa_off = n;
+        } else if (breg_expr(s->expr, s->len, &reg, &off, &deref) == 0 &&
+                   deref && fits32(off)) {
+            r.cfa = reg == REG_SP ? CFI_CFA_DEREF_SP : CFI_CFA_DEREF_FP;
+            r.cfa_off = (int32_t)off;
+        } else {
+            return r;
+        }
+    }
+    switch (s->fp.how) {
+    case SAME:
+        break;
+    case OFFSET:
+        if (fits16(s->fp.off)) {
+            r.fp = CFI_FP_AT_CFA;
+            r.fp_off = (int16_t)s->fp.off;
+        } else {
+            r.fp = CFI_FP_UNKNOWN;
+        }
+        break;
+    case EXPR: {
+        int reg, deref;
+        int64_t off;
+        if (breg_expr(s->fp.expr, s->fp.len, &reg, &off, &deref) == 0 &&
+            !deref && fits16(off)) {
+            r.fp = reg == REG_SP ? CFI_FP_AT_SP : CFI_FP_AT_FP;
+            r.fp_off = (int16_t)off;
+        } else {
+            r.fp = CFI_FP_UNKNOWN;
+        }
+        break;
+    }
+    default:
+        r.fp = CFI_FP_UNKNOWN;
+        break;
+    }
+    return r;
+}
+
+struct emitter {
+    struct cfi_out *out;
+    uintptr_t base;
+    int oom;
+    /* Lookup mode (out == NULL): keep only the row in force at target. */
+    uintptr_t target;
+    struct cfi_row found;
+    int have;
+};
+
+static int same_rules(const struct cfi_row *a, const struct cfi_row *b)
+{
+    return a->cfa == b->cfa && a->fp == b->fp && a->fp_off == b->fp_off &&
+           a->cfa_off == b->cfa_off;
+}
+
+/* Appends a row at address at; a row at the same address as the last one
+ * replaces it (the later rule wins), a row with the last one's rules is
+ * not needed, and a row before the last one (overlapping descriptions)
+ * is dropped. */
+static int emit(struct emitter *em, uintptr_t at, struct cfi_row r)
+{
+    struct cfi_out *o = em->out;
+    if (!o) {
+        if (at <= em->target) {
+            em->found = r;
+            em->have = 1;
+        }
+        return 0;
+    }
+    r.start = (uint32_t)(at - em->base);
+    if (o->n > 0) {
+        struct cfi_row *last = &o->rows[o->n - 1];
+        if (r.start < last->start)
+            return 0;
+        if (r.start == last->start) {
+            *last = r;
+            if (o->n > 1 && same_rules(&o->rows[o->n - 2], last))
+                o->n--;
+            return 0;
+        }
+        if (same_rules(last, &r))
+            return 0;
+    }
+    if (o->n == o->cap && o->grow(o, o->n + 1) != 0) {
+        em->oom = 1;
+        return -1;
+    }
+    o->rows[o->n++] = r;
+    return 0;
+}
+
+#define REMEMBER_MAX 8
+
+static void set_rule(struct state *s, uint64_t reg, struct rule r)
+{
+    if (reg == REG_FP)
+        s->fp = r;
+    else if (reg == REG_RA)
+        s->ra = r;
+}
+
+static struct rule initial_rule(const struct state *init, uint64_t reg)
+{
+    struct rule same = {SAME, 0, NULL, 0};
+    if (reg == REG_FP)
+        return init->fp;
+    if (reg == REG_RA)
+        return init->ra;
+    return same;
+}
+
+/*
+ * Runs the instructions [p, end) from state s at address *loc. With em
+ * set, emits a row before each advance; init is the state after the
+ * CIE's instructions (for DW_CFA_restore). Returns 0, or -1 on malformed
+ * or unsupported input (the caller drops the rest of the description).
+ */
+static int run(const uint8_t *p, const uint8_t *end, const struct cie *cie,
+               struct state *s, const struct state *init, uintptr_t *loc,
+               struct emitter *em, int signal)
+{
+    struct cursor c = {p, end, 0};
+    struct state stack[REMEMBER_MAX];
+    int depth = 0;
+    while (c.p < c.end && !c.bad) {
+        uint8_t op = *c.p++;
+        uint64_t reg, delta = 0;
+        struct rule r = {SAME, 0, NULL, 0};
+        switch (op >> 6) {
+        case 1: delta = op & 0x3f; goto advance;
+        case 2:
+            r.how = OFFSET;
+            r.off = (int64_t)uleb(&c) * cie->data_align;
+            set_rule(s, op & 0x3f, r);
+            continue;
+        case 3: set_rule(s, op & 0x3f, initial_rule(init, op & 0x3f)); continue;
+        }
+        switch (op) {
+        case 0x00: break; /* nop */
+        case 0x01: /* set_loc */
+            if (em && emit(em, *loc, compile(s, signal)) != 0)
+                return -1;
+            *loc = encoded(&c, cie->fde_enc, 0);
+            break;
+        case 0x02: delta = fixed(&c, 1); goto advance;
+        case 0x03: delta = fixed(&c, 2); goto advance;
+        case 0x04: delta = fixed(&c, 4); goto advance;
+        case 0x05: /* offset_extended */
+            reg = uleb(&c);
+            r.how = OFFSET;
+            r.off = (int64_t)uleb(&c) * cie->data_align;
+            set_rule(s, reg, r);
+            break;
+        case 0x06: reg = uleb(&c); set_rule(s, reg, initial_rule(init, reg)); break;
+        case 0x07: reg = uleb(&c); r.how = UNDEF; set_rule(s, reg, r); break;
+        case 0x08: reg = uleb(&c); set_rule(s, reg, r); break;
+        case 0x09: /* register */
+            reg = uleb(&c);
+            uleb(&c);
+            r.how = OTHER;
+            set_rule(s, reg, r);
+            break;
+        case 0x0a:
+            if (depth == REMEMBER_MAX)
+                return -1;
+            stack[depth++] = *s;
+            break;
+        case 0x0b: /* restore_state: the CFA rule too, as GCC expects */
+            if (depth == 0)
+                return -1;
+            *s = stack[--depth];
+            break;
+        case 0x0c:
+            s->cfa_reg = uleb(&c);
+            s->cfa_off = (int64_t)uleb(&c);
+            s->cfa_expr = 0;
+            break;
+        case 0x0d: s->cfa_reg = uleb(&c); s->cfa_expr = 0; break;
+        case 0x0e: s->cfa_off = (int64_t)uleb(&c); break;
+        case 0x0f: {
+            uint64_t n = uleb(&c);
+            if (n > (uint64_t)(c.end - c.p))
+                return -1;
+            s->cfa_expr = 1;
+            s->expr = c.p;
+            s->len = n;
+            c.p += n;
+            break;
+        }
+        case 0x10: case 0x16: { /* expression, val_expression */
+            reg = uleb(&c);
+            uint64_t n = uleb(&c);
+            if (n > (uint64_t)(c.end - c.p))
+                return -1;
+            r.how = op == 0x10 ? EXPR : OTHER;
+            r.expr = c.p;
+            r.len = n;
+            c.p += n;
+            set_rule(s, reg, r);
+            break;
+        }
+        case 0x11: /* offset_extended_sf */
+            reg = uleb(&c);
+            r.how = OFFSET;
+            r.off = sleb(&c) * cie->data_align;
+            set_rule(s, reg, r);
+            break;
+        case 0x12:
+            s->cfa_reg = uleb(&c);
+            s->cfa_off = sleb(&c) * cie->data_align;
+            s->cfa_expr = 0;
+            break;
+        case 0x13: s->cfa_off = sleb(&c) * cie->data_align; break;
+        case 0x14: case 0x15: /* val_offset(_sf) */
+            reg = uleb(&c);
+            if (op == 0x14)
+                uleb(&c);
+            else
+                sleb(&c);
+            r.how = OTHER;
+            set_rule(s, reg, r);
+            break;
+        case 0x2e: uleb(&c); break; /* GNU_args_size */
+        case 0x2f: /* GNU_negative_offset_extended */
+            reg = uleb(&c);
+            r.how = OFFSET;
+            r.off = -(int64_t)uleb(&c) * cie->data_align;
+            set_rule(s, reg, r);
+            break;
+        default:
+            return -1;
+        }
+        continue;
+    advance:
+        if (em && emit(em, *loc, compile(s, signal)) != 0)
+            return -1;
+        *loc += delta * cie->code_align;
+    }
+    return c.bad ? -1 : 0;
+}
+
+/* The last CIE parsed: consecutive descriptions usually share one. */
+struct cie_cache {
+    const uint8_t *at;
+    struct cie cie;
+    struct state init;
+};
+
+/* Emits the rows of the frame description entry at fde. Returns 0, or
+ * -1 when it is malformed (its rows so far stay, ended by an unknown row,
+ * or none) or memory ran out (em->oom). */
+static int fde_rows(const uint8_t *fde, const uint8_t *limit,
+                    struct cie_cache *cc, struct emitter *em,
+                    uintptr_t text_lo, uintptr_t text_hi)
+{
+    struct cursor c = {fde, limit, 0};
+    uint64_t len = fixed(&c, 4);
+    if (len == 0xffffffff)
+        len = fixed(&c, 8);
+    if (c.bad || len == 0 || len > (uint64_t)(limit - c.p))
+        return -1;
+    c.end = c.p + len;
+    const uint8_t *id_at = c.p;
+    uint32_t id = (uint32_t)fixed(&c, 4);
+    if (id == 0 || id > (uintptr_t)id_at)
+        return -1; /* a CIE, not an FDE */
+    const uint8_t *cie_at = id_at - id;
+    if (cc->at != cie_at) {
+        cc->at = NULL;
+        if (parse_cie(cie_at, limit, &cc->cie) != 0)
+            return -1;
+        memset(&cc->init, 0, sizeof cc->init);
+        uintptr_t loc = 0;
+        if (run(cc->cie.insns, cc->cie.end, &cc->cie, &cc->init, &cc->init,
+                &loc, NULL, 0) != 0)
+            return -1;
+        cc->at = cie_at;
+    }
+    const struct cie *cie = &cc->cie;
+    uintptr_t begin = encoded(&c, cie->fde_enc, 0);
+    uintptr_t range = encoded(&c, cie->fde_enc & PE_FORMAT, 0);
+    if (cie->has_aug_data) {
+        uint64_t n = uleb(&c);
+        if (n > (uint64_t)(c.end - c.p))
+            return -1;
+        c.p += n;
+    }
+    if (c.bad || begin < text_lo || begin >= text_hi || range == 0 ||
+        range > text_hi - begin)
+        return 0; /* outside the code: left out */
+    struct state s = cc->init;
+    uintptr_t loc = begin;
+    if (run(c.p, c.end, cie, &s, &cc->init, &loc, em, cie->signal) != 0) {
+        /* What came before the trouble stays; the rest is unknown. */
+        struct cfi_row unknown = {0, CFI_CFA_UNKNOWN, CFI_FP_SAME, 0, 0};
+        if (loc >= begin && loc < begin + range)
+            return emit(em, loc, unknown);
+        return 0;
+    }
+    if (loc < begin + range && emit(em, loc, compile(&s, cie->signal)) != 0)
+        return -1;
+    struct cfi_row gap = {0, CFI_CFA_UNKNOWN, CFI_FP_SAME, 0, 0};
+    return emit(em, begin + range, gap);
+}
+
+int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
+                           uintptr_t text_lo, uintptr_t text_hi,
+                           struct cfi_out *out)
+{
+    /* The header has no length of its own; 16 MiB bounds the search
+     * table's reads and .eh_frame's (sizes are checked field by field). */
+    const uint8_t *limit = hdr + (16u << 20);
+    struct cursor c = {hdr, limit, 0};
+    if (fixed(&c, 1) != 1)
+        return -1;
+    uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
+    uint8_t count_enc = (uint8_t)fixed(&c, 1);
+    uint8_t table_enc = (uint8_t)fixed(&c, 1);
+    encoded(&c, ptr_enc, (uintptr_t)hdr);
+    uintptr_t count = encoded(&c, count_enc, (uintptr_t)hdr);
+    /* The search table: (initial location, FDE address) pairs, sorted,
+     * both relative to the header (what the GNU linkers and lld write). */
+    if (c.bad || table_enc != 0x3b || count == 0 || count > (1u << 24))
+        return -1;
+    const int32_t *table = (const int32_t *)c.p;
+    struct emitter em = {out, base, 0, 0, {0, 0, 0, 0, 0}, 0};
+    struct cie_cache cc;
+    memset(&cc, 0, sizeof cc);
+    out->n = 0;
+    /* Descriptions live after the header in the same segment (the GNU
+     * linkers put .eh_frame right after .eh_frame_hdr) or before it. */
+    for (uintptr_t i = 0; i < count; i++) {
+        const uint8_t *fde = hdr + table[2 * i + 1];
+        const uint8_t *fde_limit = fde + (1u << 20);
+        fde_rows(fde, fde_limit, &cc, &em, text_lo, text_hi);
+        if (em.oom)
+            return -1;
+    }
+    return 0;
+}
+
+/* In signal context too (the walker's rule for new code): reads only,
+ * on the stack's memory and the object's. */
+PPROF_SIGNAL_SAFE int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo,
+                                       uintptr_t text_hi, uintptr_t pc,
+                                       struct cfi_row *out)
+{
+    const uint8_t *limit = hdr + (16u << 20);
+    struct cursor c = {hdr, limit, 0};
+    if (fixed(&c, 1) != 1)
+        return -1;
+    uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
+    uint8_t count_enc = (uint8_t)fixed(&c, 1);
+    uint8_t table_enc = (uint8_t)fixed(&c, 1);
+    encoded(&c, ptr_enc, (uintptr_t)hdr);
+    uintptr_t count = encoded(&c, count_enc, (uintptr_t)hdr);
+    if (c.bad || table_enc != 0x3b || count == 0 || count > (1u << 24))
+        return -1;
+    const int32_t *table = (const int32_t *)c.p;
+    /* The last description starting at or before pc. */
+    uintptr_t lo = 0, hi = count;
+    while (lo < hi) {
+        uintptr_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)(hdr + table[2 * mid]) <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const uint8_t *fde = hdr + table[2 * (lo - 1) + 1];
+    struct emitter em = {NULL, 0, 0, pc, {0, 0, 0, 0, 0}, 0};
+    struct cie_cache cc;
+    memset(&cc, 0, sizeof cc);
+    if (fde_rows(fde, fde + (1u << 20), &cc, &em, text_lo, text_hi) != 0 ||
+        !em.have || em.found.cfa == CFI_CFA_UNKNOWN)
+        return -1;
+    *out = em.found;
+    return 0;
+}

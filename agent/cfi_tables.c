@@ -1,0 +1,408 @@
+/*
+ * The unwind tables of every loaded object, compiled by cfi_parse.c and
+ * published for the walker (cfi_walk.c).
+ *
+ * Writers run in normal context on any thread (the constructor, dlclose,
+ * the CPU profile's start and drain and the thread dump on the agent's
+ * own threads, a capture outside locks after a walk met code without a
+ * table); one at a time: a writer that finds another at work leaves the
+ * refresh to a later one rather than wait (it may hold the loader lock the
+ * other waits for). Each object is compiled inside the C library's
+ * dl_iterate_phdr callback, so it cannot be unloaded while it is read. Readers are walks, in any context including
+ * signal handlers: they never wait for a writer. Publication is one
+ * pointer swap; an old set (and the rows of objects gone) is unmapped only
+ * after two flips of an epoch, each waiting until no walk that could have
+ * loaded the old pointer is still inside (the walker's side is in
+ * cfi_walk.c). A writer's wait is bounded by the length of a walk, which
+ * never blocks.
+ *
+ * Every table lives in memory this file maps itself; nothing goes through
+ * the host's allocator.
+ */
+#include "agent/cfi.h"
+
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+struct cfi_set *cfi_current;
+unsigned cfi_epoch;
+int cfi_readers[2];
+int cfi_tables_stale;
+
+/* What the writer knows of each object beyond what walks need. */
+struct owned {
+    uintptr_t lo, hi, base, hdr;
+    uint64_t name_hash;
+    struct cfi_row *rows;
+    uint32_t *index;
+    size_t map_bytes, index_bytes;
+    uint32_t nrows;
+};
+
+static int writer_lock; /* 1 while a writer runs */
+static struct owned *owned;   /* the published set's objects, same order */
+static size_t owned_n, owned_map_bytes;
+static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
+
+static size_t page_round(size_t n)
+{
+    return (n + 4095) & ~(size_t)4095;
+}
+
+static void *map(size_t bytes)
+{
+    void *p = mmap(NULL, page_round(bytes), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int grow(struct cfi_out *out, size_t need)
+{
+    size_t cap = out->cap ? out->cap * 2 : 4096;
+    while (cap < need)
+        cap *= 2;
+    void *p;
+    if (out->rows)
+        p = mremap(out->rows, page_round(out->cap * sizeof *out->rows),
+                   page_round(cap * sizeof *out->rows), MREMAP_MAYMOVE);
+    else
+        p = mmap(NULL, page_round(cap * sizeof *out->rows),
+                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    out->rows = p;
+    out->cap = cap;
+    return 0;
+}
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; s && *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return h;
+}
+
+struct found {
+    struct owned *to;
+    size_t n, cap, needed;
+};
+
+static void compile_object(struct owned *o);
+static int same_object(const struct owned *a, const struct owned *b);
+
+static int collect(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct found *f = data;
+    uintptr_t lo = UINTPTR_MAX, hi = 0, hdr = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            if (start < lo)
+                lo = start;
+            if (start + ph->p_memsz > hi)
+                hi = start + ph->p_memsz;
+        } else if (ph->p_type == PT_GNU_EH_FRAME) {
+            hdr = start;
+        }
+    }
+    if (lo >= hi)
+        return 0;
+    f->needed++;
+    if (f->n == f->cap)
+        return 0;
+    struct owned *o = &f->to[f->n++];
+    memset(o, 0, sizeof *o);
+    o->lo = lo;
+    o->hi = hi;
+    o->base = info->dlpi_addr;
+    o->hdr = hdr;
+    o->name_hash = hash_name(info->dlpi_name);
+    /* Compiled here, with the loader lock held: the object cannot be
+     * unloaded while its sections are read. Objects already compiled
+     * keep their rows. */
+    for (size_t j = 0; j < owned_n; j++) {
+        if (same_object(&owned[j], o)) {
+            o->rows = owned[j].rows;
+            o->nrows = owned[j].nrows;
+            o->map_bytes = owned[j].map_bytes;
+            o->index = owned[j].index;
+            o->index_bytes = owned[j].index_bytes;
+            return 0;
+        }
+    }
+    compile_object(o);
+    return 0;
+}
+
+static int read_counters(struct dl_phdr_info *info, size_t size, void *data)
+{
+    unsigned long long *v = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
+                    sizeof info->dlpi_subs) {
+        v[0] = info->dlpi_adds;
+        v[1] = info->dlpi_subs;
+    }
+    return 1;
+}
+
+/* Waits until no walk can still use a set that was current before the
+ * last pointer swap. */
+static void synchronize(void)
+{
+    for (int flip = 0; flip < 2; flip++) {
+        unsigned old = __atomic_fetch_add(&cfi_epoch, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&cfi_readers[old & 1], __ATOMIC_SEQ_CST) > 0)
+            sched_yield();
+    }
+}
+
+static int same_object(const struct owned *a, const struct owned *b)
+{
+    return a->lo == b->lo && a->hi == b->hi && a->base == b->base &&
+           a->hdr == b->hdr && a->name_hash == b->name_hash;
+}
+
+/* Compiles o's rows (o->rows stays NULL when it has none usable). */
+static void compile_object(struct owned *o)
+{
+    if (!o->hdr || o->hi - o->base > UINT32_MAX || o->lo < o->base)
+        return;
+    struct cfi_out out = {NULL, 0, 0, grow};
+    if (cfi_parse_eh_frame_hdr((const uint8_t *)o->hdr, o->base, o->lo,
+                               o->hi, &out) != 0 ||
+        out.n == 0) {
+        if (out.rows)
+            munmap(out.rows, page_round(out.cap * sizeof *out.rows));
+        return;
+    }
+    size_t nb = ((o->hi - o->lo) >> CFI_BUCKET_SHIFT) + 2;
+    uint32_t *index = map(nb * sizeof *index);
+    if (!index) {
+        munmap(out.rows, page_round(out.cap * sizeof *out.rows));
+        return;
+    }
+    /* The row in force at each bucket's first address. */
+    size_t r = 0;
+    for (size_t b = 0; b < nb; b++) {
+        uintptr_t off = o->lo - o->base + (b << CFI_BUCKET_SHIFT);
+        while (r + 1 < out.n && out.rows[r + 1].start <= off)
+            r++;
+        index[b] = (uint32_t)r;
+    }
+    o->rows = out.rows;
+    o->nrows = (uint32_t)out.n;
+    o->map_bytes = page_round(out.cap * sizeof *out.rows);
+    o->index = index;
+    o->index_bytes = page_round(nb * sizeof *index);
+}
+
+/* Unmaps o's rows unless the published set uses them. */
+static void drop_rows(struct owned *o)
+{
+    for (size_t j = 0; j < owned_n; j++)
+        if (owned[j].rows == o->rows)
+            return;
+    if (o->rows) {
+        munmap(o->rows, o->map_bytes);
+        munmap(o->index, o->index_bytes);
+    }
+    o->rows = NULL;
+}
+
+static void sort_by_lo(struct owned *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        struct owned v = a[i];
+        size_t j = i;
+        while (j > 0 && a[j - 1].lo > v.lo) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = v;
+    }
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int rebuild(void)
+{
+    int64_t t0 = mono_ns();
+    struct found f = {NULL, 0, 0, 0};
+    size_t found_bytes = 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        if (f.to) {
+            for (size_t i = 0; i < f.n; i++)
+                drop_rows(&f.to[i]);
+            munmap(f.to, found_bytes);
+        }
+        f.cap = f.needed ? f.needed * 2 + 8 : 64;
+        f.n = f.needed = 0;
+        found_bytes = page_round(f.cap * sizeof *f.to);
+        f.to = map(found_bytes);
+        if (!f.to)
+            return -ENOMEM;
+        dl_iterate_phdr(collect, &f);
+        if (f.needed <= f.cap)
+            break;
+    }
+    if (f.needed > f.cap) {
+        for (size_t i = 0; i < f.n; i++)
+            drop_rows(&f.to[i]);
+        munmap(f.to, found_bytes);
+        return -EAGAIN;
+    }
+    sort_by_lo(f.to, f.n);
+    /* Overlapping ranges (an object mapped over another's) keep the
+     * first. */
+    size_t kept = 0;
+    for (size_t i = 0; i < f.n; i++) {
+        struct owned *o = &f.to[i];
+        if (kept > 0 && o->lo < f.to[kept - 1].hi) {
+            drop_rows(o);
+            continue;
+        }
+        f.to[kept++] = *o;
+    }
+    f.n = kept;
+    size_t set_bytes = sizeof(struct cfi_set) + f.n * sizeof(struct cfi_object);
+    struct cfi_set *set = map(set_bytes);
+    if (!set) {
+        for (size_t i = 0; i < f.n; i++)
+            drop_rows(&f.to[i]);
+        munmap(f.to, found_bytes);
+        return -ENOMEM;
+    }
+    set->n = f.n;
+    for (size_t i = 0; i < f.n; i++) {
+        struct cfi_object *c = &set->objects[i];
+        c->lo = f.to[i].lo;
+        c->hi = f.to[i].hi;
+        c->base = f.to[i].base;
+        c->rows = f.to[i].rows;
+        c->index = f.to[i].index;
+        c->nrows = f.to[i].nrows;
+    }
+    struct cfi_set *old_set =
+        __atomic_exchange_n(&cfi_current, set, __ATOMIC_SEQ_CST);
+    synchronize();
+    if (old_set)
+        munmap(old_set, page_round(sizeof(struct cfi_set) +
+                                   old_set->n * sizeof(struct cfi_object)));
+    for (size_t j = 0; j < owned_n; j++) {
+        int still = 0;
+        for (size_t i = 0; i < f.n && !still; i++)
+            still = f.to[i].rows == owned[j].rows;
+        if (owned[j].rows && !still) {
+            munmap(owned[j].rows, owned[j].map_bytes);
+            munmap(owned[j].index, owned[j].index_bytes);
+        }
+    }
+    if (owned)
+        munmap(owned, owned_map_bytes);
+    owned = f.to;
+    owned_n = f.n;
+    owned_map_bytes = found_bytes;
+    size_t text = 0, bytes = 0, with_rows = 0;
+    for (size_t i = 0; i < f.n; i++) {
+        text += f.to[i].hi - f.to[i].lo;
+        if (f.to[i].rows) {
+            with_rows++;
+            bytes += f.to[i].nrows * sizeof(struct cfi_row) + f.to[i].index_bytes;
+        }
+    }
+    log_debug("unwind tables: %zu of %zu objects, %zu KiB for %zu KiB of "
+              "code, rebuilt in %lld us",
+              with_rows, f.n, bytes >> 10, text >> 10,
+              (long long)((mono_ns() - t0) / 1000));
+    return (int)f.n;
+}
+
+int cfi_tables_refresh(void)
+{
+    unsigned long long v[2] = {0, 0};
+    /* Never waits for another writer: one may be waiting for the loader
+     * lock this thread holds (a dlclose from a destructor or constructor).
+     * The work is left to it, or to the next refresh. */
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&writer_lock, &expected, 1, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
+        return -EBUSY;
+    }
+    __atomic_store_n(&cfi_tables_stale, 0, __ATOMIC_SEQ_CST);
+    dl_iterate_phdr(read_counters, v);
+    int ret;
+    if (cfi_current && v[0] == seen_adds && v[1] == seen_subs) {
+        ret = (int)cfi_current->n;
+    } else {
+        ret = rebuild();
+        if (ret >= 0) {
+            seen_adds = v[0];
+            seen_subs = v[1];
+        }
+    }
+    __atomic_store_n(&writer_lock, 0, __ATOMIC_RELEASE);
+    return ret;
+}
+
+int cfi_tables_maybe_refresh(void)
+{
+    if (!__atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED))
+        return 0;
+    return cfi_tables_refresh();
+}
+
+size_t cfi_tables_bytes(void)
+{
+    size_t bytes = 0;
+    const struct cfi_set *set = cfi_current; /* the writer's thread only */
+    for (size_t i = 0; set && i < set->n; i++)
+        if (set->objects[i].nrows)
+            bytes += (size_t)set->objects[i].nrows * sizeof(struct cfi_row) +
+                     (((set->objects[i].hi - set->objects[i].lo) >>
+                       CFI_BUCKET_SHIFT) + 2) * sizeof(uint32_t);
+    return bytes;
+}
+
+void cfi_tables_fork_child(void)
+{
+    /* Walks and writers of the parent's other threads did not come
+     * along. */
+    __atomic_store_n(&writer_lock, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&cfi_readers[0], 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&cfi_readers[1], 0, __ATOMIC_SEQ_CST);
+}
+
+__thread uintptr_t cfi_stack_lo, cfi_stack_hi
+    __attribute__((tls_model("initial-exec")));
+
+void cfi_stack_learn(void)
+{
+    if (cfi_stack_hi)
+        return;
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    void *addr;
+    size_t size;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+        cfi_stack_lo = (uintptr_t)addr;
+        cfi_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
+}

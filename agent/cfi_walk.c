@@ -1,0 +1,266 @@
+/*
+ * The table-driven stack walker (x86-64). Entered from signal handlers,
+ * interposed calls (malloc, pthread_mutex_lock, pthread_create) and the
+ * agent's API, on any thread and in any state: it takes no lock, never
+ * allocates, makes no system call and never calls into the loader. It
+ * reads the published tables (cfi_tables.c, registered as a reader so they
+ * are not unmapped under it) and the stack, and every stack read is
+ * checked against the bounds the caller gives: a torn or garbage stack
+ * ends the walk, never faults. Code memory is never read (signal
+ * trampolines are known from their frame descriptions' 'S' augmentation).
+ *
+ * Where the tables have no usable rule (no table for the code, or a rule
+ * the compiler wrote as a general expression) the frame is stepped with
+ * the frame pointer, if it points into the stack: rbp -> saved rbp, return
+ * address above it. That is also what libunwind does there.
+ */
+#include "agent/cfi.h"
+
+#include "agent/agent.h"
+#include "agent/cpu.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <ucontext.h>
+
+struct cfi_walk_counters cfi_walk_counters;
+
+/* Stack reads land anywhere in the stack, redzones included: not for the
+ * address sanitizer to judge (the bounds are checked here). */
+#define STACK_READER __attribute__((no_sanitize("address")))
+
+struct bounds {
+    uintptr_t lo, hi;
+};
+
+/* Reads the word at addr if it lies on the stack. */
+static inline STACK_READER PPROF_SIGNAL_SAFE int peek(const struct bounds *b,
+                                         uintptr_t addr, uintptr_t *out)
+{
+    if (addr < b->lo || addr > b->hi - sizeof(uintptr_t) ||
+        (addr & (sizeof(uintptr_t) - 1)))
+        return 0;
+    *out = *(const uintptr_t *)addr;
+    return 1;
+}
+
+static PPROF_SIGNAL_SAFE const struct cfi_object *
+find_object(const struct cfi_set *set, uintptr_t pc)
+{
+    size_t lo = 0, hi = set->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pc < set->objects[mid].lo)
+            hi = mid;
+        else if (pc >= set->objects[mid].hi)
+            lo = mid + 1;
+        else
+            return &set->objects[mid];
+    }
+    return NULL;
+}
+
+static inline PPROF_SIGNAL_SAFE const struct cfi_row *
+find_row(const struct cfi_object *o, uintptr_t pc)
+{
+    if (!o->nrows)
+        return NULL;
+    uint32_t off = (uint32_t)(pc - o->base);
+    size_t b = (pc - o->lo) >> CFI_BUCKET_SHIFT;
+    uint32_t lo = o->index[b], hi = o->index[b + 1];
+    /* The last row in [lo, hi] whose start is <= off: one or two rows
+     * at most in a bucket of code, so a scan. */
+    while (lo < hi && o->rows[lo + 1].start <= off)
+        lo++;
+    return o->rows[lo].start <= off ? &o->rows[lo] : NULL;
+}
+
+/*
+ * Code in no table (loaded since the tables were built: dlopen is not
+ * interposed): its rule straight from its .eh_frame, found through the C
+ * library's lock-free _dl_find_object. Registered as a reader of the
+ * program-header protocol (agent/phdr_cache.c), so the dlclose hook does
+ * not unmap an object while its sections are read here.
+ */
+static PPROF_SIGNAL_SAFE int rule_of_new_code(uintptr_t at,
+                                              struct cfi_row *row)
+{
+    if (!agent_find_object)
+        return -1;
+    int ret = -1;
+    __atomic_fetch_add(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&cpu_phdr_busy, __ATOMIC_SEQ_CST)) {
+        struct dl_find_object fo;
+        if (agent_find_object((void *)at, &fo) == 0 && fo.dlfo_eh_frame)
+            ret = cfi_parse_lookup(fo.dlfo_eh_frame,
+                                   (uintptr_t)fo.dlfo_map_start,
+                                   (uintptr_t)fo.dlfo_map_end, at, row);
+    }
+    __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
+    return ret;
+}
+
+/* One frame up by the frame pointer. */
+static inline STACK_READER PPROF_SIGNAL_SAFE int by_frame_pointer(const struct bounds *b,
+                                                     struct cfi_regs *r,
+                                                     int fp_ok)
+{
+    uintptr_t ra, fp;
+    if (!fp_ok || r->fp < r->sp || !peek(b, r->fp + 8, &ra) ||
+        !peek(b, r->fp, &fp))
+        return 0;
+    r->sp = r->fp + 16;
+    r->pc = ra;
+    r->fp = fp;
+    return 1;
+}
+
+/* The registers a signal trampoline's frame saved: the kernel put a
+ * ucontext at the stack pointer the trampoline runs with. */
+static inline STACK_READER PPROF_SIGNAL_SAFE int from_signal_frame(const struct bounds *b,
+                                                      struct cfi_regs *r)
+{
+    uintptr_t uc = r->sp, pc, sp, fp;
+    const size_t g = offsetof(ucontext_t, uc_mcontext.gregs);
+    if (!peek(b, uc + g + REG_RIP * 8, &pc) ||
+        !peek(b, uc + g + REG_RSP * 8, &sp) ||
+        !peek(b, uc + g + REG_RBP * 8, &fp))
+        return 0;
+    if (sp <= r->sp)
+        return 0;
+    r->pc = pc;
+    r->sp = sp;
+    r->fp = fp;
+    return 1;
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exact,
+                               uintptr_t stack_lo, uintptr_t stack_hi,
+                               uintptr_t *pcs, int max, int *full)
+{
+    struct bounds b = {stack_lo, stack_hi};
+    struct cfi_regs r = *regs;
+    int fp_ok = 1, n = 0;
+    *full = 0;
+    if (max <= 0)
+        return 0;
+    unsigned epoch = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
+    int *readers = &cfi_readers[epoch & 1];
+    __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
+    const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
+    uint64_t fp_frames = 0, no_table = 0;
+    const struct cfi_object *o = NULL;
+    for (;;) {
+        if (n == max) {
+            *full = 1;
+            break;
+        }
+        pcs[n++] = r.pc;
+        /* A return address is the instruction after the call: its frame's
+         * rules are those of the call, one byte before. */
+        uintptr_t at = exact ? r.pc : r.pc - 1;
+        if (!o || at < o->lo || at >= o->hi)
+            o = set ? find_object(set, at) : NULL;
+        const struct cfi_row *row = o ? find_row(o, at) : NULL;
+        struct cfi_row found;
+        uintptr_t sp = r.sp, cfa, ra, fp = r.fp;
+        exact = 0;
+        if (!o) {
+            no_table++;
+            if (rule_of_new_code(at, &found) == 0)
+                row = &found;
+        }
+        switch (row ? row->cfa : CFI_CFA_UNKNOWN) {
+        case CFI_CFA_END:
+            goto done;
+        case CFI_CFA_SIGNAL:
+            if (!from_signal_frame(&b, &r))
+                goto done;
+            exact = 1;
+            fp_ok = 1;
+            continue;
+        case CFI_CFA_UNKNOWN:
+            fp_frames++;
+            if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
+                goto done;
+            if (r.pc == 0)
+                goto done;
+            continue;
+        case CFI_CFA_SP: cfa = sp + (intptr_t)row->cfa_off; break;
+        case CFI_CFA_FP:
+            if (!fp_ok)
+                goto done;
+            cfa = fp + (intptr_t)row->cfa_off;
+            break;
+        case CFI_CFA_DEREF_SP:
+            if (!peek(&b, sp + (intptr_t)row->cfa_off, &cfa))
+                goto done;
+            break;
+        case CFI_CFA_DEREF_FP:
+            if (!fp_ok || !peek(&b, fp + (intptr_t)row->cfa_off, &cfa))
+                goto done;
+            break;
+        case CFI_CFA_PLT:
+            cfa = sp + 8 + ((at & 15) >= (uintptr_t)row->cfa_off ? 8 : 0);
+            break;
+        default:
+            goto done;
+        }
+        if (cfa <= sp || !peek(&b, cfa - 8, &ra) || ra == 0)
+            goto done;
+        switch (row->fp) {
+        case CFI_FP_SAME: break;
+        case CFI_FP_AT_CFA:
+            if (!peek(&b, cfa + row->fp_off, &fp))
+                goto done;
+            fp_ok = 1;
+            break;
+        case CFI_FP_AT_SP:
+            if (!peek(&b, sp + row->fp_off, &fp))
+                goto done;
+            fp_ok = 1;
+            break;
+        case CFI_FP_AT_FP:
+            if (!fp_ok || !peek(&b, fp + row->fp_off, &fp))
+                goto done;
+            break;
+        default:
+            fp_ok = 0;
+            break;
+        }
+        r.pc = ra;
+        r.sp = cfa;
+        r.fp = fp;
+    }
+done:
+    __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
+    if (no_table && set)
+        __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
+    if (fp_frames)
+        __atomic_fetch_add(&cfi_walk_counters.fp_frames, fp_frames,
+                           __ATOMIC_RELAXED);
+    if (no_table)
+        __atomic_fetch_add(&cfi_walk_counters.no_table, no_table,
+                           __ATOMIC_RELAXED);
+    return n;
+}
+
+__attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
+cfi_walk_here(uintptr_t *pcs, int max, int *full)
+{
+    uintptr_t lo, hi;
+    *full = 0;
+    if (cfi_stack_bounds(&lo, &hi) != 0) {
+        __atomic_fetch_add(&cfi_walk_counters.no_bounds, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    /* This function keeps a frame pointer (the agent is built with
+     * them): the caller's registers are one frame up. */
+    const uintptr_t *frame = __builtin_frame_address(0);
+    struct cfi_regs r = {frame[1], (uintptr_t)(frame + 2), frame[0]};
+    if (r.sp < lo || r.sp >= hi)
+        return 0;
+    int n = cfi_walk(&r, 0, r.sp, hi, pcs, max, full);
+    __asm__ volatile("" ::: "memory"); /* keep the frame: no tail call */
+    return n;
+}
