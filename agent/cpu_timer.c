@@ -23,6 +23,7 @@
 #include "agent/cpu.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "agent/symbols.h"
 
 #include <dirent.h>
@@ -312,7 +313,7 @@ static int choose_signal(void)
 
 static void arm_existing_threads(void)
 {
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = fds_opendir("/proc/self/task");
     if (!d)
         return;
     struct dirent *de;
@@ -333,7 +334,7 @@ static void arm_existing_threads(void)
             memcpy(e->name, name, sizeof name);
         spin_unlock(&reg_lock);
     }
-    closedir(d);
+    fds_closedir(d);
 }
 
 int cpu_profile_start(int hz)
@@ -440,10 +441,10 @@ void cpu_thread_name(int tid, char *out, size_t size)
     if (!e || !e->exited) {
         char path[64];
         log_snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
             ssize_t n = read(fd, out, size - 1);
-            close(fd);
+            fds_close(fd);
             if (n > 0) {
                 if (out[n - 1] == '\n')
                     n--;

@@ -31,6 +31,7 @@
 #include "agent/threads.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "agent/cpu.h"
 #include "agent/symbols.h"
 
@@ -60,11 +61,11 @@ static size_t slots_cap;
 
 static ssize_t read_file(const char *path, char *buf, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     ssize_t n = read(fd, buf, size - 1);
-    close(fd);
+    fds_close(fd);
     if (n < 0)
         return -1;
     buf[n] = '\0';
@@ -271,7 +272,7 @@ static int *list_tids(size_t *n, size_t *agent)
 {
     *n = 0;
     *agent = 0;
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = fds_opendir("/proc/self/task");
     if (!d)
         return NULL;
     size_t cap = 64;
@@ -297,7 +298,7 @@ static int *list_tids(size_t *n, size_t *agent)
         }
         tids[(*n)++] = (int)tid;
     }
-    closedir(d);
+    fds_closedir(d);
     return tids;
 }
 

@@ -2,7 +2,7 @@
 # nothing of civetweb, libunwind, zlib, libiberty or its own internals.
 . "$TOP/test/integration/lib.sh"
 
-allowed='^(pprof_[a-z0-9_]+|malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|pthread_create|pthread_exit|pthread_mutex_lock|pthread_mutex_trylock|pthread_mutex_timedlock|pthread_mutex_unlock|pthread_rwlock_rdlock|pthread_rwlock_wrlock|pthread_rwlock_timedrdlock|pthread_rwlock_timedwrlock|pthread_rwlock_unlock|pthread_cond_wait|pthread_cond_timedwait|sem_wait|sem_timedwait|dlopen|dlclose|dl_iterate_phdr|fork|sigaction|signal|setitimer|timer_create|exit|_exit|_Exit|execve|execv|execvp)(@.*)?$'
+allowed='^(pprof_[a-z0-9_]+|malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|close|close_range|closefrom|dup2|dup3|pipe2|socket|accept|accept4|recv|send|shutdown|pthread_create|pthread_exit|pthread_mutex_lock|pthread_mutex_trylock|pthread_mutex_timedlock|pthread_mutex_unlock|pthread_rwlock_rdlock|pthread_rwlock_wrlock|pthread_rwlock_timedrdlock|pthread_rwlock_timedwrlock|pthread_rwlock_unlock|pthread_cond_wait|pthread_cond_timedwait|sem_wait|sem_timedwait|dlopen|dlclose|dl_iterate_phdr|fork|sigaction|signal|setitimer|timer_create|exit|_exit|_Exit|execve|execv|execvp)(@.*)?$'
 nm -D --defined-only "$AGENT" | awk '{print $3}' > "$WORK/exports"
 cat "$WORK/exports"
 bad=$(grep -Ev "$allowed" "$WORK/exports" || true)
