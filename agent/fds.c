@@ -211,6 +211,22 @@ int fds_count(void)
     return __atomic_load_n(&registered, __ATOMIC_RELAXED);
 }
 
+int fds_next(int after, enum fds_kind kind)
+{
+    for (int fd = after + 1; fd < FDS_MAX; fd++) {
+        if (!(fd & 63) && !__atomic_load_n(&watch[fd >> 6], __ATOMIC_ACQUIRE)) {
+            fd += 63;
+            continue;
+        }
+        if (!owned(fd))
+            continue;
+        struct fds_slot *s = slot_find(fd);
+        if (s && s->kind == (int)kind)
+            return fd;
+    }
+    return -1;
+}
+
 /* ---- the agent's side ------------------------------------------------------- */
 
 int fds_floor(void)

@@ -81,4 +81,8 @@ void fds_fork_child(void);
 /* Descriptors registered now (tests, /debug/stats). */
 int fds_count(void);
 
+/* The lowest registered descriptor above after, of the given kind; -1
+ * when there is none. Async-signal-safe. Does not allocate. */
+int fds_next(int after, enum fds_kind kind);
+
 #endif
