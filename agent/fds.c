@@ -418,17 +418,24 @@ void fds_fork_child(void)
 
 /* ---- the host's side -------------------------------------------------------- */
 
+/* Sleeps ns through the raw system call: glibc's nanosleep is a
+ * cancellation point, and dup2, dup3 and close_range are not. */
+static void nap_ns(long ns)
+{
+    struct timespec t = {ns / 1000000000L, ns % 1000000000L};
+    syscall(SYS_nanosleep, &t, NULL);
+}
+
 /* Waits (bounded) until no agent descriptor is between its creation at a
  * low number and its move. */
 static void wait_in_flight(void)
 {
     if (likely(!__atomic_load_n(&in_flight, __ATOMIC_SEQ_CST)))
         return;
-    struct timespec nap = {0, 50000};
     for (long waited = 0;
          __atomic_load_n(&in_flight, __ATOMIC_SEQ_CST) && waited < FDS_WAIT_NS;
-         waited += nap.tv_nsec)
-        nanosleep(&nap, NULL);
+         waited += 50000)
+        nap_ns(50000);
 }
 
 /* 1 in a child made by vfork (or clone sharing memory): it shares the
@@ -537,10 +544,9 @@ static __attribute__((noinline)) int host_dup(int oldfd, int newfd,
     struct fds_slot *s = slot_find(newfd);
     if (s && s->kind == FDS_TRANSIENT) {
         /* Agent code reading a file: give it a moment to finish. */
-        struct timespec nap = {0, 100000};
         for (long waited = 0; owned(newfd) && waited < FDS_WAIT_NS * 10;
-             waited += nap.tv_nsec)
-            nanosleep(&nap, NULL);
+             waited += 100000)
+            nap_ns(100000);
         s = slot_find(newfd);
     }
     int moved = -1;
@@ -631,9 +637,7 @@ static void accept_backoff(void)
                                       : ACCEPT_BACKOFF_MIN_NS;
     if (accept_delay_ns > ACCEPT_BACKOFF_MAX_NS)
         accept_delay_ns = ACCEPT_BACKOFF_MAX_NS;
-    struct timespec nap = {accept_delay_ns / 1000000000L,
-                           accept_delay_ns % 1000000000L};
-    nanosleep(&nap, NULL);
+    nap_ns(accept_delay_ns);
 }
 
 static int listener_logged;
@@ -645,7 +649,8 @@ static int agent_accept(int fd, struct sockaddr *addr, socklen_t *len,
                         int flags)
 {
     if (!owned(fd) || fds_check(fd) != 0) {
-        if (!listener_logged++ && !owned(fd))
+        /* A listener replaced by dup2 was said when it was replaced. */
+        if (!listener_logged++ && !owned(fd) && !bit_get(lost, fd))
             log_info("the program took over descriptor %d, the agent's "
                      "listening socket; the profiling endpoints stop "
                      "answering", fd);
