@@ -446,10 +446,10 @@ static int foreign_process(void)
     return (int)getpid() != owner_pid;
 }
 
-static __attribute__((noinline)) int host_close(int fd)
+static __attribute__((noinline)) int host_close(int fd, const void *pc)
 {
-    if (guard_active()) {
-        /* The agent's own code (or libunwind inside it) closing. */
+    if (guard_active() || from_agent_library(pc)) {
+        /* The agent's own code, or civetweb or libunwind, closing. */
         if (bit_get(lost, fd) || owned(fd))
             return fds_close(fd);
         return do_close(fd);
@@ -466,7 +466,7 @@ __attribute__((visibility("default"))) int close(int fd)
 {
     if (unlikely(bit_get(watch, fd) |
                  __atomic_load_n(&in_flight, __ATOMIC_RELAXED)))
-        return host_close(fd);
+        return host_close(fd, __builtin_return_address(0));
     return do_close(fd);
 }
 
