@@ -185,6 +185,11 @@ static void enroll(int fd, enum fds_kind kind, int *holder)
     struct stat st;
     if ((unsigned)fd >= FDS_MAX || fstat(fd, &st) != 0)
         return;
+    /* A slot left for this number (its close went past the interposer)
+     * is the stale record of another file: replaced. */
+    struct fds_slot *old = slot_find(fd);
+    if (old)
+        slot_release(old);
     for (int i = 0; i < FDS_SLOTS; i++) {
         int free_ = 0;
         if (!__atomic_compare_exchange_n(&slots[i].fd1, &free_, -1, 0,
