@@ -27,6 +27,7 @@
 #include "agent/ops.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
 #include "http/http.h"
@@ -110,7 +111,7 @@ static void find_listener(int port)
 {
     listen_fd = -1;
     listen_port = port;
-    DIR *d = opendir("/proc/self/fd");
+    DIR *d = fds_opendir("/proc/self/fd");
     if (!d)
         return;
     struct dirent *de;
@@ -122,7 +123,7 @@ static void find_listener(int port)
             break;
         }
     }
-    closedir(d);
+    fds_closedir(d);
 }
 
 void children_announce(int port)
@@ -145,6 +146,8 @@ void children_announce(int port)
 static void fork_child(void)
 {
     children_is_forked = 1;
+    /* The parent's connections and files in flight are not the child's. */
+    fds_fork_child();
     /* A worker of the parent may have been inside the symbolizer. */
     symbols_fork_child();
     threads_fork_child();
@@ -155,7 +158,7 @@ static void fork_child(void)
      * parent exits (a daemon's first fork) with connections queuing on it
      * for ever. */
     if (listen_fd >= 0 && is_listener(listen_fd, listen_port))
-        close(listen_fd);
+        fds_close(listen_fd);
     listen_fd = -1;
     int serve = opt_serve && opt_children == CHILDREN_SERVE;
     if (!agent_ready || (!serve && !opt_dump_dir[0]))

@@ -34,6 +34,7 @@
 #include "agent/cfi.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "agent/symbols.h"
 
 #include <dirent.h>
@@ -362,7 +363,7 @@ static int choose_signal(void)
 
 static void arm_existing_threads(void)
 {
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = fds_opendir("/proc/self/task");
     if (!d)
         return;
     struct dirent *de;
@@ -388,7 +389,7 @@ static void arm_existing_threads(void)
         spin_unlock(&reg_lock);
         spin_unlock(&sigmask_lock);
     }
-    closedir(d);
+    fds_closedir(d);
 }
 
 int cpu_profile_start(int hz)
@@ -500,10 +501,10 @@ void cpu_thread_name(int tid, char *out, size_t size)
     if (!e || !e->exited) {
         char path[64];
         log_snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
             ssize_t n = read(fd, out, size - 1);
-            close(fd);
+            fds_close(fd);
             if (n > 0) {
                 if (out[n - 1] == '\n')
                     n--;

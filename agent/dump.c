@@ -23,6 +23,7 @@
 #include "agent/ops.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "agent/cpu.h"
 #include "agent/heap.h"
 #include "encoder/encoder.h"
@@ -124,7 +125,7 @@ static int write_atomic(const char *path, const struct pbuf *data)
     log_snprintf(tmp, sizeof tmp, "%s.tmp", path);
     /* O_EXCL and O_NOFOLLOW: in a folder others can write to, a link
      * planted under our temporary name must not make us write elsewhere. */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+    int fd = fds_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                   0644);
     if (fd < 0)
         return -errno;
@@ -142,7 +143,7 @@ static int write_atomic(const char *path, const struct pbuf *data)
     }
     if (!err && fsync(fd) != 0)
         err = -errno;
-    if (close(fd) != 0 && !err)
+    if (fds_close(fd) != 0 && !err)
         err = -errno;
     if (!err && rename(tmp, path) != 0)
         err = -errno;
@@ -279,6 +280,10 @@ static void *dump_thread(void *unused)
                        : 0;
     int replaced_logged = 0;
     for (;;) {
+        /* The program cannot close or replace the pipe (agent/fds.c)
+         * except by raw system calls: then it is dropped, not read. */
+        if (wake_pipe[0] >= 0 && fds_check(wake_pipe[0]) != 0)
+            wake_pipe[0] = -1;
         struct pollfd p = {.fd = wake_pipe[0], .events = POLLIN};
         int r = poll(&p, wake_pipe[0] >= 0 ? 1 : 0, 1000);
         int signalled = 0;
@@ -320,8 +325,8 @@ void dump_fork_child(void)
     /* The pipe is shared with the parent: a signal to either would wake
      * either's dump thread. The child makes its own in dump_start(). */
     if (wake_pipe[0] >= 0) {
-        close(wake_pipe[0]);
-        close(wake_pipe[1]);
+        fds_close(wake_pipe[0]);
+        fds_close(wake_pipe[1]);
     }
     wake_pipe[0] = wake_pipe[1] = -1;
     started = 0;
@@ -357,7 +362,7 @@ void dump_start(void)
     }
 
     if (wake_pipe[0] < 0 &&
-        pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fds_pipe(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         wake_pipe[0] = wake_pipe[1] = -1;
     }
     install_signal();

@@ -7,6 +7,8 @@
  */
 #include "agent/symbols.h"
 
+#include "agent/fds.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ static const char deleted_suffix[] = " (deleted)";
  * size 0, so read until EOF and grow. */
 static int slurp(const char *path, char **out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     size_t cap = 16384, len = 0;
@@ -56,7 +58,7 @@ static int slurp(const char *path, char **out)
     buf = NULL;
 out:
     free(buf);
-    close(fd);
+    fds_close(fd);
     return err;
 }
 

@@ -30,6 +30,7 @@
 #include "agent/ops.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -57,12 +58,12 @@ static char own_family[RUNDIR_FAMILY_MAX];
 
 static int read_file(const char *path, char *buf, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     ssize_t n = read(fd, buf, size - 1);
     int err = errno;
-    close(fd);
+    fds_close(fd);
     if (n < 0)
         return -err;
     buf[n] = '\0';
@@ -118,7 +119,7 @@ int rundir_reserve(void)
     if (!opt_run_dir[0])
         return -ENOENT;
     if (own_fd >= 0)
-        close(own_fd);
+        fds_close(own_fd);
     own_fd = -1;
     own_pid = (int)getpid();
     if (mkdir(opt_run_dir, 0700) != 0 && errno != EEXIST)
@@ -135,9 +136,13 @@ int rundir_reserve(void)
         goto fail;
     }
     log_snprintf(own_path, sizeof own_path, "%s/pid-%d", opt_run_dir, own_pid);
-    own_fd = open(own_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-                                O_CLOEXEC,
-                  0644);
+    /* Held: the number is rewritten if the program's dup2 targets it. */
+    fds_begin();
+    own_fd = fds_adopt(open(own_path, O_WRONLY | O_CREAT | O_TRUNC |
+                                          O_NOFOLLOW | O_CLOEXEC,
+                            0644),
+                       FDS_HELD, &own_fd);
+    fds_end();
     if (own_fd < 0)
         goto fail;
     return 0;
@@ -196,7 +201,7 @@ static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
 {
     if (!opt_run_dir[0])
         return 0;
-    DIR *d = opendir(opt_run_dir);
+    DIR *d = fds_opendir(opt_run_dir);
     if (!d)
         return 0;
     size_t live = 0;
@@ -230,12 +235,15 @@ static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
         if (fn)
             fn(arg, &e);
     }
-    closedir(d);
+    fds_closedir(d);
     return live;
 }
 
 int rundir_publish(const char *addr)
 {
+    /* A file lost behind the agent's back is not written to. */
+    if (own_fd >= 0 && own_pid == (int)getpid() && fds_check(own_fd) != 0)
+        own_fd = -1;
     if (own_fd < 0 || own_pid != (int)getpid()) {
         int err = rundir_reserve();
         if (err)

@@ -35,6 +35,7 @@
 #include <zlib.h>
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 
 /* Overridable at build time to test machines without debug packages. */
 #ifndef SYSTEM_DEBUG_DIR
@@ -138,12 +139,12 @@ static int try_build_id(struct sym_object *o, const char *dir,
 
 int symbols_debug_crc(const char *path, uint32_t *crc)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+        fds_close(fd);
         return -EINVAL;
     }
     uLong c = crc32(0, Z_NULL, 0);
@@ -151,13 +152,13 @@ int symbols_debug_crc(const char *path, uint32_t *crc)
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             int err = -errno;
-            close(fd);
+            fds_close(fd);
             return err;
         }
         c = crc32_z(c, p, (z_size_t)st.st_size);
         munmap(p, (size_t)st.st_size);
     }
-    close(fd);
+    fds_close(fd);
     *crc = (uint32_t)c;
     return 0;
 }

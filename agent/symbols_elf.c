@@ -13,6 +13,8 @@
  */
 #include "agent/symbols.h"
 
+#include "agent/fds.h"
+
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +39,7 @@ static void init_version(void)
 Elf *symbols_elf_open_file(const char *path)
 {
     pthread_once(&version_once, init_version);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -47,7 +49,7 @@ Elf *symbols_elf_open_file(const char *path)
     }
     if (elf)
         elf_cntl(elf, ELF_C_FDDONE);
-    close(fd);
+    fds_close(fd);
     return elf;
 }
 

@@ -40,6 +40,7 @@
 
 #include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/fds.h"
 #include "agent/cpu.h"
 #include "agent/symbols.h"
 
@@ -70,11 +71,11 @@ static size_t slots_cap;
 
 static ssize_t read_file(const char *path, char *buf, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     ssize_t n = read(fd, buf, size - 1);
-    close(fd);
+    fds_close(fd);
     if (n < 0)
         return -1;
     buf[n] = '\0';
@@ -286,7 +287,7 @@ static int *list_tids(size_t *n, size_t *agent)
 {
     *n = 0;
     *agent = 0;
-    DIR *d = opendir("/proc/self/task");
+    DIR *d = fds_opendir("/proc/self/task");
     if (!d)
         return NULL;
     size_t cap = 64;
@@ -312,7 +313,7 @@ static int *list_tids(size_t *n, size_t *agent)
         }
         tids[(*n)++] = (int)tid;
     }
-    closedir(d);
+    fds_closedir(d);
     return tids;
 }
 

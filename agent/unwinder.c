@@ -6,6 +6,7 @@
 #include "agent/unwinder.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -64,6 +65,8 @@ int unwinder_load(void)
                  "stacks keep their sampled address only");
         return -1;
     }
+    /* Its memory-validation pipe is the agent's own (agent/fds.c). */
+    fds_own_library((const void *)u.step);
     Dl_info info;
     struct range r = {0, 0, 0};
     if (dladdr((void *)u.step, &info) && info.dli_fbase) {

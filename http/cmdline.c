@@ -6,19 +6,21 @@
 
 #include "encoder/encoder.h"
 
+#include "agent/fds.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 void handle_cmdline(struct request *r)
 {
     struct pbuf b = {0};
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    int fd = fds_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         char chunk[4096];
         ssize_t n;
         while ((n = read(fd, chunk, sizeof chunk)) > 0)
             pbuf_append(&b, chunk, (size_t)n);
-        close(fd);
+        fds_close(fd);
     }
     /* The kernel ends every argument with a NUL; Go joins them instead. */
     if (b.len > 0 && b.data[b.len - 1] == '\0')

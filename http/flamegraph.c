@@ -17,9 +17,11 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "encoder/encoder.h"
 #include "encoder/flamegraph.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,12 +51,13 @@ static const struct route *route_named(const char *name)
 /* The program's name from /proc/self/comm, for the title. */
 static void program_name(char *buf, size_t size)
 {
-    FILE *f = fopen("/proc/self/comm", "re");
     buf[0] = '\0';
-    if (f) {
-        if (fgets(buf, (int)size, f))
-            buf[strcspn(buf, "\n")] = '\0';
-        fclose(f);
+    int fd = fds_open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, size - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        fds_close(fd);
     }
     if (!buf[0])
         snprintf(buf, size, "process");

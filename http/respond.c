@@ -6,6 +6,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "encoder/encoder.h"
 
 #include <civetweb.h>
@@ -186,7 +187,9 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
 static int find_client_socket(struct request *r)
 {
     const struct mg_request_info *ri = mg_get_request_info(r->conn);
-    for (int fd = 3; fd < 4096; fd++) {
+    /* civetweb's sockets are registered (agent/fds.c): only those. */
+    for (int fd = fds_next(-1, FDS_SOCKET); fd >= 0;
+         fd = fds_next(fd, FDS_SOCKET)) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)

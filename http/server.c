@@ -24,6 +24,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "agent/ops.h"
 
 #include <arpa/inet.h>
@@ -280,14 +281,14 @@ static void write_port_file(int port)
      * half-written address. */
     char tmp[sizeof opt_port_file + 32];
     log_snprintf(tmp, sizeof tmp, "%s.%d.tmp", opt_port_file, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = fds_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
                  strerror(errno));
         return;
     }
     ssize_t w = write(fd, addr, len);
-    close(fd);
+    fds_close(fd);
     if (w != (ssize_t)len || rename(tmp, opt_port_file) != 0) {
         log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
                  strerror(errno));
@@ -412,6 +413,8 @@ int server_start(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* civetweb's sockets are the agent's own (agent/fds.c). */
+    fds_own_library((const void *)mg_start2);
     server_ctx = mg_start2(&init, &err);
     /* The port is taken (an exec'd child of a process under the agent, a
      * second instance): with a run directory, serve on port 0 instead and

@@ -16,6 +16,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
 #include "encoder/encoder.h"
 #include "encoder/flamegraph.h"
 
@@ -53,12 +54,12 @@ static int64_t clock_ns(clockid_t id)
  * or -errno. */
 static ssize_t read_proc(const char *path, char *buf, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     ssize_t n = read(fd, buf, size - 1);
     int e = errno;
-    close(fd);
+    fds_close(fd);
     if (n < 0)
         return -e;
     buf[n] = '\0';
