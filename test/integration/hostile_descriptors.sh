@@ -53,12 +53,14 @@ cpu_ticks() {
     sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
 }
 
-# takeover NAME MODE: starts fd_takeover under the agent; waits for
-# "ready" and sets PID.
+# takeover NAME MODE: starts fd_takeover under the agent, its server
+# listening from the constructor on (not after PPROF_START_DELAY_MS), so
+# the program takes over what the agent already holds; waits for "ready"
+# and sets PID.
 takeover() {
     name=$1; mode=$2
     mkdir -p "$WORK/$name"
-    start_agent "$name" "$TAKEOVER" "$mode" "$WORK/$name"
+    PPROF_START_DELAY_MS=0 start_agent "$name" "$TAKEOVER" "$mode" "$WORK/$name"
     i=0
     until grep -q ready "$WORK/$name.out"; do
         i=$((i + 1)); [ $i -lt 200 ] || fail "$name: not ready"
