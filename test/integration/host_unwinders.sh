@@ -123,7 +123,10 @@ echo "$b" | grep -q 'to /.*libgcc_s' || fail "libstdc++'s _Unwind_RaiseException
 
 for prog in cmain selfunwind; do
     "$WORK/$prog" > "$WORK/$prog.plain" || fail "$prog fails without the agent"
-    start_agent "$prog" "$WORK/$prog"
+    # Serving from the constructor on: these programs may end before the
+    # default PPROF_START_DELAY_MS, and the port file is how start_agent
+    # knows the agent is up.
+    PPROF_START_DELAY_MS=0 start_agent "$prog" "$WORK/$prog"
     wait_exit "$PID" 60
     [ "$STATUS" = 0 ] || { cat "$WORK/$prog.err"; fail "$prog exited with $STATUS under the agent"; }
     cmp -s "$WORK/$prog.plain" "$WORK/$prog.out" ||

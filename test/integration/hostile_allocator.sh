@@ -52,11 +52,12 @@ run() {
         # The waits are the churning threads' (their thread function, as a
         # plugin's first thread-local access is a real wait outside
         # alloc_churn); the main thread's pthread_join of them is a wait in
-        # block too (as a WaitGroup's in Go) and is left out of the share.
+        # block too (as a WaitGroup's in Go), charged to main's stack, and is
+        # left out of the share.
         share=$(printf '%s\n' "$top" | awk '
-            { p = $5; sub(/%/, "", p) }
+            { p = $5; sub(/%/, "", p); p += 0 }
             $NF == "churner" { c = p }
-            $NF == "pthread_join" { j = p }
+            $NF == "main" { j = p }
             END { if (j < 100) printf "%.2f", c * 100 / (100 - j) }')
         total=$(printf '%s\n' "$top" | sed -n 's/.* of \(.*\) total.*/\1/p')
         note "$name: $kind profile $total, churner ${share:-0}% cum"
