@@ -361,11 +361,16 @@ static int choose_signal(void)
     return -EAGAIN;
 }
 
-static void arm_existing_threads(void)
+/* Arms every host thread that leaves the signal unblocked; returns how
+ * many were skipped because they block it. With only_unarmed, threads
+ * that already have a timer are passed over without a look at their mask:
+ * the rescan of a running profile (see cpu_profile_drain). */
+static int arm_existing_threads(int only_unarmed)
 {
     DIR *d = fds_opendir("/proc/self/task");
     if (!d)
-        return;
+        return 0;
+    int skipped = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         long tid;
@@ -373,6 +378,14 @@ static void arm_existing_threads(void)
             continue;
         if (is_agent_tid((int)tid))
             continue;
+        if (only_unarmed) {
+            spin_lock(&reg_lock);
+            struct reg_entry *e = reg_find((int)tid);
+            int armed = e && e->timer >= 0;
+            spin_unlock(&reg_lock);
+            if (armed)
+                continue;
+        }
         /* Its name now, in case it exits without passing our exit hook
          * (threads that started before the agent). */
         char name[16];
@@ -388,8 +401,10 @@ static void arm_existing_threads(void)
             memcpy(e->name, name, sizeof name);
         spin_unlock(&reg_lock);
         spin_unlock(&sigmask_lock);
+        skipped += blocked;
     }
     fds_closedir(d);
+    return skipped;
 }
 
 int cpu_profile_start(int hz)
@@ -440,7 +455,15 @@ int cpu_profile_start(int hz)
      * hook, and the registry resolves the race. */
     sigmask_watch_begin();
     __atomic_store_n(&cpu_active, 1, __ATOMIC_SEQ_CST);
-    arm_existing_threads();
+    /* A thread seen blocking the signal may only be passing through a
+     * window of the C library's own (pthread_create blocks every signal
+     * around clone, with raw system calls the mask interposers never
+     * see): a second look 20 ms later, then one at every drain. */
+    if (arm_existing_threads(0) > 0) {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        arm_existing_threads(1);
+    }
     if (timer_failures || reg_full)
         log_info("cpu profile: %ld threads without a timer (%ld failed, "
                  "%ld over the registry)",
@@ -452,6 +475,10 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
                        void *arg)
 {
     cpu_ringbuf_drain(fn, arg);
+    /* Threads that blocked the signal when last looked at, and have
+     * unblocked it through no interposed call since. */
+    if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        arm_existing_threads(1);
     /* Objects loaded since the last drain: the unwinder and the
      * symbolizer learn about them here (dlopen is not interposed). */
     if (phdr_cache_refresh(0) > 0)
