@@ -129,6 +129,7 @@ extern struct stack_table *heap_buckets;
 struct heap_live {
     struct stack_entry *bucket;
     uint64_t size;
+    int64_t born_ns; /* CLOCK_MONOTONIC_COARSE when it was sampled */
 };
 
 /* Creates the bucket table and registers the fork handlers. Returns 0 or
@@ -157,15 +158,82 @@ static inline void heap_table_count_free(const struct heap_live *l)
     stack_entry_add(l->bucket, HEAP_FREE_BYTES, (int64_t)l->size);
 }
 
+/* The unbiased estimate of the bytes one sampled allocation of size bytes
+ * stands for: size / (1 - exp(-(size + 1) / rate)), rounded; size when
+ * rate <= 1. The figure heap_inuse_estimate() adds up. Does not allocate. */
+uint64_t heap_table_weight(uint64_t size);
+
+/* Estimated bytes in use now: the sum of heap_table_weight() over every
+ * live sampled allocation. Async-signal-safe. Does not allocate. */
+int64_t heap_inuse_estimate(void);
+
+/* Copies every live sampled allocation (bucket, size, time sampled) into
+ * *out (malloc'd; free() it) and sets *n. Copies one shard at a time
+ * under its lock, never allocating while holding it. Returns 0 or
+ * -ENOMEM. Agent threads only. Not async-signal-safe. */
+int heap_table_live(struct heap_live **out, size_t *n);
+
+/* The clock of heap_live.born_ns (CLOCK_MONOTONIC_COARSE, ns), for ages.
+ * Async-signal-safe. Does not allocate. */
+int64_t heap_table_now_ns(void);
+
 /* What the heap profiler knows about itself, for profiles and the index. */
 struct heap_stats {
     long live;     /* sampled allocations tracked now */
     long sampled;  /* allocations sampled since start */
     long lost;     /* samples not recorded: no room for the stack or pointer */
     long buckets;  /* distinct (stack, size) buckets */
+    size_t table_bytes; /* memory mapped for the pointer table's shards */
 };
 /* Async-signal-safe. Does not allocate. */
 void heap_table_stats(struct heap_stats *out);
+
+/* ---- the peak (heap_peak.c) ----------------------------------------------- */
+
+/*
+ * The in-use profile at the high-water mark of heap_inuse_estimate().
+ * Host threads only compare the estimate with heap_peak_trigger after
+ * a sample (heap_table.c) and, on a new high beyond the margin, wake the
+ * agent's peak thread, which copies the bucket counters (a stack_snapshot)
+ * off the host's path, at most once per HEAP_PEAK_MIN_INTERVAL_MS, and
+ * keeps the copy with the largest in-use estimate. docs/memory.md has the
+ * cost and how close to the true peak the copy gets.
+ */
+#define HEAP_PEAK_MIN_INTERVAL_MS 10
+/* A copy is asked for when the estimate exceeds the kept copy's by 1/64. */
+#define HEAP_PEAK_MARGIN_SHIFT 6
+
+/* The estimate above which a host thread wakes the peak thread. Written
+ * by the peak thread, read by sampling threads. */
+extern int64_t heap_peak_trigger;
+
+/* Called after a sample raised the estimate to inuse: keeps the exact
+ * high-water mark and wakes the peak thread past the trigger (one futex
+ * wake, only then). Does not allocate. Not async-signal-safe. */
+void heap_peak_note(int64_t inuse);
+
+/* Starts the peak thread (idempotent; again in a forked child, where it
+ * no longer runs). Call from an agent thread or the constructor.
+ * Not async-signal-safe. */
+void heap_peak_start(void);
+
+struct stack_snapshot;
+/* The kept copy: moves a duplicate of it into *out (zeroed when none yet)
+ * and fills the figures: the copy's in-use estimate, the exact high-water
+ * mark of the estimate in the same period, when the copy was taken and
+ * when the period began (ns since the epoch). reset starts a new period
+ * after the copy is taken out. Returns 0 or -ENOMEM. Agent threads only.
+ * Not async-signal-safe. */
+struct heap_peak_info {
+    int64_t copy_bytes;
+    int64_t high_water_bytes;
+    int64_t copy_time_ns;
+    int64_t since_ns;
+    long copies;       /* copies taken in this period */
+    int64_t copy_cost_ns; /* the last copy's duration */
+};
+int heap_peak_get(struct stack_snapshot *out, struct heap_peak_info *info,
+                  int reset);
 
 /* ---- interposers (malloc_hooks.c) ---------------------------------------- */
 

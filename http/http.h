@@ -133,6 +133,9 @@ long mutex_count(void);
 void handle_heap(struct request *r);   /* heap.c */
 void handle_allocs(struct request *r); /* heap.c */
 long heap_profile_count(void);
+void handle_peak(struct request *r); /* heap.c */
+void handle_memory(struct request *r); /* memory.c: /debug/memory */
+long heap_peak_count(void);
 /* Flame graphs, stats and charts (flamegraph.c, stats.c, charts.c). */
 void handle_flamegraph(struct request *r);
 void handle_charts(struct request *r);
