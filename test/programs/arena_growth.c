@@ -6,13 +6,14 @@
  *   arena_growth THREADS MB_PER_THREAD KEEP
  *
  * Then prints what it measured of itself, once all threads are done and
- * again on each line read from stdin:
+ * again on each SIGUSR1:
  *   mallinfo ARENA UORDBLKS FORDBLKS HBLKHD KEEPCOST
  *   rss VmRSS_BYTES
  * and idles (its threads stay alive, blocked, so their stacks stay).
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,10 @@ int main(int argc, char **argv)
     mb_per_thread = atol(argv[2]);
     keep_one_in = atol(argv[3]);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL); /* the threads inherit the mask */
     /* Producers round their count up to whole batches. */
     long per_thread = mb_per_thread * 1000000 / BLOCK + BATCH;
     kept = calloc((size_t)(threads * (per_thread / keep_one_in + 1)),
@@ -148,8 +153,9 @@ int main(int argc, char **argv)
         free(cs[i].items);
     report();
     printf("ready\n");
-    char line[16];
-    while (fgets(line, sizeof line, stdin))
+    for (;;) {
+        int sig;
+        sigwait(&usr1, &sig);
         report();
-    idle();
+    }
 }
