@@ -270,9 +270,11 @@ const char *heap_age_label(int64_t age_ns);
 struct heap_live;
 /* Splits full-profile records (from heap_records_from_snapshot, taken
  * after the copy of the live samples) by the age of their live samples:
- * in (n records) becomes, per bucket, one record per age bucket with
- * live samples (alloc_objects = those samples, none freed, age set), and
- * one without an age for the rest of its allocations, all freed. live
+ * in (n records) becomes, per bucket, one record without an age holding
+ * every allocation and nothing in use (all counted freed), and one record
+ * per age bucket with live samples holding only those in use (no
+ * allocation, free_objects = -in use). alloc_* series so stay cumulative
+ * and in-use ones carry the age. live
  * (nlive, as heap_table_live() gives it) is sorted in place. out needs
  * room for n * (HEAP_AGE_BUCKETS + 1). Returns the number of records.
  * Not async-signal-safe. */

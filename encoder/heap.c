@@ -256,29 +256,27 @@ size_t heap_records_by_age(const struct heap_record *in, size_t n,
     for (size_t i = 0; i < n; i++) {
         const struct heap_record *r = &in[i];
         int64_t counts[HEAP_AGE_BUCKETS] = {0};
-        int64_t nl = 0;
         for (size_t j = first_of(live, nlive, r->bucket);
-             j < nlive && live[j].bucket == r->bucket; j++) {
+             j < nlive && live[j].bucket == r->bucket; j++)
             counts[age_bucket(now_ns - live[j].born_ns)]++;
-            nl++;
-        }
+        /* The bucket itself keeps every allocation count and no in-use:
+         * its alloc_* series stays cumulative from scrape to scrape, as
+         * continuous profilers need. The live copy is the truth of what
+         * is in use (taken first, so each of its samples is counted). */
+        out[m] = *r;
+        out[m].free_objects = r->alloc_objects;
+        out[m].age = NULL;
+        m++;
+        /* In use, per age bucket: no allocation count (in-use = alloc -
+         * free, so free is negative here), so that such a series may
+         * vanish when its blocks are freed without any delta going back. */
         for (int b = 0; b < HEAP_AGE_BUCKETS; b++) {
             if (!counts[b])
                 continue;
             out[m] = *r;
-            out[m].alloc_objects = counts[b];
-            out[m].free_objects = 0;
+            out[m].alloc_objects = 0;
+            out[m].free_objects = -counts[b];
             out[m].age = age_labels[b];
-            m++;
-        }
-        /* The rest: freed (the live copy is the truth of what is in use;
-         * it was taken first, so a sample it has is in the counters). */
-        int64_t rest = r->alloc_objects - nl;
-        if (rest > 0) {
-            out[m] = *r;
-            out[m].alloc_objects = rest;
-            out[m].free_objects = rest;
-            out[m].age = NULL;
             m++;
         }
     }
