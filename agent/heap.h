@@ -41,6 +41,11 @@ enum {
     HEAP_ALLOC_BYTES,
     HEAP_FREE_OBJECTS,
     HEAP_FREE_BYTES,
+    /* The peak (heap_peak.c): the peak epoch this bucket last saw, and
+     * its in-use objects when that epoch began. Not counters: a delta of
+     * them means nothing, and no profile reads them but the peak. */
+    HEAP_PEAK_EPOCH,
+    HEAP_PEAK_OBJECTS,
     HEAP_NVALUES
 };
 
@@ -150,13 +155,6 @@ int heap_table_forget(const void *p, struct heap_live *out);
  * Not async-signal-safe. */
 void heap_table_restore(void *p, const struct heap_live *l);
 
-/* Counts the free of an allocation taken out of the table.
- * Async-signal-safe. Does not allocate. */
-static inline void heap_table_count_free(const struct heap_live *l)
-{
-    stack_entry_add(l->bucket, HEAP_FREE_OBJECTS, 1);
-    stack_entry_add(l->bucket, HEAP_FREE_BYTES, (int64_t)l->size);
-}
 
 /* The unbiased estimate of the bytes one sampled allocation of size bytes
  * stands for: size / (1 - exp(-(size + 1) / rate)), rounded; size when
@@ -191,49 +189,60 @@ void heap_table_stats(struct heap_stats *out);
 /* ---- the peak (heap_peak.c) ----------------------------------------------- */
 
 /*
- * The in-use profile at the high-water mark of heap_inuse_estimate().
- * Host threads only compare the estimate with heap_peak_trigger after
- * a sample (heap_table.c) and, on a new high beyond the margin, wake the
- * agent's peak thread, which copies the bucket counters (a stack_snapshot)
- * off the host's path, at most once per HEAP_PEAK_MIN_INTERVAL_MS, and
- * keeps the copy with the largest in-use estimate. docs/memory.md has the
- * cost and how close to the true peak the copy gets.
+ * The in-use profile at the high-water mark of heap_inuse_estimate(),
+ * kept without a copy and without a thread: each new high starts a new
+ * peak epoch (one atomic increment), and a bucket about to change for the
+ * first time in an epoch first saves its in-use count (copy on write). At
+ * any time a bucket's in-use at the peak is the saved count if it changed
+ * since the last high, its current count otherwise. Every step runs on
+ * the sampled paths only. docs/memory.md has the cost and accuracy.
  */
-#define HEAP_PEAK_MIN_INTERVAL_MS 10
-/* A copy is asked for when the estimate exceeds the kept copy's by 1/64. */
-#define HEAP_PEAK_MARGIN_SHIFT 6
+extern int64_t heap_peak_epoch;
 
-/* The estimate above which a host thread wakes the peak thread. Written
- * by the peak thread, read by sampling threads. */
-extern int64_t heap_peak_trigger;
+/* Saves e's in-use count for the current epoch (out of line). */
+void heap_peak_save(struct stack_entry *e, int64_t seen, int64_t epoch);
 
-/* Called after a sample raised the estimate to inuse: keeps the exact
- * high-water mark and wakes the peak thread past the trigger (one futex
- * wake, only then). Does not allocate. Not async-signal-safe. */
+/* Call before changing e's counters. Does not allocate. Async-signal-safe. */
+static inline void heap_peak_touch(struct stack_entry *e)
+{
+    int64_t epoch = __atomic_load_n(&heap_peak_epoch, __ATOMIC_ACQUIRE);
+    int64_t seen = stack_entry_value(e, HEAP_PEAK_EPOCH);
+    if (unlikely(seen != epoch))
+        heap_peak_save(e, seen, epoch);
+}
+
+/* Counts the free of an allocation taken out of the table.
+ * Async-signal-safe. Does not allocate. */
+static inline void heap_table_count_free(const struct heap_live *l)
+{
+    heap_peak_touch(l->bucket);
+    stack_entry_add(l->bucket, HEAP_FREE_OBJECTS, 1);
+    stack_entry_add(l->bucket, HEAP_FREE_BYTES, (int64_t)l->size);
+}
+
+/* Called after a sample raised the estimate to inuse: on a new high,
+ * records it and starts a new epoch. Does not allocate.
+ * Not async-signal-safe. */
 void heap_peak_note(int64_t inuse);
 
-/* Starts the peak thread (idempotent; again in a forked child, where it
- * no longer runs). Call from an agent thread or the constructor.
- * Not async-signal-safe. */
-void heap_peak_start(void);
-
-struct stack_snapshot;
-/* The kept copy: moves a duplicate of it into *out (zeroed when none yet)
- * and fills the figures: the copy's in-use estimate, the exact high-water
- * mark of the estimate in the same period, when the copy was taken and
- * when the period began (ns since the epoch). reset starts a new period
- * after the copy is taken out. Returns 0 or -ENOMEM. Agent threads only.
- * Not async-signal-safe. */
+struct heap_record;
+/* The peak's figures: the exact high-water mark of the estimate in this
+ * period, when it was reached and when the period began (ns since the
+ * epoch; 0: when the agent started), how many new highs the period had. */
 struct heap_peak_info {
-    int64_t copy_bytes;
     int64_t high_water_bytes;
-    int64_t copy_time_ns;
+    int64_t time_ns;
     int64_t since_ns;
-    long copies;       /* copies taken in this period */
-    int64_t copy_cost_ns; /* the last copy's duration */
+    long highs;
 };
-int heap_peak_get(struct stack_snapshot *out, struct heap_peak_info *info,
-                  int reset);
+struct stack_snapshot;
+/* From a snapshot of the heap buckets, each bucket's in-use objects at the
+ * peak, written over its HEAP_ALLOC_OBJECTS (and 0 freed), so that
+ * heap_records_from_snapshot() turns it into the peak profile; fills info.
+ * reset starts a new period afterwards, from what is in use now.
+ * Agent threads only. Not async-signal-safe. */
+void heap_peak_apply(struct stack_snapshot *snap, struct heap_peak_info *info,
+                     int reset);
 
 /* ---- interposers (malloc_hooks.c) ---------------------------------------- */
 

@@ -1,225 +1,86 @@
 /*
- * The peak heap profile: a copy of the heap buckets' counters taken near
- * the high-water mark of the in-use estimate (heap_inuse_estimate()), kept
- * without ever stopping the host. agent/heap.h has the contract and
+ * The peak heap profile: each bucket's in-use count at the high-water
+ * mark of the in-use estimate (heap_inuse_estimate()), kept by copy on
+ * write instead of copies of the table. agent/heap.h has the contract and
  * docs/memory.md the cost and accuracy.
  *
- * Host threads enter only heap_peak_note(), after a sample, with the guard
- * entered: it keeps the exact high-water mark (a compare, and a CAS on a
- * new maximum) and, when the estimate passes heap_peak_trigger, sets a
- * flag and wakes the peak thread with one futex call. The peak thread (one
- * of the agent's own, started by the server) takes the copy, at most once
- * per HEAP_PEAK_MIN_INTERVAL_MS, and keeps it when its estimate is the
- * largest of the period. HTTP workers read the kept copy under peak_lock.
- * Never entered from a signal handler.
+ * Host threads enter on the sampled paths only, with the guard entered:
+ * heap_peak_note() after a sample (a compare; on a new high a CAS and an
+ * increment of the epoch) and heap_peak_save() from heap_peak_touch()
+ * before a bucket's first change in an epoch. HTTP workers read through
+ * heap_peak_apply(). No lock, no allocation, no thread. Never entered from
+ * a signal handler.
  */
 #include "agent/heap.h"
 
-#include <errno.h>
-#include <linux/futex.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
+/* Starts at 1: a new bucket (its values zeroed) has not seen it. Raised
+ * by the sample that makes a new high and by a reset. */
+int64_t heap_peak_epoch = 1;
 
-int64_t heap_peak_trigger = INT64_MAX; /* nothing asks until the thread runs */
-
-/* Exact high-water mark of the estimate since the period began. */
+/* Exact high-water mark of the estimate in this period, when it was
+ * reached, when the period began (0: at the start), how many highs it had. Written on new
+ * highs by host threads, read by HTTP workers. */
 static int64_t high_water;
-/* 1 when a host thread asked for a copy and the thread has not taken it. */
-static int wanted;
-/* The pid the peak thread runs in (0: not started); a forked child has
- * none until heap_peak_start() runs in it. */
-static pid_t running_in;
+static int64_t high_time_ns;
+static int64_t since_ns;
+static long highs;
 
-/* The kept copy and its figures, under peak_lock (the peak thread and
- * HTTP workers only). */
-static spinlock_t peak_lock;
-static struct stack_snapshot kept;
-static struct heap_peak_info kept_info;
+void heap_peak_save(struct stack_entry *e, int64_t seen, int64_t epoch)
+{
+    /* The count before this change: the bucket has not changed since the
+     * epoch began, so this is its count at the high. */
+    int64_t inuse = stack_entry_value(e, HEAP_ALLOC_OBJECTS) -
+                    stack_entry_value(e, HEAP_FREE_OBJECTS);
+    if (__atomic_compare_exchange_n(&e->values[HEAP_PEAK_EPOCH], &seen, epoch,
+                                    0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        __atomic_store_n(&e->values[HEAP_PEAK_OBJECTS], inuse,
+                         __ATOMIC_RELEASE);
+}
 
 void heap_peak_note(int64_t inuse)
 {
     int64_t hw = __atomic_load_n(&high_water, __ATOMIC_RELAXED);
-    while (inuse > hw &&
-           !__atomic_compare_exchange_n(&high_water, &hw, inuse, 1,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
-    if (likely(inuse <= __atomic_load_n(&heap_peak_trigger, __ATOMIC_RELAXED)))
-        return;
-    if (__atomic_exchange_n(&wanted, 1, __ATOMIC_ACQ_REL) == 0)
-        syscall(SYS_futex, &wanted, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* The in-use estimate of a copy of the buckets, as the profile shows it. */
-static int64_t snapshot_inuse(const struct stack_snapshot *s)
-{
-    int64_t total = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const int64_t *v = &s->values[i * (size_t)s->nvalues];
-        int64_t inuse = v[HEAP_ALLOC_OBJECTS] - v[HEAP_FREE_OBJECTS];
-        if (inuse > 0)
-            total += inuse * (int64_t)heap_table_weight(
-                                 (uint64_t)heap_key_size(s->entries[i]->key));
-    }
-    return total;
-}
-
-static void set_trigger(int64_t kept_bytes)
-{
-    int64_t t = kept_bytes + (kept_bytes >> HEAP_PEAK_MARGIN_SHIFT);
-    /* At least a few samples' worth above, so one sample cannot ask. */
-    int64_t floor_ = kept_bytes + 4 * (opt_heap_rate > 1 ? opt_heap_rate : 1);
-    __atomic_store_n(&heap_peak_trigger, t > floor_ ? t : floor_,
-                     __ATOMIC_RELAXED);
-}
-
-/* Takes one copy and keeps it if it is the period's largest. */
-static void take_copy(void)
-{
-    struct stack_snapshot s;
-    int64_t t0 = mono_ns();
-    if (stack_table_snapshot(heap_buckets, &s) != 0)
-        return;
-    int64_t bytes = snapshot_inuse(&s);
-    int64_t cost = mono_ns() - t0;
-    spin_lock(&peak_lock);
-    kept_info.copies++;
-    kept_info.copy_cost_ns = cost;
-    if (bytes >= kept_info.copy_bytes || !kept.entries) {
-        struct stack_snapshot old = kept;
-        kept = s;
-        s = old;
-        kept_info.copy_bytes = bytes;
-        kept_info.copy_time_ns = agent_now_ns();
-    }
-    set_trigger(kept_info.copy_bytes);
-    spin_unlock(&peak_lock);
-    if (s.entries)
-        stack_snapshot_free(&s);
-}
-
-static void *peak_thread(void *unused)
-{
-    (void)unused;
-    int64_t last = 0;
-    for (;;) {
-        if (!__atomic_load_n(&wanted, __ATOMIC_ACQUIRE)) {
-            syscall(SYS_futex, &wanted, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-            continue;
+    while (inuse > hw) {
+        if (__atomic_compare_exchange_n(&high_water, &hw, inuse, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            /* This sample's counters are in: it belongs to the new high. */
+            __atomic_fetch_add(&heap_peak_epoch, 1, __ATOMIC_ACQ_REL);
+            __atomic_store_n(&high_time_ns, agent_now_ns(), __ATOMIC_RELAXED);
+            __atomic_fetch_add(&highs, 1, __ATOMIC_RELAXED);
+            return;
         }
-        int64_t wait = last + HEAP_PEAK_MIN_INTERVAL_MS * 1000000LL - mono_ns();
-        if (wait > 0) {
-            struct timespec ts = {0, (long)wait};
-            nanosleep(&ts, NULL);
-        }
-        /* Cleared before the copy: a new high during it asks again. */
-        __atomic_store_n(&wanted, 0, __ATOMIC_RELEASE);
-        take_copy();
-        last = mono_ns();
     }
-    return NULL;
 }
 
-void heap_peak_start(void)
+void heap_peak_apply(struct stack_snapshot *snap, struct heap_peak_info *info,
+                     int reset)
 {
-    if (__atomic_load_n(&heap_enabled, __ATOMIC_ACQUIRE) <= 0 || !heap_buckets)
-        return;
-    pid_t self = getpid();
-    if (__atomic_load_n(&running_in, __ATOMIC_ACQUIRE) == self)
-        return;
-    /* In a forked child, the parent's thread is gone; its flag may be set
-     * with no one to clear it. */
-    __atomic_store_n(&wanted, 0, __ATOMIC_RELAXED);
-    spin_lock(&peak_lock);
-    if (kept_info.since_ns == 0)
-        kept_info.since_ns = agent_now_ns();
-    set_trigger(kept_info.copy_bytes);
-    spin_unlock(&peak_lock);
-
-    /* One of the agent's threads (the guard makes the pthread_create
-     * interposer mark it so), taking no host signal. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    guard_enter();
-    pthread_t t;
-    pthread_attr_t attr;
-    int err = pthread_attr_init(&attr);
-    if (err == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        err = pthread_create(&t, &attr, peak_thread, NULL);
-        pthread_attr_destroy(&attr);
-    }
-    guard_leave();
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err) {
-        log_info("peak heap profile off: cannot start its thread (%s)",
-                 strerror(err));
-        __atomic_store_n(&heap_peak_trigger, INT64_MAX, __ATOMIC_RELAXED);
-        return;
-    }
-    __atomic_store_n(&running_in, self, __ATOMIC_RELEASE);
-}
-
-static int copy_snapshot(const struct stack_snapshot *from,
-                         struct stack_snapshot *to)
-{
-    memset(to, 0, sizeof *to);
-    to->nvalues = from->nvalues ? from->nvalues : HEAP_NVALUES;
-    if (!from->n)
-        return 0;
-    to->entries = malloc(from->n * sizeof *to->entries);
-    to->values = malloc(from->n * (size_t)to->nvalues * sizeof *to->values);
-    if (!to->entries || !to->values) {
-        free(to->entries);
-        free(to->values);
-        memset(to, 0, sizeof *to);
-        return -ENOMEM;
-    }
-    memcpy(to->entries, from->entries, from->n * sizeof *to->entries);
-    memcpy(to->values, from->values,
-           from->n * (size_t)to->nvalues * sizeof *to->values);
-    to->n = from->n;
-    return 0;
-}
-
-int heap_peak_get(struct stack_snapshot *out, struct heap_peak_info *info,
-                  int reset)
-{
-    /* Copied out under the lock with malloc: the peak thread and HTTP
-     * workers are the only users, and neither holds a host lock. */
-    spin_lock(&peak_lock);
-    int err = copy_snapshot(&kept, out);
-    *info = kept_info;
+    /* The epoch first: a bucket that saved for a later one (a new high
+     * while the snapshot was taken) shows its current count, close to it. */
+    int64_t epoch = __atomic_load_n(&heap_peak_epoch, __ATOMIC_ACQUIRE);
     info->high_water_bytes = __atomic_load_n(&high_water, __ATOMIC_RELAXED);
-    struct stack_snapshot old = {0};
-    if (err == 0 && reset) {
-        old = kept;
-        memset(&kept, 0, sizeof kept);
-        int64_t now = heap_inuse_estimate();
-        memset(&kept_info, 0, sizeof kept_info);
-        kept_info.since_ns = agent_now_ns();
-        __atomic_store_n(&high_water, now, __ATOMIC_RELAXED);
-        set_trigger(now);
+    info->time_ns = __atomic_load_n(&high_time_ns, __ATOMIC_RELAXED);
+    info->since_ns = __atomic_load_n(&since_ns, __ATOMIC_RELAXED);
+    info->highs = __atomic_load_n(&highs, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < snap->n; i++) {
+        int64_t *v = &snap->values[i * (size_t)snap->nvalues];
+        int64_t inuse = v[HEAP_PEAK_EPOCH] == epoch
+                            ? v[HEAP_PEAK_OBJECTS]
+                            : v[HEAP_ALLOC_OBJECTS] - v[HEAP_FREE_OBJECTS];
+        if (inuse < 0)
+            inuse = 0;
+        int64_t size = heap_key_size(snap->entries[i]->key);
+        v[HEAP_ALLOC_OBJECTS] = inuse;
+        v[HEAP_ALLOC_BYTES] = inuse * size;
+        v[HEAP_FREE_OBJECTS] = 0;
+        v[HEAP_FREE_BYTES] = 0;
     }
-    spin_unlock(&peak_lock);
     if (reset) {
-        /* The new period starts with a copy of what is in use now. */
-        __atomic_store_n(&wanted, 1, __ATOMIC_RELEASE);
-        syscall(SYS_futex, &wanted, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        /* The new period's peak is, so far, what is in use now. */
+        __atomic_store_n(&high_water, heap_inuse_estimate(), __ATOMIC_RELAXED);
+        __atomic_store_n(&since_ns, agent_now_ns(), __ATOMIC_RELAXED);
+        __atomic_store_n(&high_time_ns, agent_now_ns(), __ATOMIC_RELAXED);
+        __atomic_store_n(&highs, 0, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&heap_peak_epoch, 1, __ATOMIC_ACQ_REL);
     }
-    if (old.entries)
-        stack_snapshot_free(&old);
-    return err;
 }

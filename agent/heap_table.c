@@ -256,6 +256,7 @@ void heap_table_sample(void *p, size_t size)
     if (!e || track(p, e, size, coarse_now_ns()) != 0) {
         __atomic_fetch_add(&stat_lost, 1, __ATOMIC_RELAXED);
     } else {
+        heap_peak_touch(e);
         stack_entry_add(e, HEAP_ALLOC_OBJECTS, 1);
         stack_entry_add(e, HEAP_ALLOC_BYTES, (int64_t)size);
         __atomic_fetch_add(&stat_sampled, 1, __ATOMIC_RELAXED);

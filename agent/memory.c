@@ -164,8 +164,13 @@ static void sampled_read(struct memory_report *r)
     r->heap_rate = opt_heap_rate;
     struct heap_live *live = NULL;
     size_t n = 0;
-    if (heap_enabled <= 0 || heap_table_live(&live, &n) != 0)
+    if (heap_enabled <= 0 || heap_table_live(&live, &n) != 0) {
+        r->sampled_inuse = r->sampled_stddev = -1; /* null: no estimate */
         return;
+    }
+    struct heap_stats st;
+    heap_table_stats(&st);
+    r->heap_table_mapped = (int64_t)st.table_bytes;
     double total = 0, var = 0;
     for (size_t i = 0; i < n; i++) {
         double s = (double)live[i].size;

@@ -79,6 +79,7 @@ struct memory_report {
     /* the agent's own */
     int64_t agent_resident, agent_mapped;
     int64_t agent_stack_resident; /* of agent_resident */
+    int64_t heap_table_mapped;    /* the heap profiler's pointer table */
     long agent_ranges_dropped;
     /* the allocator */
     struct allocator_view alloc;

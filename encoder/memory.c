@@ -90,6 +90,7 @@ int memory_report_json(const struct memory_report *r, struct pbuf *b)
     put(b, "resident_bytes", r->agent_resident, 0);
     put(b, "stacks_resident_bytes", r->agent_stack_resident, 0);
     put(b, "mapped_bytes", r->agent_mapped, 0);
+    put(b, "heap_table_mapped_bytes", r->heap_table_mapped, 0);
     put(b, "ranges_not_tracked", r->agent_ranges_dropped, 1);
     pbuf_puts(b, "}}\n");
     return b->oom ? -ENOMEM : 0;

@@ -209,7 +209,8 @@ static void serve_heap(struct request *r, const char *name,
 
 /* /debug/pprof/peak: the heap profile as it was at the high-water mark of
  * the in-use estimate since start or the last reset=1 (which starts a new
- * period after this answer). */
+ * period after this answer): each bucket's in-use count then, as
+ * agent/heap_peak.c keeps it. */
 void handle_peak(struct request *r)
 {
     struct table_read tr = {0};
@@ -219,11 +220,12 @@ void handle_peak(struct request *r)
     char buf[8];
     int reset = http_param(r, "reset", buf, sizeof buf) &&
                 strcmp(buf, "0") != 0 && buf[0] != '\0';
-    struct heap_peak_info info;
-    if (heap_peak_get(&tr.snap, &info, reset) != 0) {
+    if (stack_table_snapshot(heap_buckets, &tr.snap) != 0) {
         http_error(r, 500, "failed to collect profile");
         return;
     }
+    struct heap_peak_info info;
+    heap_peak_apply(&tr.snap, &info, reset);
     struct heap_record *recs =
         malloc((tr.snap.n ? tr.snap.n : 1) * sizeof *recs);
     if (!recs) {
@@ -232,14 +234,18 @@ void handle_peak(struct request *r)
         return;
     }
     size_t n = heap_records_from_snapshot(&tr.snap, 0, recs);
-    tr.time_nanos = info.copy_time_ns ? info.copy_time_ns : agent_now_ns();
+    int64_t shown = 0;
+    for (size_t i = 0; i < n; i++)
+        shown += (int64_t)llround((double)recs[i].alloc_objects *
+                                  (double)recs[i].size *
+                                  heap_scale(recs[i].size, opt_heap_rate));
+    tr.time_nanos = info.time_ns ? info.time_ns : agent_now_ns();
     char extra[300];
     log_snprintf(extra, sizeof extra,
-                 "peak: copy_inuse=%lld high_water=%lld copies=%ld "
-                 "last_copy_us=%lld since_unix_ms=%lld%s",
-                 (long long)info.copy_bytes, (long long)info.high_water_bytes,
-                 info.copies, (long long)(info.copy_cost_ns / 1000),
-                 (long long)(info.since_ns / 1000000),
+                 "peak: inuse=%lld high_water=%lld highs=%ld "
+                 "since_unix_ms=%lld (0: start)%s",
+                 (long long)shown, (long long)info.high_water_bytes,
+                 info.highs, (long long)(info.since_ns / 1000000),
                  reset ? " (reset: a new period starts now)" : "");
     reply_records(r, "peak", NULL, &tr, recs, n, extra);
     free(recs);
@@ -249,14 +255,13 @@ void handle_peak(struct request *r)
 long heap_peak_count(void)
 {
     struct stack_snapshot s;
-    struct heap_peak_info info;
-    if (heap_peak_get(&s, &info, 0) != 0)
+    if (stack_table_snapshot(heap_buckets, &s) != 0)
         return 0;
+    struct heap_peak_info info;
+    heap_peak_apply(&s, &info, 0);
     long n = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        const int64_t *v = &s.values[i * (size_t)s.nvalues];
-        n += v[HEAP_ALLOC_OBJECTS] > v[HEAP_FREE_OBJECTS];
-    }
+    for (size_t i = 0; i < s.n; i++)
+        n += s.values[i * (size_t)s.nvalues + HEAP_ALLOC_OBJECTS] > 0;
     stack_snapshot_free(&s);
     return n;
 }

@@ -24,7 +24,6 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
-#include "agent/heap.h"
 #include "agent/ops.h"
 
 #include <arpa/inet.h>
@@ -430,7 +429,6 @@ int server_start(void)
         return -EADDRINUSE;
     }
     mg_set_request_handler(server_ctx, "/", handle, NULL);
-    heap_peak_start(); /* /debug/pprof/peak is served from now on */
 
     struct mg_server_port ports[4];
     memset(ports, 0, sizeof ports);

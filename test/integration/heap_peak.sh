@@ -45,7 +45,7 @@ fetch debug/pprof/heap > "$WORK/heap.pb.gz"
 # debug=1 text, the index row, seconds refused.
 text=$(fetch 'debug/pprof/peak?debug=1')
 expect_contains "$text" "rise_to_peak"
-expect_contains "$text" "# peak: copy_inuse="
+expect_contains "$text" "# peak: inuse="
 expect_contains "$(fetch debug/pprof/)" "peak?debug=1"
 [ "$(http_status 'debug/pprof/peak?seconds=1')" = 400 ] || fail "peak?seconds=1 is not 400"
 

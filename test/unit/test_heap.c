@@ -213,10 +213,49 @@ TEST(ages_and_estimate)
     expect_int_eq(heap_inuse_estimate(), 0);
 }
 
+/* The peak: 5 blocks of one bucket live at the high, 3 freed since; the
+ * bucket shows 5 at the peak, and 2 after a reset (fails when the counts
+ * are not saved before the frees change them). */
+TEST(peak_is_kept)
+{
+    uintptr_t base = 0x7d0000000000ULL;
+    /* A new period: the previous test's high was larger. */
+    struct stack_snapshot first;
+    assert_true(stack_table_snapshot(heap_buckets, &first) == 0);
+    struct heap_peak_info first_info;
+    heap_peak_apply(&first, &first_info, 1);
+    stack_snapshot_free(&first);
+    for (int i = 0; i < 5; i++)
+        heap_table_sample((void *)(base + (uintptr_t)i * 64), 777);
+    for (int i = 0; i < 3; i++) {
+        struct heap_live l;
+        assert_true(heap_table_forget((void *)(base + (uintptr_t)i * 64), &l));
+        heap_table_count_free(&l);
+    }
+    for (int reset = 0; reset < 3; reset++) {
+        struct stack_snapshot snap;
+        assert_true(stack_table_snapshot(heap_buckets, &snap) == 0);
+        struct heap_peak_info info;
+        heap_peak_apply(&snap, &info, reset == 1);
+        int64_t at_peak = 0;
+        for (size_t i = 0; i < snap.n; i++)
+            if (heap_key_size(snap.entries[i]->key) == 777)
+                at_peak += snap.values[i * (size_t)snap.nvalues +
+                                       HEAP_ALLOC_OBJECTS];
+        expect_int_eq(at_peak, reset < 2 ? 5 : 2);
+        stack_snapshot_free(&snap);
+    }
+    for (int i = 3; i < 5; i++) {
+        struct heap_live l;
+        if (heap_table_forget((void *)(base + (uintptr_t)i * 64), &l))
+            heap_table_count_free(&l);
+    }
+}
+
 int main(void)
 {
     stack_init();
     return run_tests(log_matches_libm, draw_is_exponential,
                      scale_is_inverse_probability, table_is_exact,
-                     ages_and_estimate, NULL);
+                     ages_and_estimate, peak_is_kept, NULL);
 }
