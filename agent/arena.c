@@ -19,7 +19,10 @@ static void *map_zeroed(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+    own_memory_add(p, size);
+    return p;
 }
 
 void *arena_alloc(size_t size)

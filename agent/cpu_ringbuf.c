@@ -38,6 +38,7 @@ int cpu_ringbuf_reset(void)
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED)
             return -ENOMEM;
+        own_memory_add(p, RING_SLOTS * sizeof *ring);
         ring = p;
     }
     for (uint64_t i = 0; i < RING_SLOTS; i++)

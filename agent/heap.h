@@ -41,6 +41,11 @@ enum {
     HEAP_ALLOC_BYTES,
     HEAP_FREE_OBJECTS,
     HEAP_FREE_BYTES,
+    /* The peak (heap_peak.c): the peak epoch this bucket last saw, and
+     * its in-use objects when that epoch began. Not counters: a delta of
+     * them means nothing, and no profile reads them but the peak. */
+    HEAP_PEAK_EPOCH,
+    HEAP_PEAK_OBJECTS,
     HEAP_NVALUES
 };
 
@@ -129,6 +134,7 @@ extern struct stack_table *heap_buckets;
 struct heap_live {
     struct stack_entry *bucket;
     uint64_t size;
+    int64_t born_ns; /* CLOCK_MONOTONIC_COARSE when it was sampled */
 };
 
 /* Creates the bucket table and registers the fork handlers. Returns 0 or
@@ -149,13 +155,25 @@ int heap_table_forget(const void *p, struct heap_live *out);
  * Not async-signal-safe. */
 void heap_table_restore(void *p, const struct heap_live *l);
 
-/* Counts the free of an allocation taken out of the table.
+
+/* The unbiased estimate of the bytes one sampled allocation of size bytes
+ * stands for: size / (1 - exp(-(size + 1) / rate)), rounded; size when
+ * rate <= 1. The figure heap_inuse_estimate() adds up. Does not allocate. */
+uint64_t heap_table_weight(uint64_t size);
+
+/* Estimated bytes in use now: the sum of heap_table_weight() over every
+ * live sampled allocation. Async-signal-safe. Does not allocate. */
+int64_t heap_inuse_estimate(void);
+
+/* Copies every live sampled allocation (bucket, size, time sampled) into
+ * *out (malloc'd; free() it) and sets *n. Copies one shard at a time
+ * under its lock, never allocating while holding it. Returns 0 or
+ * -ENOMEM. Agent threads only. Not async-signal-safe. */
+int heap_table_live(struct heap_live **out, size_t *n);
+
+/* The clock of heap_live.born_ns (CLOCK_MONOTONIC_COARSE, ns), for ages.
  * Async-signal-safe. Does not allocate. */
-static inline void heap_table_count_free(const struct heap_live *l)
-{
-    stack_entry_add(l->bucket, HEAP_FREE_OBJECTS, 1);
-    stack_entry_add(l->bucket, HEAP_FREE_BYTES, (int64_t)l->size);
-}
+int64_t heap_table_now_ns(void);
 
 /* What the heap profiler knows about itself, for profiles and the index. */
 struct heap_stats {
@@ -163,9 +181,68 @@ struct heap_stats {
     long sampled;  /* allocations sampled since start */
     long lost;     /* samples not recorded: no room for the stack or pointer */
     long buckets;  /* distinct (stack, size) buckets */
+    size_t table_bytes; /* memory mapped for the pointer table's shards */
 };
 /* Async-signal-safe. Does not allocate. */
 void heap_table_stats(struct heap_stats *out);
+
+/* ---- the peak (heap_peak.c) ----------------------------------------------- */
+
+/*
+ * The in-use profile at the high-water mark of heap_inuse_estimate(),
+ * kept without a copy and without a thread: each new high starts a new
+ * peak epoch (one atomic increment), and a bucket about to change for the
+ * first time in an epoch first saves its in-use count (copy on write). At
+ * any time a bucket's in-use at the peak is the saved count if it changed
+ * since the last high, its current count otherwise. Every step runs on
+ * the sampled paths only. docs/memory.md has the cost and accuracy.
+ */
+extern int64_t heap_peak_epoch;
+
+/* Saves e's in-use count for the current epoch (out of line). */
+void heap_peak_save(struct stack_entry *e, int64_t seen, int64_t epoch);
+
+/* Call before changing e's counters. Does not allocate. Async-signal-safe. */
+static inline void heap_peak_touch(struct stack_entry *e)
+{
+    int64_t epoch = __atomic_load_n(&heap_peak_epoch, __ATOMIC_ACQUIRE);
+    int64_t seen = stack_entry_value(e, HEAP_PEAK_EPOCH);
+    if (unlikely(seen != epoch))
+        heap_peak_save(e, seen, epoch);
+}
+
+/* Counts the free of an allocation taken out of the table.
+ * Async-signal-safe. Does not allocate. */
+static inline void heap_table_count_free(const struct heap_live *l)
+{
+    heap_peak_touch(l->bucket);
+    stack_entry_add(l->bucket, HEAP_FREE_OBJECTS, 1);
+    stack_entry_add(l->bucket, HEAP_FREE_BYTES, (int64_t)l->size);
+}
+
+/* Called after a sample raised the estimate to inuse: on a new high,
+ * records it and starts a new epoch. Does not allocate.
+ * Not async-signal-safe. */
+void heap_peak_note(int64_t inuse);
+
+struct heap_record;
+/* The peak's figures: the exact high-water mark of the estimate in this
+ * period, when it was reached and when the period began (ns since the
+ * epoch; 0: when the agent started), how many new highs the period had. */
+struct heap_peak_info {
+    int64_t high_water_bytes;
+    int64_t time_ns;
+    int64_t since_ns;
+    long highs;
+};
+struct stack_snapshot;
+/* From a snapshot of the heap buckets, each bucket's in-use objects at the
+ * peak, written over its HEAP_ALLOC_OBJECTS (and 0 freed), so that
+ * heap_records_from_snapshot() turns it into the peak profile; fills info.
+ * reset starts a new period afterwards, from what is in use now.
+ * Agent threads only. Not async-signal-safe. */
+void heap_peak_apply(struct stack_snapshot *snap, struct heap_peak_info *info,
+                     int reset);
 
 /* ---- interposers (malloc_hooks.c) ---------------------------------------- */
 

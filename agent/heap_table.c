@@ -17,8 +17,11 @@
 #include "agent/symbols.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 uint32_t heap_filter[1u << HEAP_FILTER_BITS];
 struct stack_table *heap_buckets;
@@ -33,6 +36,7 @@ struct slot {
     uintptr_t ptr; /* 0: empty */
     struct stack_entry *bucket;
     uint64_t size;
+    int64_t born_ns; /* when sampled (CLOCK_MONOTONIC_COARSE), for min_age */
 };
 
 /* One shard: open addressing with linear probing and backward-shift
@@ -47,6 +51,11 @@ struct shard {
 static struct shard shards[NSHARDS];
 
 static long stat_live, stat_sampled, stat_lost;
+static size_t stat_table_bytes;
+
+/* Sum of heap_table_weight() over the live samples: the in-use estimate
+ * the peak follows. Raised by track(), lowered by heap_table_forget(). */
+static int64_t inuse_estimate;
 
 /* Fork safety: samples in flight (stack capture, bucket insert) hold
  * locks of the stack table and the arena; the prepare handler stops new
@@ -79,10 +88,44 @@ static void filter_unmark(const void *p)
 
 static struct slot *map_slots(uint32_t n)
 {
-    void *m = mmap(NULL, (size_t)n * sizeof(struct slot),
-                   PROT_READ | PROT_WRITE,
+    size_t len = (size_t)n * sizeof(struct slot);
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return m == MAP_FAILED ? NULL : m;
+    if (m == MAP_FAILED)
+        return NULL;
+    own_memory_add(m, len);
+    __atomic_fetch_add(&stat_table_bytes, len, __ATOMIC_RELAXED);
+    return m;
+}
+
+static void unmap_slots(struct slot *slots, uint32_t n)
+{
+    size_t len = (size_t)n * sizeof(struct slot);
+    own_memory_remove(slots, len);
+    munmap(slots, len);
+    __atomic_fetch_sub(&stat_table_bytes, len, __ATOMIC_RELAXED);
+}
+
+uint64_t heap_table_weight(uint64_t size)
+{
+    if (opt_heap_rate <= 1)
+        return size;
+    double p = -expm1(-((double)size + 1.0) / (double)opt_heap_rate);
+    return (uint64_t)((double)size / p + 0.5);
+}
+
+int64_t heap_inuse_estimate(void)
+{
+    return __atomic_load_n(&inuse_estimate, __ATOMIC_RELAXED);
+}
+
+/* The coarse clock (a few ms resolution, read from the vDSO without a
+ * system call): ages are asked for in seconds. */
+static int64_t coarse_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void put(struct slot *slots, uint32_t nslots, const struct slot *s)
@@ -106,7 +149,7 @@ static int grow(struct shard *sh)
         if (sh->slots[i].ptr)
             put(slots, n, &sh->slots[i]);
     if (sh->slots)
-        munmap(sh->slots, (size_t)sh->nslots * sizeof(struct slot));
+        unmap_slots(sh->slots, sh->nslots);
     sh->slots = slots;
     sh->nslots = n;
     return 0;
@@ -114,7 +157,8 @@ static int grow(struct shard *sh)
 
 /* Adds p; returns 0 or -ENOMEM. The filter is raised before the entry is
  * visible, and both before the host gets p. */
-static int track(void *p, struct stack_entry *bucket, uint64_t size)
+static int track(void *p, struct stack_entry *bucket, uint64_t size,
+                 int64_t born_ns)
 {
     uint64_t h = heap_hash(p);
     struct shard *sh = shard_of(h);
@@ -125,7 +169,7 @@ static int track(void *p, struct stack_entry *bucket, uint64_t size)
         spin_unlock(&sh->lock);
         return -ENOMEM;
     }
-    struct slot s = {(uintptr_t)p, bucket, size};
+    struct slot s = {(uintptr_t)p, bucket, size, born_ns};
     heap_filter_mark(p);
     put(sh->slots, sh->nslots, &s);
     sh->count++;
@@ -154,6 +198,7 @@ int heap_table_forget(const void *p, struct heap_live *out)
     }
     out->bucket = slots[i].bucket;
     out->size = slots[i].size;
+    out->born_ns = slots[i].born_ns;
     /* Backward-shift deletion: move up every later entry of the run
      * whose home slot is not cyclically in (i, j]. */
     uint32_t j = i;
@@ -173,12 +218,18 @@ int heap_table_forget(const void *p, struct heap_live *out)
     filter_unmark(p);
     spin_unlock(&sh->lock);
     __atomic_fetch_sub(&stat_live, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&inuse_estimate, (int64_t)heap_table_weight(out->size),
+                       __ATOMIC_RELAXED);
     return 1;
 }
 
 void heap_table_restore(void *p, const struct heap_live *l)
 {
-    if (track(p, l->bucket, l->size) != 0) {
+    if (track(p, l->bucket, l->size, l->born_ns) == 0) {
+        __atomic_fetch_add(&inuse_estimate,
+                           (int64_t)heap_table_weight(l->size),
+                           __ATOMIC_RELAXED);
+    } else {
         /* The allocation was counted; without an entry its free could not
          * be seen, so count it freed now and report the loss. */
         heap_table_count_free(l);
@@ -202,12 +253,16 @@ void heap_table_sample(void *p, size_t size)
     }
     struct stack_entry *e = stack_table_get(heap_buckets, pcs, n,
                                             heap_key(size, labels_current_id()));
-    if (!e || track(p, e, size) != 0) {
+    if (!e || track(p, e, size, coarse_now_ns()) != 0) {
         __atomic_fetch_add(&stat_lost, 1, __ATOMIC_RELAXED);
     } else {
+        heap_peak_touch(e);
         stack_entry_add(e, HEAP_ALLOC_OBJECTS, 1);
         stack_entry_add(e, HEAP_ALLOC_BYTES, (int64_t)size);
         __atomic_fetch_add(&stat_sampled, 1, __ATOMIC_RELAXED);
+        heap_peak_note(__atomic_add_fetch(&inuse_estimate,
+                                          (int64_t)heap_table_weight(size),
+                                          __ATOMIC_RELAXED));
     }
     __atomic_fetch_sub(&samplers_active, 1, __ATOMIC_RELEASE);
 }
@@ -218,6 +273,52 @@ void heap_table_stats(struct heap_stats *out)
     out->sampled = __atomic_load_n(&stat_sampled, __ATOMIC_RELAXED);
     out->lost = __atomic_load_n(&stat_lost, __ATOMIC_RELAXED);
     out->buckets = (long)stack_table_count(heap_buckets);
+    out->table_bytes = __atomic_load_n(&stat_table_bytes, __ATOMIC_RELAXED);
+}
+
+int heap_table_live(struct heap_live **out, size_t *n)
+{
+    size_t cap = 0, len = 0;
+    struct heap_live *v = NULL;
+    for (unsigned i = 0; i < NSHARDS; i++) {
+        struct shard *sh = &shards[i];
+        for (;;) {
+            /* Room first, outside the lock: a free() of our own buffer
+             * could land in this very shard's slow path. */
+            size_t want = len + __atomic_load_n(&sh->count, __ATOMIC_RELAXED);
+            if (want > cap) {
+                size_t ncap = want + want / 4 + 64;
+                struct heap_live *nv = realloc(v, ncap * sizeof *nv);
+                if (!nv) {
+                    free(v);
+                    return -ENOMEM;
+                }
+                v = nv;
+                cap = ncap;
+            }
+            spin_lock(&sh->lock);
+            if (len + sh->count > cap) {
+                spin_unlock(&sh->lock);
+                continue;
+            }
+            for (uint32_t j = 0; j < sh->nslots; j++) {
+                const struct slot *s = &sh->slots[j];
+                if (s->ptr)
+                    v[len++] = (struct heap_live){s->bucket, s->size,
+                                                  s->born_ns};
+            }
+            spin_unlock(&sh->lock);
+            break;
+        }
+    }
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+int64_t heap_table_now_ns(void)
+{
+    return coarse_now_ns();
 }
 
 /* ---- fork ----------------------------------------------------------------- */

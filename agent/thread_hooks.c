@@ -57,7 +57,18 @@ static void *thread_start(void *p)
     if (r.agent_thread) {
         agent_tls.agent_thread = 1;
         cpu_agent_thread();
-        return r.fn(r.arg);
+        /* Its stack is the agent's memory, for /debug/memory. */
+        void *stack = NULL;
+        size_t stack_size = 0;
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            pthread_attr_getstack(&attr, &stack, &stack_size);
+            pthread_attr_destroy(&attr);
+        }
+        own_memory_add_stack(stack, stack_size);
+        void *ret = r.fn(r.arg);
+        own_memory_remove(stack, stack_size);
+        return ret;
     }
     /* A CPU profile running now gives this thread its timer; its samples
      * in locks may walk fast. */

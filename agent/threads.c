@@ -406,6 +406,7 @@ static int ensure_slots(size_t n)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -ENOMEM;
+    own_memory_add(p, cap * sizeof(struct thread_slot));
     __atomic_store_n(&threads_nslots, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&threads_slots, (struct thread_slot *)p,
                      __ATOMIC_SEQ_CST);

@@ -257,7 +257,48 @@ struct heap_record {
     int64_t alloc_objects; /* sampled allocations */
     int64_t free_objects;  /* of which freed */
     uint32_t labels;       /* label set id (agent/labels.h), 0: none */
+    const char *age;       /* age bucket label of live samples, or NULL */
+    const void *bucket;    /* the stack_entry, to match records */
 };
+
+/* Age buckets of live samples, the values of the "age" label: "0-1m",
+ * "1m-10m", "10m-1h", "1h+" (the lower bound of each is inclusive). */
+#define HEAP_AGE_BUCKETS 4
+/* The age label for a sample age_ns old. Does not allocate. */
+const char *heap_age_label(int64_t age_ns);
+
+struct heap_live;
+/* Splits full-profile records (from heap_records_from_snapshot, taken
+ * after the copy of the live samples) by the age of their live samples:
+ * in (n records) becomes, per bucket, one record without an age holding
+ * every allocation and nothing in use (all counted freed), and one record
+ * per age bucket with live samples holding only those in use (no
+ * allocation, free_objects = -in use). alloc_* series so stay cumulative
+ * and in-use ones carry the age. live
+ * (nlive, as heap_table_live() gives it) is sorted in place. out needs
+ * room for n * (HEAP_AGE_BUCKETS + 1). Returns the number of records.
+ * Not async-signal-safe. */
+size_t heap_records_by_age(const struct heap_record *in, size_t n,
+                           struct heap_live *live, size_t nlive,
+                           int64_t now_ns, struct heap_record *out);
+
+/* Records of the live samples at least min_age_ns old at now_ns, one per
+ * (bucket, age bucket) with alloc_objects = in-use objects, or one per
+ * bucket without age when by_age is 0. live is sorted in place. out needs
+ * room for nlive records. Returns the number of records.
+ * Not async-signal-safe. */
+size_t heap_records_min_age(struct heap_live *live, size_t nlive,
+                            int64_t now_ns, int64_t min_age_ns, int by_age,
+                            struct heap_record *out);
+
+/* later -= earlier, record by record matched on bucket (both as
+ * heap_records_min_age gives them with by_age 0); records of earlier
+ * missing from later are appended negated (later needs room for
+ * nlater + nearlier). Returns the new number of records of later.
+ * Not async-signal-safe. */
+size_t heap_records_subtract(struct heap_record *later, size_t nlater,
+                             const struct heap_record *earlier,
+                             size_t nearlier);
 
 /* Turns a snapshot of the heap buckets (agent/heap.h) into records, written
  * to out (room for snap->n): the size and labels come from each bucket's
@@ -290,6 +331,15 @@ int heap_profile_proto(const struct heap_record *recs, size_t n, long rate,
  * Not async-signal-safe. */
 int heap_profile_text(const struct heap_record *recs, size_t n, long rate,
                       const char *trailer, struct pbuf *out);
+
+/* ---- /debug/memory (memory.c) -------------------------------------------- */
+
+struct memory_report;
+/* Writes the report as JSON: "rss", "parts" (non-overlapping bytes that
+ * sum to rss), "parts_sum", and the details beside them ("sampled_heap"
+ * with its standard error, "allocator", "smaps", "agent"). Returns 0 or
+ * -ENOMEM. Not async-signal-safe. */
+int memory_report_json(const struct memory_report *r, struct pbuf *b);
 
 /* ---- CPU profile (cpu.c) ------------------------------------------------- */
 

@@ -75,10 +75,13 @@ int heap_profile_proto(const struct heap_record *recs, size_t n, long rate,
         if (depth > sizeof ids / sizeof ids[0])
             depth = sizeof ids / sizeof ids[0];
         size_t nids = stacks_locations(se, r->pcs, depth, ids);
-        struct profile_label labels[1 + LABELS_MAX_PAIRS];
+        struct profile_label labels[2 + LABELS_MAX_PAIRS];
         size_t nlabels = 0;
         if (r->size)
             labels[nlabels++] = (struct profile_label){"bytes", NULL, r->size,
+                                                       NULL};
+        if (r->age)
+            labels[nlabels++] = (struct profile_label){"age", r->age, 0,
                                                        NULL};
         nlabels += labels_to_profile(r->labels, labels + nlabels);
         profile_sample(p, ids, nids, values, 4, labels, nlabels);
@@ -171,6 +174,8 @@ size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
         h->depth = snap->entries[i]->depth;
         h->size = heap_key_size(snap->entries[i]->key);
         h->labels = heap_key_labels(snap->entries[i]->key);
+        h->bucket = snap->entries[i];
+        h->age = NULL;
         h->alloc_objects = v[HEAP_ALLOC_OBJECTS];
         h->free_objects = v[HEAP_FREE_OBJECTS];
         /* The counters are read one after the other while threads go on:
@@ -183,4 +188,144 @@ size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
         n++;
     }
     return n;
+}
+
+/* ---- ages of live samples -------------------------------------------------- */
+
+static const int64_t age_bounds_s[HEAP_AGE_BUCKETS] = {0, 60, 600, 3600};
+static const char *const age_labels[HEAP_AGE_BUCKETS] = {"0-1m", "1m-10m",
+                                                         "10m-1h", "1h+"};
+
+static int age_bucket(int64_t age_ns)
+{
+    int b = 0;
+    while (b + 1 < HEAP_AGE_BUCKETS &&
+           age_ns >= age_bounds_s[b + 1] * 1000000000LL)
+        b++;
+    return b;
+}
+
+const char *heap_age_label(int64_t age_ns)
+{
+    return age_labels[age_bucket(age_ns)];
+}
+
+/* Orders live samples by bucket, then newest first, so that each bucket's
+ * age buckets come in order. */
+static int by_bucket_then_born(const void *a, const void *b)
+{
+    const struct heap_live *x = a, *y = b;
+    if (x->bucket != y->bucket)
+        return (uintptr_t)x->bucket < (uintptr_t)y->bucket ? -1 : 1;
+    if (x->born_ns != y->born_ns)
+        return x->born_ns > y->born_ns ? -1 : 1;
+    return 0;
+}
+
+static void record_of(const struct stack_entry *e, struct heap_record *h)
+{
+    memset(h, 0, sizeof *h);
+    h->pcs = e->pcs;
+    h->depth = e->depth;
+    h->size = heap_key_size(e->key);
+    h->labels = heap_key_labels(e->key);
+    h->bucket = e;
+}
+
+/* The first live sample of bucket in live (sorted), or nlive. */
+static size_t first_of(const struct heap_live *live, size_t nlive,
+                       const void *bucket)
+{
+    size_t lo = 0, hi = nlive;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)live[mid].bucket < (uintptr_t)bucket)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t heap_records_by_age(const struct heap_record *in, size_t n,
+                           struct heap_live *live, size_t nlive,
+                           int64_t now_ns, struct heap_record *out)
+{
+    qsort(live, nlive, sizeof *live, by_bucket_then_born);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct heap_record *r = &in[i];
+        int64_t counts[HEAP_AGE_BUCKETS] = {0};
+        for (size_t j = first_of(live, nlive, r->bucket);
+             j < nlive && live[j].bucket == r->bucket; j++)
+            counts[age_bucket(now_ns - live[j].born_ns)]++;
+        /* The bucket itself keeps every allocation count and no in-use:
+         * its alloc_* series stays cumulative from scrape to scrape, as
+         * continuous profilers need. The live copy is the truth of what
+         * is in use (taken first, so each of its samples is counted). */
+        out[m] = *r;
+        out[m].free_objects = r->alloc_objects;
+        out[m].age = NULL;
+        m++;
+        /* In use, per age bucket: no allocation count (in-use = alloc -
+         * free, so free is negative here), so that such a series may
+         * vanish when its blocks are freed without any delta going back. */
+        for (int b = 0; b < HEAP_AGE_BUCKETS; b++) {
+            if (!counts[b])
+                continue;
+            out[m] = *r;
+            out[m].alloc_objects = 0;
+            out[m].free_objects = -counts[b];
+            out[m].age = age_labels[b];
+            m++;
+        }
+    }
+    return m;
+}
+
+size_t heap_records_min_age(struct heap_live *live, size_t nlive,
+                            int64_t now_ns, int64_t min_age_ns, int by_age,
+                            struct heap_record *out)
+{
+    qsort(live, nlive, sizeof *live, by_bucket_then_born);
+    size_t m = 0;
+    for (size_t j = 0; j < nlive; j++) {
+        int64_t age = now_ns - live[j].born_ns;
+        if (age < min_age_ns)
+            continue;
+        const char *label = by_age ? heap_age_label(age) : NULL;
+        if (m > 0 && out[m - 1].bucket == live[j].bucket &&
+            out[m - 1].age == label) {
+            out[m - 1].alloc_objects++;
+            continue;
+        }
+        record_of(live[j].bucket, &out[m]);
+        out[m].alloc_objects = 1;
+        out[m].age = label;
+        m++;
+    }
+    return m;
+}
+
+size_t heap_records_subtract(struct heap_record *later, size_t nlater,
+                             const struct heap_record *earlier,
+                             size_t nearlier)
+{
+    /* Both are in bucket order (heap_records_min_age sorts by bucket). */
+    size_t m = nlater, j = 0;
+    for (size_t i = 0; i < nearlier; i++) {
+        while (j < nlater &&
+               (uintptr_t)later[j].bucket < (uintptr_t)earlier[i].bucket)
+            j++;
+        if (j < nlater && later[j].bucket == earlier[i].bucket) {
+            later[j].alloc_objects -= earlier[i].alloc_objects;
+            later[j].free_objects -= earlier[i].free_objects;
+        } else {
+            later[m] = earlier[i];
+            later[m].alloc_objects = -earlier[i].alloc_objects;
+            later[m].free_objects = -earlier[i].free_objects;
+            m++;
+        }
+    }
+    return m;
 }

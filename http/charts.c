@@ -15,6 +15,8 @@
  */
 #include "http/http.h"
 
+#include "encoder/encoder.h"
+
 #include <string.h>
 
 static const char charts_page[] =
@@ -157,8 +159,18 @@ static const char charts_page[] =
     "})();\n"
     "</script>\n</body>\n</html>\n";
 
+/* The page with the memory section (memory_chart.c) before </body>. */
 void handle_charts(struct request *r)
 {
-    http_send(r, 200, "text/html; charset=utf-8", NULL, charts_page,
-              sizeof charts_page - 1);
+    const char *end = strstr(charts_page, "</body>");
+    size_t head = end ? (size_t)(end - charts_page) : sizeof charts_page - 1;
+    struct pbuf b = {0};
+    pbuf_append(&b, charts_page, head);
+    pbuf_append(&b, memory_chart_section, memory_chart_section_len);
+    pbuf_puts(&b, charts_page + head);
+    if (b.oom)
+        http_error(r, 500, "out of memory");
+    else
+        http_send(r, 200, "text/html; charset=utf-8", NULL, b.data, b.len);
+    pbuf_free(&b);
 }

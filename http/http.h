@@ -133,6 +133,13 @@ long mutex_count(void);
 void handle_heap(struct request *r);   /* heap.c */
 void handle_allocs(struct request *r); /* heap.c */
 long heap_profile_count(void);
+void handle_peak(struct request *r); /* heap.c */
+void handle_memory(struct request *r); /* memory.c: /debug/memory */
+/* The charts page's section on /debug/memory (memory_chart.c): HTML and
+ * its script, spliced in before </body>. */
+extern const char memory_chart_section[];
+extern const size_t memory_chart_section_len;
+long heap_peak_count(void);
 /* Flame graphs, stats and charts (flamegraph.c, stats.c, charts.c). */
 void handle_flamegraph(struct request *r);
 void handle_charts(struct request *r);

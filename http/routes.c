@@ -19,6 +19,10 @@ const struct route routes[] = {
      "A sampling of memory allocations of live objects. You can specify "
      "the gc GET parameter to run GC before taking the heap sample.",
      heap_profile_count, 1},
+    {"peak", handle_peak,
+     "The heap profile at the high-water mark of sampled in-use bytes "
+     "since start (reset=1 starts a new period)",
+     heap_peak_count, 1},
     {"block", handle_block,
      "Stack traces that led to blocking on synchronization primitives",
      block_count, 1},

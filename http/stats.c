@@ -322,6 +322,10 @@ int debug_pages_serve(struct request *r, const char *uri)
         handle_stats(r);
         return 1;
     }
+    if (strcmp(uri, "/debug/memory") == 0) {
+        handle_memory(r);
+        return 1;
+    }
     if (strcmp(uri, "/debug/charts") == 0) {
         handle_charts(r);
         return 1;
