@@ -143,6 +143,17 @@ void children_announce(int port)
     rundir_publish(addr);
 }
 
+/* The forking process's pid, taken before the fork: in the child,
+ * getppid() is already 1 (or a subreaper) when a daemon's parent exits
+ * before the child's fork handler runs, and the child would then take
+ * its new parent for the one it was forked from. */
+static int forking_pid;
+
+static void fork_prepare(void)
+{
+    forking_pid = (int)getpid();
+}
+
 static void fork_child(void)
 {
     children_is_forked = 1;
@@ -171,7 +182,7 @@ static void fork_child(void)
         /* The parent's port file names the parent; the child is found
          * through the run directory, unless the parent is gone by the
          * time the child serves (a daemon's fork: children_port_file). */
-        forked_from = (int)getppid();
+        forked_from = forking_pid;
         /* A privileged child may give up its rights before its server
          * starts (nginx workers switch to an unprivileged user at once):
          * it creates its announcement file now, while it still may. Others
@@ -198,6 +209,6 @@ static void at_exit(void)
 void children_init(void)
 {
     rundir_family_init();
-    pthread_atfork(NULL, NULL, fork_child);
+    pthread_atfork(fork_prepare, NULL, fork_child);
     atexit(at_exit);
 }

@@ -78,7 +78,18 @@ truth() {
         prim=${spec%%:*} rest=${spec#*:}; waiter=${rest%%:*} notifier=${rest#*:}
         m=$(measured_ms "$name" "$prim")
         w=$(cum_ms "$block" "$waiter")
-        within 20 "$w" "$m" "$name: block delay on $waiter"
+        if [ "$prim" = sem ]; then
+            # libstdc++'s atomic wait spins and calls sched_yield a dozen
+            # times before its futex wait; only the futex wait is a wait the
+            # agent sees, and on a busy machine each yield can give the CPU
+            # away for a time slice, a good part of a 10 ms wait (90 of 205
+            # ms seen under load). At least 35%, never more than measured.
+            at_least 35 "$w" "$m" "$name: block delay on $waiter"
+            within 20 "$(awk -v w="$w" -v m="$m" 'BEGIN { print (w > m ? w : m) }')" "$m" \
+                "$name: block delay on $waiter, at most"
+        else
+            within 20 "$w" "$m" "$name: block delay on $waiter"
+        fi
         waiters=$(awk -v a="$waiters" -v b="$w" 'BEGIN { print a + b }')
         n=$(cum_ms "$mutex" "$notifier"); n=${n:-0}
         awk -v n="$n" -v m="$m" 'BEGIN { exit !(n < m * 0.1) }' \
