@@ -251,7 +251,8 @@ size_t heap_records_by_age(const struct heap_record *in, size_t n,
                            struct heap_live *live, size_t nlive,
                            int64_t now_ns, struct heap_record *out)
 {
-    qsort(live, nlive, sizeof *live, by_bucket_then_born);
+    if (nlive > 0) /* live may be NULL when nothing is live */
+        qsort(live, nlive, sizeof *live, by_bucket_then_born);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         const struct heap_record *r = &in[i];
@@ -287,7 +288,8 @@ size_t heap_records_min_age(struct heap_live *live, size_t nlive,
                             int64_t now_ns, int64_t min_age_ns, int by_age,
                             struct heap_record *out)
 {
-    qsort(live, nlive, sizeof *live, by_bucket_then_born);
+    if (nlive > 0) /* live may be NULL when nothing is live */
+        qsort(live, nlive, sizeof *live, by_bucket_then_born);
     size_t m = 0;
     for (size_t j = 0; j < nlive; j++) {
         int64_t age = now_ns - live[j].born_ns;
