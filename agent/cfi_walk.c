@@ -29,8 +29,11 @@ struct cfi_walk_counters cfi_walk_counters;
  * address sanitizer to judge (the bounds are checked here). */
 #define STACK_READER __attribute__((no_sanitize("address")))
 
+/* The stack [lo, hi), as the thread sees it; its bytes are at addr + delta
+ * (0 for a walk of the live stack, the copy's offset for cfi_walk_copy). */
 struct bounds {
     uintptr_t lo, hi;
+    uintptr_t delta;
 };
 
 /* Reads the word at addr if it lies on the stack. */
@@ -40,7 +43,7 @@ static inline STACK_READER PPROF_SIGNAL_SAFE int peek(const struct bounds *b,
     if (addr < b->lo || addr > b->hi - sizeof(uintptr_t) ||
         (addr & (sizeof(uintptr_t) - 1)))
         return 0;
-    *out = *(const uintptr_t *)addr;
+    *out = *(const uintptr_t *)(addr + b->delta);
     return 1;
 }
 
@@ -134,13 +137,73 @@ static inline STACK_READER PPROF_SIGNAL_SAFE int from_signal_frame(const struct 
     return 1;
 }
 
-STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exact,
-                               uintptr_t stack_lo, uintptr_t stack_hi,
-                               uintptr_t *pcs, int max, int *full)
+/* 1 when addr is a return address into code that has tables. */
+static inline PPROF_SIGNAL_SAFE const struct cfi_object *
+code_at(const struct cfi_set *set, uintptr_t addr)
 {
-    struct bounds b = {stack_lo, stack_hi};
+    return set && addr ? find_object(set, addr - 1) : NULL;
+}
+
+#define RECORD_SCAN_WORDS 512
+
+/*
+ * The frame pointer of a frame whose rule needs it when the register is
+ * not known (a walk from /proc's stack and program counter, which do not
+ * include rbp): the frame record (saved rbp, return address) that the
+ * frame's prologue pushed, found by looking up from its stack pointer for
+ * a return address into known code whose caller's rule, applied above it,
+ * again finds a return address into known code (or the outermost frame).
+ * Returns 1 with *fp (the record's address, the frame's rbp).
+ */
+static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
+                                                      const struct cfi_set *set,
+                                                      uintptr_t sp, uintptr_t *fp)
+{
+    for (uintptr_t a = (sp + 7) & ~(uintptr_t)7, i = 0;
+         i < RECORD_SCAN_WORDS; a += 8, i++) {
+        uintptr_t saved, ra, ra2;
+        if (!peek(b, a, &saved) || !peek(b, a + 8, &ra))
+            return 0;
+        const struct cfi_object *o = code_at(set, ra);
+        if (!o)
+            continue;
+        const struct cfi_row *row = find_row(o, ra - 1);
+        if (!row)
+            continue;
+        uintptr_t cfa;
+        switch (row->cfa) {
+        case CFI_CFA_END:
+            *fp = a;
+            return 1;
+        case CFI_CFA_SP:
+            cfa = a + 16 + (intptr_t)row->cfa_off;
+            break;
+        case CFI_CFA_FP:
+        case CFI_CFA_UNKNOWN:
+            if (saved <= a + 8)
+                continue;
+            cfa = saved + (row->cfa == CFI_CFA_FP ? (intptr_t)row->cfa_off : 16);
+            break;
+        default:
+            continue;
+        }
+        if (cfa > a + 16 && peek(b, cfa - 8, &ra2) && code_at(set, ra2)) {
+            *fp = a;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The walk, for both entry points: fp_ok says whether regs->fp is known;
+ * scan allows find_record where it is not. */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
+     const struct bounds *bp, uintptr_t *pcs, int max, int *full)
+{
+    struct bounds b = *bp;
     struct cfi_regs r = *regs;
-    int fp_ok = 1, n = 0;
+    int n = 0;
     *full = 0;
     if (max <= 0)
         return 0;
@@ -148,7 +211,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
     int *readers = &cfi_readers[epoch & 1];
     __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
-    uint64_t fp_frames = 0, no_table = 0;
+    uint64_t fp_frames = 0, no_table = 0, fp_found = 0, fp_lost = 0;
     const struct cfi_object *o = NULL;
     for (;;) {
         if (n == max) {
@@ -170,7 +233,22 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
             if (rule_of_new_code(at, &found) == 0)
                 row = &found;
         }
-        switch (row ? row->cfa : CFI_CFA_UNKNOWN) {
+        int kind = row ? row->cfa : CFI_CFA_UNKNOWN;
+        if (scan && !fp_ok &&
+            (kind == CFI_CFA_UNKNOWN || kind == CFI_CFA_FP ||
+             kind == CFI_CFA_DEREF_FP ||
+             (kind != CFI_CFA_END && kind != CFI_CFA_SIGNAL &&
+              row->fp == CFI_FP_AT_FP))) {
+            if (find_record(&b, set, sp, &r.fp)) {
+                fp = r.fp;
+                fp_ok = 1;
+                fp_found++;
+            } else {
+                fp_lost++;
+                goto done;
+            }
+        }
+        switch (kind) {
         case CFI_CFA_END:
             goto done;
         case CFI_CFA_SIGNAL:
@@ -242,7 +320,32 @@ done:
     if (no_table)
         __atomic_fetch_add(&cfi_walk_counters.no_table, no_table,
                            __ATOMIC_RELAXED);
+    if (fp_found)
+        __atomic_fetch_add(&cfi_walk_counters.fp_found, fp_found,
+                           __ATOMIC_RELAXED);
+    if (fp_lost)
+        __atomic_fetch_add(&cfi_walk_counters.fp_lost, fp_lost,
+                           __ATOMIC_RELAXED);
     return n;
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exact,
+                               uintptr_t stack_lo, uintptr_t stack_hi,
+                               uintptr_t *pcs, int max, int *full)
+{
+    struct bounds b = {stack_lo, stack_hi, 0};
+    return walk(regs, exact, 1, 0, &b, pcs, max, full);
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
+                                                 uintptr_t stack_lo,
+                                                 uintptr_t stack_hi,
+                                                 const void *copy,
+                                                 uintptr_t *pcs, int max,
+                                                 int *full)
+{
+    struct bounds b = {stack_lo, stack_hi, (uintptr_t)copy - stack_lo};
+    return walk(regs, 1, 0, 1, &b, pcs, max, full);
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
