@@ -145,15 +145,20 @@ code_at(const struct cfi_set *set, uintptr_t addr)
 }
 
 #define RECORD_SCAN_WORDS 512
+#define THREADS_TRIAL_MAX 64
+
+static int trial_walk(const struct cfi_regs *regs, const struct bounds *b);
 
 /*
  * The frame pointer of a frame whose rule needs it when the register is
- * not known (a walk from /proc's stack and program counter, which do not
- * include rbp): the frame record (saved rbp, return address) that the
- * frame's prologue pushed, found by looking up from its stack pointer for
- * a return address into known code whose caller's rule, applied above it,
- * again finds a return address into known code (or the outermost frame).
- * Returns 1 with *fp (the record's address, the frame's rbp).
+ * not known (a walk from /proc's stack pointer and program counter, which
+ * do not include rbp): the frame record (saved rbp, return address) that
+ * the frame's prologue pushed, looked for upwards from its stack pointer:
+ * a return address into code with tables from which the rest of the stack
+ * walks cleanly to the outermost frame (or fills the walk). Stale records
+ * left in the frame's uninitialized locals pass a one-frame check but
+ * almost never end where the thread's stack ends. Returns 1 with *fp (the
+ * record's address, the frame's rbp).
  */
 static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
                                                       const struct cfi_set *set,
@@ -161,33 +166,13 @@ static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
 {
     for (uintptr_t a = (sp + 7) & ~(uintptr_t)7, i = 0;
          i < RECORD_SCAN_WORDS; a += 8, i++) {
-        uintptr_t saved, ra, ra2;
+        uintptr_t saved, ra;
         if (!peek(b, a, &saved) || !peek(b, a + 8, &ra))
             return 0;
-        const struct cfi_object *o = code_at(set, ra);
-        if (!o)
+        if (!code_at(set, ra))
             continue;
-        const struct cfi_row *row = find_row(o, ra - 1);
-        if (!row)
-            continue;
-        uintptr_t cfa;
-        switch (row->cfa) {
-        case CFI_CFA_END:
-            *fp = a;
-            return 1;
-        case CFI_CFA_SP:
-            cfa = a + 16 + (intptr_t)row->cfa_off;
-            break;
-        case CFI_CFA_FP:
-        case CFI_CFA_UNKNOWN:
-            if (saved <= a + 8)
-                continue;
-            cfa = saved + (row->cfa == CFI_CFA_FP ? (intptr_t)row->cfa_off : 16);
-            break;
-        default:
-            continue;
-        }
-        if (cfa > a + 16 && peek(b, cfa - 8, &ra2) && code_at(set, ra2)) {
+        struct cfi_regs r = {ra, a + 16, saved};
+        if (trial_walk(&r, b)) {
             *fp = a;
             return 1;
         }
@@ -199,12 +184,13 @@ static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
  * scan allows find_record where it is not. */
 static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
 walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
-     const struct bounds *bp, uintptr_t *pcs, int max, int *full)
+     const struct bounds *bp, uintptr_t *pcs, int max, int *full, int *clean)
 {
     struct bounds b = *bp;
     struct cfi_regs r = *regs;
     int n = 0;
     *full = 0;
+    *clean = 0;
     if (max <= 0)
         return 0;
     unsigned epoch = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
@@ -250,6 +236,7 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         }
         switch (kind) {
         case CFI_CFA_END:
+            *clean = 1;
             goto done;
         case CFI_CFA_SIGNAL:
             if (!from_signal_frame(&b, &r))
@@ -261,8 +248,10 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             fp_frames++;
             if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
                 goto done;
-            if (r.pc == 0)
+            if (r.pc == 0) {
+                *clean = 1;
                 goto done;
+            }
             continue;
         case CFI_CFA_SP: cfa = sp + (intptr_t)row->cfa_off; break;
         case CFI_CFA_FP:
@@ -284,8 +273,12 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         default:
             goto done;
         }
-        if (cfa <= sp || !peek(&b, cfa - 8, &ra) || ra == 0)
+        if (cfa <= sp || !peek(&b, cfa - 8, &ra))
             goto done;
+        if (ra == 0) {
+            *clean = 1;
+            goto done;
+        }
         switch (row->fp) {
         case CFI_FP_SAME: break;
         case CFI_FP_AT_CFA:
@@ -329,12 +322,24 @@ done:
     return n;
 }
 
+/* 1 when the stack walks from regs (frame pointer known) to its outermost
+ * frame, or for the whole of a walk. */
+static __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
+trial_walk(const struct cfi_regs *regs, const struct bounds *b)
+{
+    uintptr_t pcs[THREADS_TRIAL_MAX];
+    int full, clean;
+    walk(regs, 0, 1, 0, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
+    return full || clean;
+}
+
 STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exact,
                                uintptr_t stack_lo, uintptr_t stack_hi,
                                uintptr_t *pcs, int max, int *full)
 {
     struct bounds b = {stack_lo, stack_hi, 0};
-    return walk(regs, exact, 1, 0, &b, pcs, max, full);
+    int clean;
+    return walk(regs, exact, 1, 0, &b, pcs, max, full, &clean);
 }
 
 STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
@@ -345,7 +350,8 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
                                                  int *full)
 {
     struct bounds b = {stack_lo, stack_hi, (uintptr_t)copy - stack_lo};
-    return walk(regs, 1, 0, 1, &b, pcs, max, full);
+    int clean;
+    return walk(regs, 1, 0, 1, &b, pcs, max, full, &clean);
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int

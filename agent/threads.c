@@ -24,8 +24,9 @@
  * SO_SNDTIMEO), which is checked. Every other thread blocked in a system
  * call (poll, select, epoll_wait, nanosleep, timed futex, pause, sigwait
  * ...) is walked from a copy of its stack instead (walk_blocked), as is one
- * that blocks the signal. A thread that starts a system call between the
- * check and the signal's arrival (a few microseconds) is the one remaining
+ * that blocks the signal. What a thread is doing is read once more just
+ * before its signal is sent; a thread that starts a system call between
+ * that read and the signal's arrival (microseconds) is the one remaining
  * case in which a host could see an EINTR.
  *
  * A thread that blocks the signal is never asked (it may read its blocked
@@ -608,7 +609,14 @@ int threads_dump(struct thread_dump *out)
         spin_lock(&sigmask_lock);
         int blocked = sigmask_thread_blocks(t->tid, sig) == 1;
         int err = 0;
-        if (!blocked) {
+        /* And what it is doing, once more, just before the signal: a
+         * thread seen running that has entered a call the signal would
+         * cut short since is walked instead. This leaves a window of one
+         * read of /proc (microseconds), not of the whole look. */
+        struct syscall_state st;
+        int moved = !blocked && read_syscall(t->tid, &st) == 0 &&
+                    st.nr >= 0 && st.sp && st.pc && !restarts(&st, sig);
+        if (!blocked && !moved) {
             __atomic_store_n(&slots[i].word,
                              ((uint64_t)gen << 2) | SLOT_ASKED,
                              __ATOMIC_SEQ_CST);
@@ -617,6 +625,12 @@ int threads_dump(struct thread_dump *out)
         spin_unlock(&sigmask_lock);
         if (blocked) {
             t->status = THREAD_STACK_BLOCKED;
+            continue;
+        }
+        if (moved) {
+            t->syscall = st.nr;
+            t->state = read_state(t->tid);
+            walk_blocked(out, t, &st);
             continue;
         }
         if (err) {
