@@ -75,9 +75,6 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
  * Returns 0 after the full time. */
 int http_wait(struct request *r, long seconds);
 
-/* 1 when the client of r has gone away (closed its connection). */
-int http_client_gone(struct request *r);
-
 /* ---- parsers facing the network (auth.c, parse.c) ----------------------- *
  * Pure functions over attacker-controlled bytes, fuzzed by test/fuzz/.
  * None allocates. Not async-signal-safe (server threads only). */
@@ -144,7 +141,6 @@ void handle_charts(struct request *r);
 int debug_pages_serve(struct request *r, const char *uri);
 /* Threads profile and custom profiles (goroutine.c, custom.c). */
 void handle_goroutine(struct request *r);
-void handle_wall(struct request *r); /* wall_profile.c */
 long goroutine_count(void);
 /* Serves r->name when it is a custom profile: returns 1 when it answered,
  * 0 when no custom profile has that name. Not async-signal-safe. */
