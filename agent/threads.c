@@ -26,8 +26,9 @@
  * ...) is walked from a copy of its stack instead (walk_blocked), as is one
  * that blocks the signal. What a thread is doing is read once more just
  * before its signal is sent; a thread that starts a system call between
- * that read and the signal's arrival (microseconds) is the one remaining
- * case in which a host could see an EINTR.
+ * that read and the signal's arrival (microseconds; longer when this
+ * worker is preempted in between) is the one remaining case in which a
+ * host could see an EINTR (docs/unwind-tables.md gives the figures).
  *
  * A thread that blocks the signal is never asked (it may read its blocked
  * signals with signalfd or sigwait, and would find ours there), nor one
