@@ -149,6 +149,8 @@ struct cfi_walk_counters {
     uint64_t fp_frames;   /* frames stepped by frame pointer (no usable rule) */
     uint64_t no_table;    /* frames whose code had no table */
     uint64_t no_bounds;   /* walks from a thread whose stack is unknown */
+    uint64_t fp_found;    /* cfi_walk_copy: frame pointers found by scanning */
+    uint64_t fp_lost;     /* cfi_walk_copy: walks ended for want of one */
 };
 extern struct cfi_walk_counters cfi_walk_counters;
 
@@ -165,6 +167,21 @@ extern struct cfi_walk_counters cfi_walk_counters;
  */
 int cfi_walk(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
              uintptr_t stack_hi, uintptr_t *pcs, int max, int *full);
+
+/*
+ * cfi_walk of another thread's stack, from a copy: [stack_lo, stack_hi)
+ * is the stack as that thread sees it (stack_lo its stack pointer), copy
+ * holds those bytes; regs->pc is exact (where the thread stopped) and
+ * regs->fp is unknown (the kernel's /proc/PID/task/TID/syscall reports the
+ * stack pointer and program counter only). Where a rule needs the frame
+ * pointer, the frame's record (saved rbp, return address) is looked for
+ * above its stack pointer and checked one frame further; when none is
+ * found the walk ends there (cfi_walk_counters.fp_lost).
+ * Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_walk_copy(const struct cfi_regs *regs, uintptr_t stack_lo,
+                  uintptr_t stack_hi, const void *copy, uintptr_t *pcs,
+                  int max, int *full);
 
 /*
  * cfi_walk from the caller of this function: pcs[0] is its return

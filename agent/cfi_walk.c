@@ -29,8 +29,11 @@ struct cfi_walk_counters cfi_walk_counters;
  * address sanitizer to judge (the bounds are checked here). */
 #define STACK_READER __attribute__((no_sanitize("address")))
 
+/* The stack [lo, hi), as the thread sees it; its bytes are at addr + delta
+ * (0 for a walk of the live stack, the copy's offset for cfi_walk_copy). */
 struct bounds {
     uintptr_t lo, hi;
+    uintptr_t delta;
 };
 
 /* Reads the word at addr if it lies on the stack. */
@@ -40,7 +43,7 @@ static inline STACK_READER PPROF_SIGNAL_SAFE int peek(const struct bounds *b,
     if (addr < b->lo || addr > b->hi - sizeof(uintptr_t) ||
         (addr & (sizeof(uintptr_t) - 1)))
         return 0;
-    *out = *(const uintptr_t *)addr;
+    *out = *(const uintptr_t *)(addr + b->delta);
     return 1;
 }
 
@@ -134,21 +137,67 @@ static inline STACK_READER PPROF_SIGNAL_SAFE int from_signal_frame(const struct 
     return 1;
 }
 
-STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exact,
-                               uintptr_t stack_lo, uintptr_t stack_hi,
-                               uintptr_t *pcs, int max, int *full)
+/* 1 when addr is a return address into code that has tables. */
+static inline PPROF_SIGNAL_SAFE const struct cfi_object *
+code_at(const struct cfi_set *set, uintptr_t addr)
 {
-    struct bounds b = {stack_lo, stack_hi};
+    return set && addr ? find_object(set, addr - 1) : NULL;
+}
+
+#define RECORD_SCAN_WORDS 512
+#define THREADS_TRIAL_MAX 64
+
+static int trial_walk(const struct cfi_regs *regs, const struct bounds *b);
+
+/*
+ * The frame pointer of a frame whose rule needs it when the register is
+ * not known (a walk from /proc's stack pointer and program counter, which
+ * do not include rbp): the frame record (saved rbp, return address) that
+ * the frame's prologue pushed, looked for upwards from its stack pointer:
+ * a return address into code with tables from which the rest of the stack
+ * walks cleanly to the outermost frame (or fills the walk). Stale records
+ * left in the frame's uninitialized locals pass a one-frame check but
+ * almost never end where the thread's stack ends. Returns 1 with *fp (the
+ * record's address, the frame's rbp).
+ */
+static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
+                                                      const struct cfi_set *set,
+                                                      uintptr_t sp, uintptr_t *fp)
+{
+    for (uintptr_t a = (sp + 7) & ~(uintptr_t)7, i = 0;
+         i < RECORD_SCAN_WORDS; a += 8, i++) {
+        uintptr_t saved, ra;
+        if (!peek(b, a, &saved) || !peek(b, a + 8, &ra))
+            return 0;
+        if (!code_at(set, ra))
+            continue;
+        struct cfi_regs r = {ra, a + 16, saved};
+        if (trial_walk(&r, b)) {
+            *fp = a;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The walk, for both entry points: fp_ok says whether regs->fp is known;
+ * scan allows find_record where it is not. */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
+     const struct bounds *bp, uintptr_t *pcs, int max, int *full, int *clean)
+{
+    struct bounds b = *bp;
     struct cfi_regs r = *regs;
-    int fp_ok = 1, n = 0;
+    int n = 0;
     *full = 0;
+    *clean = 0;
     if (max <= 0)
         return 0;
     unsigned epoch = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
     int *readers = &cfi_readers[epoch & 1];
     __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
-    uint64_t fp_frames = 0, no_table = 0;
+    uint64_t fp_frames = 0, no_table = 0, fp_found = 0, fp_lost = 0;
     const struct cfi_object *o = NULL;
     for (;;) {
         if (n == max) {
@@ -170,8 +219,24 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
             if (rule_of_new_code(at, &found) == 0)
                 row = &found;
         }
-        switch (row ? row->cfa : CFI_CFA_UNKNOWN) {
+        int kind = row ? row->cfa : CFI_CFA_UNKNOWN;
+        if (scan && !fp_ok &&
+            (kind == CFI_CFA_UNKNOWN || kind == CFI_CFA_FP ||
+             kind == CFI_CFA_DEREF_FP ||
+             (kind != CFI_CFA_END && kind != CFI_CFA_SIGNAL &&
+              row->fp == CFI_FP_AT_FP))) {
+            if (find_record(&b, set, sp, &r.fp)) {
+                fp = r.fp;
+                fp_ok = 1;
+                fp_found++;
+            } else {
+                fp_lost++;
+                goto done;
+            }
+        }
+        switch (kind) {
         case CFI_CFA_END:
+            *clean = 1;
             goto done;
         case CFI_CFA_SIGNAL:
             if (!from_signal_frame(&b, &r))
@@ -183,8 +248,10 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
             fp_frames++;
             if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
                 goto done;
-            if (r.pc == 0)
+            if (r.pc == 0) {
+                *clean = 1;
                 goto done;
+            }
             continue;
         case CFI_CFA_SP: cfa = sp + (intptr_t)row->cfa_off; break;
         case CFI_CFA_FP:
@@ -206,8 +273,12 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
         default:
             goto done;
         }
-        if (cfa <= sp || !peek(&b, cfa - 8, &ra) || ra == 0)
+        if (cfa <= sp || !peek(&b, cfa - 8, &ra))
             goto done;
+        if (ra == 0) {
+            *clean = 1;
+            goto done;
+        }
         switch (row->fp) {
         case CFI_FP_SAME: break;
         case CFI_FP_AT_CFA:
@@ -242,7 +313,45 @@ done:
     if (no_table)
         __atomic_fetch_add(&cfi_walk_counters.no_table, no_table,
                            __ATOMIC_RELAXED);
+    if (fp_found)
+        __atomic_fetch_add(&cfi_walk_counters.fp_found, fp_found,
+                           __ATOMIC_RELAXED);
+    if (fp_lost)
+        __atomic_fetch_add(&cfi_walk_counters.fp_lost, fp_lost,
+                           __ATOMIC_RELAXED);
     return n;
+}
+
+/* 1 when the stack walks from regs (frame pointer known) to its outermost
+ * frame, or for the whole of a walk. */
+static __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
+trial_walk(const struct cfi_regs *regs, const struct bounds *b)
+{
+    uintptr_t pcs[THREADS_TRIAL_MAX];
+    int full, clean;
+    walk(regs, 0, 1, 0, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
+    return full || clean;
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exact,
+                               uintptr_t stack_lo, uintptr_t stack_hi,
+                               uintptr_t *pcs, int max, int *full)
+{
+    struct bounds b = {stack_lo, stack_hi, 0};
+    int clean;
+    return walk(regs, exact, 1, 0, &b, pcs, max, full, &clean);
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
+                                                 uintptr_t stack_lo,
+                                                 uintptr_t stack_hi,
+                                                 const void *copy,
+                                                 uintptr_t *pcs, int max,
+                                                 int *full)
+{
+    struct bounds b = {stack_lo, stack_hi, (uintptr_t)copy - stack_lo};
+    int clean;
+    return walk(regs, 1, 0, 1, &b, pcs, max, full, &clean);
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int

@@ -21,12 +21,14 @@
  * condition variable, join, untimed semaphore): the kernel restarts these
  * after a handler with SA_RESTART. On a socket, the read/write family and
  * accept restart only when the socket has no timeout (SO_RCVTIMEO,
- * SO_SNDTIMEO), which is checked. Every other blocked thread (poll, select,
- * epoll_wait, nanosleep, timed futex, pause, sigwait ...) is listed with
- * the system call and the address it is blocked at, and no more. A thread
- * that starts a system call between the check and the signal's arrival (a
- * few microseconds) is the one remaining case in which a host could see an
- * EINTR.
+ * SO_SNDTIMEO), which is checked. Every other thread blocked in a system
+ * call (poll, select, epoll_wait, nanosleep, timed futex, pause, sigwait
+ * ...) is walked from a copy of its stack instead (walk_blocked), as is one
+ * that blocks the signal. What a thread is doing is read once more just
+ * before its signal is sent; a thread that starts a system call between
+ * that read and the signal's arrival (microseconds; longer when this
+ * worker is preempted in between) is the one remaining case in which a
+ * host could see an EINTR (docs/unwind-tables.md gives the figures).
  *
  * A thread that blocks the signal is never asked (it may read its blocked
  * signals with signalfd or sigwait, and would find ours there), nor one
@@ -55,6 +57,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,18 +134,20 @@ static int signalfd_reads(int fd, int sig)
 struct syscall_state {
     long nr;            /* -1: running (not in a system call) */
     unsigned long args[6];
+    uintptr_t sp;       /* user stack pointer in the call; 0: unknown */
     uintptr_t pc;       /* user address the call returns to; 0: unknown */
+    char line[256];     /* the file as read, for the consistency check */
 };
 
 /* Parses /proc/self/task/TID/syscall: "running", or "-1 sp pc" (blocked
  * outside a system call), or "nr a0 .. a5 sp pc". Returns 0 or -1. */
 static int read_syscall(int tid, struct syscall_state *st)
 {
-    char path[64], buf[256];
+    char path[64], *buf = st->line;
     task_path(path, sizeof path, tid, "syscall");
     memset(st, 0, sizeof *st);
     st->nr = -2;
-    if (read_file(path, buf, sizeof buf) <= 0)
+    if (read_file(path, buf, sizeof st->line) <= 0)
         return -1;
     if (strncmp(buf, "running", 7) == 0) {
         st->nr = -1;
@@ -162,6 +167,7 @@ static int read_syscall(int tid, struct syscall_state *st)
     }
     if (st->nr >= 0 && n == 8) {
         memcpy(st->args, v, sizeof st->args);
+        st->sp = v[6];
         st->pc = v[7];
     } else if (n >= 2) {
         st->pc = v[n - 1];
@@ -422,10 +428,100 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* ---- blocked threads: walked from a copy of their stack ------------------ */
+
+/*
+ * A thread blocked in a system call does not move: /proc gives the stack
+ * pointer and program counter it entered the call with, and its stack
+ * above that pointer stays as it is until the call returns. The worker
+ * copies up to STACK_COPY_MAX bytes from there with process_vm_readv on
+ * its own process (page by page, so the copy ends at the first unmapped
+ * page instead of faulting: the thread may return and exit meanwhile)
+ * and walks the copy (cfi_walk_copy), then reads /proc again: a different
+ * line means the thread moved while it was copied, and the copy is taken
+ * once more, then given up on (THREAD_STACK_MOVED). No signal is sent.
+ */
+#define STACK_COPY_MAX (256 * 1024)
+#define PAGE 4096
+
+static void *stack_copy;
+
+/* Copies [sp, sp + STACK_COPY_MAX) up to the first unreadable page into
+ * stack_copy. Returns the number of bytes copied. */
+static size_t copy_stack(uintptr_t sp)
+{
+    struct iovec local = {stack_copy, STACK_COPY_MAX};
+    struct iovec remote[STACK_COPY_MAX / PAGE + 1];
+    int n = 0;
+    for (uintptr_t a = sp, end = sp + STACK_COPY_MAX; a < end; n++) {
+        uintptr_t next = (a & ~(uintptr_t)(PAGE - 1)) + PAGE;
+        if (next > end)
+            next = end;
+        remote[n].iov_base = (void *)a;
+        remote[n].iov_len = next - a;
+        a = next;
+    }
+    ssize_t got = process_vm_readv(getpid(), &local, 1, remote,
+                                   (unsigned long)n, 0);
+    return got > 0 ? (size_t)got : 0;
+}
+
+static void walk_blocked(struct thread_dump *d, struct thread_info *t,
+                         struct syscall_state *st)
+{
+    if (!stack_copy) {
+        void *p = mmap(NULL, STACK_COPY_MAX, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            t->status = THREAD_STACK_UNREADABLE;
+            return;
+        }
+        stack_copy = p;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        size_t got = copy_stack(st->sp);
+        struct syscall_state after;
+        if (read_syscall(t->tid, &after) != 0)
+            break; /* it ended */
+        if (strcmp(after.line, st->line) != 0) {
+            *st = after;
+            if (st->nr < 0 || !st->sp || !st->pc)
+                break;
+            continue;
+        }
+        if (got < sizeof(uintptr_t)) {
+            t->status = THREAD_STACK_UNREADABLE;
+            return;
+        }
+        struct cfi_regs regs = {st->pc, st->sp, 0};
+        int full;
+        uint64_t found = cfi_walk_counters.fp_found;
+        uint64_t lost = cfi_walk_counters.fp_lost;
+        int depth = cfi_walk_copy(&regs, st->sp, st->sp + got, stack_copy,
+                                  t->pcs, THREADS_STACK_MAX, &full);
+        d->walked++;
+        d->fp_found += cfi_walk_counters.fp_found - found;
+        d->fp_lost += cfi_walk_counters.fp_lost - lost;
+        /* The agent's frames between host frames are left out, as for
+         * the threads that answer a signal. */
+        int kept = 0;
+        for (int f = 0; f < depth; f++) {
+            uintptr_t pc = t->pcs[f];
+            if (f > 0 && pc >= stack_self_start && pc < stack_self_end)
+                continue;
+            t->pcs[kept++] = pc;
+        }
+        t->depth = kept ? kept : 1;
+        t->status = THREAD_STACK_OK;
+        return;
+    }
+    t->status = THREAD_STACK_MOVED;
+}
+
 /* ---- the dump ------------------------------------------------------------ */
 
 /* Fills what /proc says and decides whether to ask. Returns 1 to ask. */
-static int describe(struct thread_info *t, int sig)
+static int describe(struct thread_dump *d, struct thread_info *t, int sig)
 {
     read_name(t->tid, t->name, sizeof t->name);
     t->state = read_state(t->tid);
@@ -441,6 +537,14 @@ static int describe(struct thread_info *t, int sig)
     if (t->state == 'T' || t->state == 't' || t->state == 'Z' ||
         t->state == 'X') {
         t->status = THREAD_STACK_STOPPED;
+        return 0;
+    }
+    /* Blocked in a system call that a handler would cut short, or that
+     * cannot be asked: walked where it stands, never signalled. */
+    int blocked = have && st.nr >= 0 && st.sp && st.pc;
+    if (blocked && (sig <= 0 || sigmask_thread_blocks(t->tid, sig) == 1 ||
+                    !restarts(&st, sig))) {
+        walk_blocked(d, t, &st);
         return 0;
     }
     if (sig <= 0) {
@@ -500,14 +604,21 @@ int threads_dump(struct thread_dump *out)
     size_t asked = 0;
     for (size_t i = 0; i < n; i++) {
         struct thread_info *t = &th[i];
-        if (!describe(t, sig))
+        if (!describe(out, t, sig))
             continue;
         /* The mask once more, and the question, with the thread's own mask
          * changes held off. */
         spin_lock(&sigmask_lock);
         int blocked = sigmask_thread_blocks(t->tid, sig) == 1;
         int err = 0;
-        if (!blocked) {
+        /* And what it is doing, once more, just before the signal: a
+         * thread seen running that has entered a call the signal would
+         * cut short since is walked instead. This leaves a window of one
+         * read of /proc (microseconds), not of the whole look. */
+        struct syscall_state st;
+        int moved = !blocked && read_syscall(t->tid, &st) == 0 &&
+                    st.nr >= 0 && st.sp && st.pc && !restarts(&st, sig);
+        if (!blocked && !moved) {
             __atomic_store_n(&slots[i].word,
                              ((uint64_t)gen << 2) | SLOT_ASKED,
                              __ATOMIC_SEQ_CST);
@@ -516,6 +627,12 @@ int threads_dump(struct thread_dump *out)
         spin_unlock(&sigmask_lock);
         if (blocked) {
             t->status = THREAD_STACK_BLOCKED;
+            continue;
+        }
+        if (moved) {
+            t->syscall = st.nr;
+            t->state = read_state(t->tid);
+            walk_blocked(out, t, &st);
             continue;
         }
         if (err) {

@@ -14,8 +14,10 @@
  *
  * A thread is only interrupted when that cannot change what the host
  * sees: running, or blocked in a system call that the kernel restarts after
- * a handler (SA_RESTART), never in one that would return EINTR (poll,
- * epoll_wait, nanosleep, timed futex waits, socket calls with a timeout).
+ * a handler (SA_RESTART). A thread blocked in one that would return EINTR
+ * (poll, epoll_wait, nanosleep, timed futex waits, socket calls with a
+ * timeout), or that blocks the signal, is walked by the worker itself from
+ * a copy of its stack (threads.c, cfi_walk_copy), never signalled.
  * See threads.c for the list.
  */
 #ifndef PPROF_THREADS_H
@@ -36,6 +38,9 @@ enum thread_stack_status {
     THREAD_STACK_STOPPED,    /* stopped, traced or exiting */
     THREAD_STACK_NO_ANSWER,  /* no answer within THREADS_WAIT_MS */
     THREAD_STACK_NO_SIGNAL,  /* no signal free, or it could not be sent */
+    THREAD_STACK_MOVED,      /* blocked, but moved twice while its stack
+                                was copied */
+    THREAD_STACK_UNREADABLE, /* blocked, but its stack could not be read */
 };
 
 struct thread_info {
@@ -54,6 +59,9 @@ struct thread_dump {
     size_t n;
     size_t agent_threads; /* the agent's own threads, not listed */
     int signo;            /* the signal used, 0 when none */
+    size_t walked;        /* blocked threads walked from a copy, unsignalled */
+    uint64_t fp_found;    /* their frames whose frame pointer was found */
+    uint64_t fp_lost;     /* their walks that ended for want of one */
     int64_t time_ns;      /* when the dump was taken */
 };
 

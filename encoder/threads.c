@@ -35,6 +35,8 @@ static const char *why(int status)
     case THREAD_STACK_BLOCKED: return "the thread blocks the signal";
     case THREAD_STACK_STOPPED: return "stopped";
     case THREAD_STACK_NO_ANSWER: return "no answer in time";
+    case THREAD_STACK_MOVED: return "moved while its stack was read";
+    case THREAD_STACK_UNREADABLE: return "its stack could not be read";
     default: return "no signal available";
     }
 }
@@ -123,6 +125,12 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
         pbuf_puts(out, "\n");
     }
     symbols_unlock();
+    if (d->walked)
+        pbuf_printf(out, "# pprofagent: %zu blocked threads walked without "
+                         "a signal; frame pointers found %llu, walks ended "
+                         "for want of one %llu\n",
+                    d->walked, (unsigned long long)d->fp_found,
+                    (unsigned long long)d->fp_lost);
     if (d->agent_threads)
         pbuf_printf(out, "# pprofagent: %zu threads of the agent itself are "
                          "not listed\n",

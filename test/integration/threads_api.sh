@@ -12,8 +12,9 @@
 #   the measured CPU time gives at 250 Hz; heap samples carry the labels;
 # - goroutine?debug=2 lists every host thread (count checked against
 #   /proc/PID/task) under its pthread_setname_np name, with its stack;
-#   a thread sleeping in nanosleep is listed but never interrupted (the
-#   host reports any EINTR); debug=0 and debug=1 count every thread.
+#   a thread sleeping in nanosleep is listed with its whole stack (walked
+#   without a signal) and never interrupted (the host reports any EINTR);
+#   debug=0 and debug=1 count every thread.
 . "$TOP/test/integration/lib.sh"
 prog="$BUILD/test/programs/custom_blobs"
 
@@ -69,7 +70,8 @@ block() { printf '%s\n' "$dump" | awk -v n="thread \"$1\"]:" '$1 == "goroutine" 
 expect_contains "$(block cond-waiter)" "wait_forever(...)" "cond-waiter's stack"
 expect_contains "$(block pipe-reader)" "read_pipe(...)" "pipe-reader's stack"
 expect_contains "$(block server-0)" "server(...)" "server-0's stack"
-expect_contains "$(block sleeper)" "[stack unavailable" "sleeper's entry"
+expect_contains "$(block sleeper)" "sleeper(...)" "sleeper's stack"
+expect_not_contains "$(block sleeper)" "[stack unavailable" "sleeper's stack"
 expect_contains "$(block sleeper)" "nanosleep" "sleeper's entry"
 expect_not_contains "$dump" "thread_start(" "host stacks (agent frames)"
 
