@@ -21,7 +21,11 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 struct cfi_walk_counters cfi_walk_counters;
 
@@ -160,16 +164,43 @@ static int trial_walk(const struct cfi_regs *regs, const struct bounds *b);
  * almost never end where the thread's stack ends. Returns 1 with *fp (the
  * record's address, the frame's rbp).
  */
+/* 0 when the call just before return address ra is a direct call
+ * (e8 rel32) whose target does not lie in object o at or below at: then ra
+ * was not pushed by a call into the frame being walked, and the record is
+ * a stale one (main's uninitialized locals hold records of the calls made
+ * before main, whose chains also end at _start). Indirect calls, and code
+ * that cannot be read, pass. The five code bytes are read with
+ * process_vm_readv on our own pid: it fails instead of faulting if the
+ * object went away. Only the /proc walks (the agent's threads) get here:
+ * a signal handler's walk has the frame pointer. */
+static PPROF_SIGNAL_SAFE int called_into(const struct cfi_set *set,
+                                         const struct cfi_object *o,
+                                         uintptr_t at, uintptr_t ra)
+{
+    unsigned char code[5];
+    struct iovec local = {code, sizeof code};
+    struct iovec remote = {(void *)(ra - 5), sizeof code};
+    if (syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
+                1L, 0L) != (long)sizeof code || code[0] != 0xe8)
+        return 1;
+    int32_t rel;
+    memcpy(&rel, code + 1, sizeof rel);
+    uintptr_t target = ra + (uintptr_t)(intptr_t)rel;
+    return o && find_object(set, target) == o && target <= at;
+}
+
 static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
                                                       const struct cfi_set *set,
-                                                      uintptr_t sp, uintptr_t *fp)
+                                                      const struct cfi_object *o,
+                                                      uintptr_t at, uintptr_t sp,
+                                                      uintptr_t *fp)
 {
     for (uintptr_t a = (sp + 7) & ~(uintptr_t)7, i = 0;
          i < RECORD_SCAN_WORDS; a += 8, i++) {
         uintptr_t saved, ra;
         if (!peek(b, a, &saved) || !peek(b, a + 8, &ra))
             return 0;
-        if (!code_at(set, ra))
+        if (!code_at(set, ra) || !called_into(set, o, at, ra))
             continue;
         struct cfi_regs r = {ra, a + 16, saved};
         if (trial_walk(&r, b)) {
@@ -225,7 +256,7 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
              kind == CFI_CFA_DEREF_FP ||
              (kind != CFI_CFA_END && kind != CFI_CFA_SIGNAL &&
               row->fp == CFI_FP_AT_FP))) {
-            if (find_record(&b, set, sp, &r.fp)) {
+            if (find_record(&b, set, o, at, sp, &r.fp)) {
                 fp = r.fp;
                 fp_ok = 1;
                 fp_found++;
