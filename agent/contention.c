@@ -40,6 +40,7 @@ int contention_on;
 long contention_waiters __attribute__((aligned(64)));
 long contention_futex_waiters __attribute__((aligned(64)));
 long contention_lost;
+int contention_hint[1 << CONTENTION_HINT_BITS] __attribute__((aligned(64)));
 
 /* Per-lock records: open addressing over a fixed array (arena), at most
  * PROBES slots from the hash. A record whose lock has no waiter can be
@@ -204,6 +205,9 @@ static void *arrive_locked(const void *lock, int64_t now, long *waiters)
     integrate(r, now);
     r->waiters++;
     spin_unlock(&r->lock);
+    /* The slot before the global count: an unlocker that sees the count
+     * then reads the slot. */
+    __atomic_fetch_add(contention_hint_slot(lock), 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(waiters, 1, __ATOMIC_RELAXED);
     return r;
 }
@@ -248,8 +252,12 @@ static void leave(void *handle, int64_t now, long *waiters)
     r->owed_count++;
     r->owed_until = contention_stamp();
     r->pending = 0;
+    /* The record keeps its address while it has waiters: this is the
+     * address the slot was counted for. */
+    int *slot = contention_hint_slot(r->addr);
     spin_unlock(&r->lock);
     guard_leave();
+    __atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(waiters, 1, __ATOMIC_RELAXED);
 }
 

@@ -46,6 +46,30 @@ extern long contention_waiters;
  * idle worker) does not send every pthread unlock down the slow path. */
 extern long contention_futex_waiters;
 
+/*
+ * Where the followed waiters are: hint[slot of a lock's address] counts the
+ * followed waiters (mutex, rwlock or futex) of the addresses that hash
+ * there. An unlock or wake while somebody somewhere is followed reads its
+ * own slot: zero means nobody it could be charged for waits on its address
+ * (a multiply, a shift, one load and a compare), instead of looking for a
+ * record. A slot shared with another followed address only costs that
+ * look-up. Written in contention.c on arrival and leave only.
+ */
+#define CONTENTION_HINT_BITS 10
+extern int contention_hint[1 << CONTENTION_HINT_BITS];
+
+static inline int *contention_hint_slot(const void *lock)
+{
+    uint64_t h = (uint64_t)(uintptr_t)lock * 0x9e3779b97f4a7c15ULL;
+    return &contention_hint[h >> (64 - CONTENTION_HINT_BITS)];
+}
+
+/* 1 when a followed waiter may wait on lock. Async-signal-safe. */
+static inline int contention_followed(const void *lock)
+{
+    return __atomic_load_n(contention_hint_slot(lock), __ATOMIC_RELAXED) != 0;
+}
+
 /* Samples recorded and samples lost (table full, no record slot). */
 extern long contention_lost;
 

@@ -6,7 +6,8 @@
  * must stay a try-lock. A lock first tries the real try-lock; only when that
  * reports the lock busy does the slow path take timestamps, register the
  * waiter and call the real blocking lock. An unlock reads one global (are
- * there waiters anywhere?) and then forwards. The agent's own threads and
+ * there followed waiters anywhere?) and, only when there are, the hint slot
+ * of its own address (contention_followed()); then it forwards. The agent's own threads and
  * calls made while the guard is entered go straight to the real functions.
  *
  * Never changes what the host sees: the same return values and errno, the
@@ -174,7 +175,9 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
     int64_t t1 = contention_clock();
     if (h)
         contention_leave(h, t1);
-    else if (r == 0 && __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+    else if (r == 0 &&
+             __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+             contention_followed(op->lock))
         contention_handover(op->lock);
     if (r == 0)
         contention_block_event(t1 - t0);
@@ -322,7 +325,8 @@ static __attribute__((noinline)) void charge(const void *lock,
 
 EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0))
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
+               !contention_followed(m)))
         return real_pthread_mutex_unlock(m);
     uint64_t t = contention_stamp();
     int r = real_pthread_mutex_unlock(m);
@@ -334,7 +338,8 @@ EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
     if (unlikely(!real_pthread_rwlock_unlock))
         lock_hooks_init();
-    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0))
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
+               !contention_followed(l)))
         return real_pthread_rwlock_unlock(l);
     uint64_t t = contention_stamp();
     int r = real_pthread_rwlock_unlock(l);
@@ -525,7 +530,8 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
         fn = real_cond_wait_old;
     if (pass_through())
         return fn(c, m);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+        contention_followed(m))
         cond_release(m);
     int64_t t0 = contention_clock();
     int r = fn(c, m);
@@ -543,7 +549,8 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
         fn = real_cond_timedwait_old;
     if (pass_through())
         return fn(c, m, abstime);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+        contention_followed(m))
         cond_release(m);
     int64_t t0 = contention_clock();
     int r = fn(c, m, abstime);
