@@ -149,6 +149,24 @@ static inline int pass_through(void)
                     guard_active());
 }
 
+/*
+ * glibc's own flag (2.32 and later): true while the process has never had
+ * a second thread. glibc then takes a process-private mutex with a plain
+ * store instead of a locked compare-exchange, and nothing can contend for
+ * it: the lock hook forwards at once rather than paying the try-lock's
+ * locked instruction (a process-shared mutex can be contended by another
+ * process and takes the usual path). It turns false, for good, when the
+ * first thread is created: the host's, or the agent's own once it starts
+ * (PPROF_START_DELAY_MS). The agent needs glibc 2.34 anyway.
+ */
+extern char __libc_single_threaded;
+
+static inline int single_threaded(const pthread_mutex_t *m)
+{
+    return __libc_single_threaded &&
+           !(m->__data.__kind & 128 /* glibc's PTHREAD_MUTEX_PSHARED_BIT */);
+}
+
 /* ---- waits ---------------------------------------------------------------- */
 
 /* The contended path of a lock: lock is the mutex or rwlock address (for
@@ -202,16 +220,22 @@ static int call_rw_timed(const struct wait_op *op)
     return op->rw_timed(op->obj, op->abstime);
 }
 
+/* Out of line, so that the fast path below needs no stack frame for op. */
+static __attribute__((noinline)) int mutex_lock_slow(pthread_mutex_t *m)
+{
+    struct wait_op op = {.lock = m, .call = call_mutex, .obj = m,
+                         .mutex = real_pthread_mutex_lock};
+    return wait_slow(&op);
+}
+
 EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    if (pass_through())
+    if (pass_through() || single_threaded(m))
         return real_pthread_mutex_lock(m);
     int r = real_pthread_mutex_trylock(m);
     if (likely(r != EBUSY))
         return r;
-    struct wait_op op = {.lock = m, .call = call_mutex, .obj = m,
-                         .mutex = real_pthread_mutex_lock};
-    return wait_slow(&op);
+    return mutex_lock_slow(m);
 }
 
 EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
