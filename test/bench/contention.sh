@@ -62,7 +62,7 @@ while [ $i -lt "$runs" ]; do
 done
 
 # spread FILE: (max - min) / median of the rounds, in percent.
-spread() { sort -n "$1" | awk '{v[NR]=$1} END {m = (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "%.1f", m > 0 ? (v[NR]-v[1]) * 100 / m : 0}'; }
+spread() { sort -n "$1" | awk '{v[NR]=$1} END {m = (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; s = 0; if (m > 0) s = (v[NR] - v[1]) * 100 / m; printf "%.1f", s}'; }
 
 c0=$(median <"$tmp/c0"); c1=$(median <"$tmp/c1")
 u0=$(median <"$tmp/u0"); u1=$(median <"$tmp/u1")
