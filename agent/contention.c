@@ -102,8 +102,11 @@ void contention_init(void)
     lock_hooks_init();
     wait_hooks_init();
     futex_hooks_init();
-    __atomic_store_n(&contention_on, block_table || records,
-                     __ATOMIC_RELEASE);
+    extern char __libc_single_threaded;
+    int on = 0;
+    if (block_table || records)
+        on = __libc_single_threaded ? CONTENTION_ON_SINGLE : CONTENTION_ON;
+    __atomic_store_n(&contention_on, on, __ATOMIC_RELEASE);
 }
 
 static size_t record_hash(const void *lock)

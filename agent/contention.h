@@ -32,9 +32,14 @@
 extern struct stack_table *block_table;
 extern struct stack_table *mutex_table;
 
-/* 1 when the hooks should measure (agent ready and at least one of the two
- * profiles on). Read on every lock call; written once by contention_init. */
+/* Non-zero when the hooks should measure (agent ready and at least one of
+ * the two profiles on). Read on every lock call; written by
+ * contention_init, and by the mutex lock hook from CONTENTION_ON_SINGLE to
+ * CONTENTION_ON once the process has a second thread (lock_hooks.c). */
 extern int contention_on;
+#define CONTENTION_ON 1
+/* On, and the process had one thread when the profiles were set up. */
+#define CONTENTION_ON_SINGLE 2
 
 /* Number of threads currently waiting on a mutex or rwlock anywhere in the
  * process. Every unlock reads it: 0 means nobody can be charged, which keeps

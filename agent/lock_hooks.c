@@ -7,8 +7,9 @@
  * reports the lock busy does the slow path take timestamps, register the
  * waiter and call the real blocking lock. An unlock reads one global (are
  * there followed waiters anywhere?) and, only when there are, the hint slot
- * of its own address (contention_followed()); then it forwards. The agent's own threads and
- * calls made while the guard is entered go straight to the real functions.
+ * of its own address (contention_followed()); then it forwards. The agent's
+ * own threads and calls made while the guard is entered go straight to the
+ * real functions.
  *
  * Never changes what the host sees: the same return values and errno, the
  * same blocking behaviour; a failure to record is counted, never reported
@@ -155,16 +156,27 @@ static inline int pass_through(void)
  * store instead of a locked compare-exchange, and nothing can contend for
  * it: the lock hook forwards at once rather than paying the try-lock's
  * locked instruction (a process-shared mutex can be contended by another
- * process and takes the usual path). It turns false, for good, when the
- * first thread is created: the host's, or the agent's own once it starts
- * (PPROF_START_DELAY_MS). The agent needs glibc 2.34 anyway.
+ * process and is measured). It turns false, for good, when the first
+ * thread is created: the host's, or the agent's own (the deferred start's
+ * thread, unless PPROF_ADDR=off). The agent needs glibc 2.34 anyway.
+ *
+ * Read only while contention_on is CONTENTION_ON_SINGLE, so that a
+ * multi-threaded process pays nothing for it: the first lock that finds
+ * glibc's flag false sets CONTENTION_ON. Returns 1 when the lock must be
+ * measured, 0 when it must only be forwarded (on is 0: profiles off).
  */
 extern char __libc_single_threaded;
 
-static inline int single_threaded(const pthread_mutex_t *m)
+static inline int measure_when(int on, const pthread_mutex_t *m)
 {
-    return __libc_single_threaded &&
-           !(m->__data.__kind & 128 /* glibc's PTHREAD_MUTEX_PSHARED_BIT */);
+    if (on != CONTENTION_ON_SINGLE)
+        return on != 0;
+    if (__libc_single_threaded)
+        return (m->__data.__kind & 128 /* PTHREAD_MUTEX_PSHARED_BIT */) != 0;
+    int expected = CONTENTION_ON_SINGLE;
+    __atomic_compare_exchange_n(&contention_on, &expected, CONTENTION_ON, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
 }
 
 /* ---- waits ---------------------------------------------------------------- */
@@ -230,7 +242,10 @@ static __attribute__((noinline)) int mutex_lock_slow(pthread_mutex_t *m)
 
 EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    if (pass_through() || single_threaded(m))
+    int on = __atomic_load_n(&contention_on, __ATOMIC_RELAXED);
+    if (unlikely(on != CONTENTION_ON) && !measure_when(on, m))
+        return real_pthread_mutex_lock(m);
+    if (unlikely(guard_active()))
         return real_pthread_mutex_lock(m);
     int r = real_pthread_mutex_trylock(m);
     if (likely(r != EBUSY))
