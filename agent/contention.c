@@ -34,6 +34,7 @@
 
 #include "agent/symbols.h"
 
+#include <sys/single_threaded.h>
 #include <time.h>
 
 struct stack_table *block_table;
@@ -102,7 +103,6 @@ void contention_init(void)
     lock_hooks_init();
     wait_hooks_init();
     futex_hooks_init();
-    extern char __libc_single_threaded;
     int on = 0;
     if (block_table || records)
         on = __libc_single_threaded ? CONTENTION_ON_SINGLE : CONTENTION_ON;

@@ -34,6 +34,7 @@
 #include <link.h>
 #include <semaphore.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -165,8 +166,6 @@ static inline int pass_through(void)
  * glibc's flag false sets CONTENTION_ON. Returns 1 when the lock must be
  * measured, 0 when it must only be forwarded (on is 0: profiles off).
  */
-extern char __libc_single_threaded;
-
 static inline int measure_when(int on, const pthread_mutex_t *m)
 {
     if (on != CONTENTION_ON_SINGLE)
