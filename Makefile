@@ -76,7 +76,7 @@ FUZZ_DEPS := http/auth.c http/parse.c http/respond.c agent/config.c encoder/buf.
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps demo test test-bins bench install uninstall clean format \
+.PHONY: all deps demo test test-bins bench bench-bins install uninstall clean format \
         fuzz test-asan
 
 all: $(LIB)
@@ -168,7 +168,11 @@ test-asan:
 demo: $(LIB) $(BUILD)/test/programs/demo_service
 	@sh scripts/demo $(BUILD)
 
-bench: $(LIB) $(PROG_BINS) $(UNIT_BINS)
+# What the benchmarks run; test/bench/run builds it first, so that one area
+# (sh test/bench/run build contention) works from a fresh clone too.
+bench-bins: $(LIB) $(PROG_BINS) $(UNIT_BINS)
+
+bench: bench-bins
 	@sh test/bench/run $(BUILD)
 
 # Installed: the library, the public header, a pkg-config file (generated:

@@ -32,9 +32,14 @@
 extern struct stack_table *block_table;
 extern struct stack_table *mutex_table;
 
-/* 1 when the hooks should measure (agent ready and at least one of the two
- * profiles on). Read on every lock call; written once by contention_init. */
+/* Non-zero when the hooks should measure (agent ready and at least one of
+ * the two profiles on). Read on every lock call; written by
+ * contention_init, and by the mutex lock hook from CONTENTION_ON_SINGLE to
+ * CONTENTION_ON once the process has a second thread (lock_hooks.c). */
 extern int contention_on;
+#define CONTENTION_ON 1
+/* On, and the process had one thread when the profiles were set up. */
+#define CONTENTION_ON_SINGLE 2
 
 /* Number of threads currently waiting on a mutex or rwlock anywhere in the
  * process. Every unlock reads it: 0 means nobody can be charged, which keeps
@@ -45,6 +50,30 @@ extern long contention_waiters;
  * futex wake, kept apart so that a thread parked on a futex for hours (an
  * idle worker) does not send every pthread unlock down the slow path. */
 extern long contention_futex_waiters;
+
+/*
+ * Where the followed waiters are: hint[slot of a lock's address] counts the
+ * followed waiters (mutex, rwlock or futex) of the addresses that hash
+ * there. An unlock or wake while somebody somewhere is followed reads its
+ * own slot: zero means nobody it could be charged for waits on its address
+ * (a multiply, a shift, one load and a compare), instead of looking for a
+ * record. A slot shared with another followed address only costs that
+ * look-up. Written in contention.c on arrival and leave only.
+ */
+#define CONTENTION_HINT_BITS 10
+extern int contention_hint[1 << CONTENTION_HINT_BITS];
+
+static inline int *contention_hint_slot(const void *lock)
+{
+    uint64_t h = (uint64_t)(uintptr_t)lock * 0x9e3779b97f4a7c15ULL;
+    return &contention_hint[h >> (64 - CONTENTION_HINT_BITS)];
+}
+
+/* 1 when a followed waiter may wait on lock. Async-signal-safe. */
+static inline int contention_followed(const void *lock)
+{
+    return __atomic_load_n(contention_hint_slot(lock), __ATOMIC_RELAXED) != 0;
+}
 
 /* Samples recorded and samples lost (table full, no record slot). */
 extern long contention_lost;
@@ -96,7 +125,8 @@ void contention_block_event(int64_t ns);
  * The delay that lock's waiters accumulated since the last charge, taken
  * (and zeroed) by the thread that just unlocked it. Fills *delay and *count
  * (waiters concerned) and returns 1 when this charge is sampled for the
- * mutex profile (then call contention_mutex_event()), 0 otherwise. Called
+ * mutex profile (then call contention_mutex_event() with the values, which
+ * may have been reweighted: contention_charge_sample()), 0 otherwise. Called
  * after the real unlock, so that nothing lengthens the critical section,
  * with unlocked_at = contention_stamp() read just before it: a waiter that took the lock over
  * (and may unlock and be charged first) then gets only what accrued after
@@ -105,6 +135,12 @@ void contention_block_event(int64_t ns);
  */
 int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
                       int64_t *count);
+/* Whether a charge of *delay ns for *count waiters is recorded: always
+ * from 100 us up, else with probability delay / 100 us, then reweighted in
+ * place so that the expected totals are the true ones. Used by
+ * contention_charge(). Not async-signal-safe (per-thread random state).
+ * Does not allocate. */
+int contention_charge_sample(int64_t *delay, int64_t *count);
 /* Records a sampled charge with the caller's stack. Not async-signal-safe. */
 void contention_mutex_event(int64_t delay, int64_t count);
 

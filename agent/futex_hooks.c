@@ -182,7 +182,8 @@ static long futex(long a1, long a2, long a3, long a4, long a5, long a6)
     case FUTEX_CMP_REQUEUE:
     case FUTEX_CMP_REQUEUE_PI:
         if (likely(__atomic_load_n(&contention_futex_waiters,
-                                   __ATOMIC_RELAXED) == 0))
+                                   __ATOMIC_RELAXED) == 0 ||
+                   !contention_followed(uaddr)))
             break;
         return wake_slow(uaddr, SYS_futex, a1, a2, a3, a4, a5, a6);
     default:

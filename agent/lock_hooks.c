@@ -6,8 +6,10 @@
  * must stay a try-lock. A lock first tries the real try-lock; only when that
  * reports the lock busy does the slow path take timestamps, register the
  * waiter and call the real blocking lock. An unlock reads one global (are
- * there waiters anywhere?) and then forwards. The agent's own threads and
- * calls made while the guard is entered go straight to the real functions.
+ * there followed waiters anywhere?) and, only when there are, the hint slot
+ * of its own address (contention_followed()); then it forwards. The agent's
+ * own threads and calls made while the guard is entered go straight to the
+ * real functions.
  *
  * Never changes what the host sees: the same return values and errno, the
  * same blocking behaviour; a failure to record is counted, never reported
@@ -32,6 +34,7 @@
 #include <link.h>
 #include <semaphore.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -148,6 +151,33 @@ static inline int pass_through(void)
                     guard_active());
 }
 
+/*
+ * glibc's own flag (2.32 and later): true while the process has never had
+ * a second thread. glibc then takes a process-private mutex with a plain
+ * store instead of a locked compare-exchange, and nothing can contend for
+ * it: the lock hook forwards at once rather than paying the try-lock's
+ * locked instruction (a process-shared mutex can be contended by another
+ * process and is measured). It turns false, for good, when the first
+ * thread is created: the host's, or the agent's own (the deferred start's
+ * thread, unless PPROF_ADDR=off). The agent needs glibc 2.34 anyway.
+ *
+ * Read only while contention_on is CONTENTION_ON_SINGLE, so that a
+ * multi-threaded process pays nothing for it: the first lock that finds
+ * glibc's flag false sets CONTENTION_ON. Returns 1 when the lock must be
+ * measured, 0 when it must only be forwarded (on is 0: profiles off).
+ */
+static inline int measure_when(int on, const pthread_mutex_t *m)
+{
+    if (on != CONTENTION_ON_SINGLE)
+        return on != 0;
+    if (__libc_single_threaded)
+        return (m->__data.__kind & 128 /* PTHREAD_MUTEX_PSHARED_BIT */) != 0;
+    int expected = CONTENTION_ON_SINGLE;
+    __atomic_compare_exchange_n(&contention_on, &expected, CONTENTION_ON, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}
+
 /* ---- waits ---------------------------------------------------------------- */
 
 /* The contended path of a lock: lock is the mutex or rwlock address (for
@@ -174,7 +204,9 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
     int64_t t1 = contention_clock();
     if (h)
         contention_leave(h, t1);
-    else if (r == 0 && __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+    else if (r == 0 &&
+             __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+             contention_followed(op->lock))
         contention_handover(op->lock);
     if (r == 0)
         contention_block_event(t1 - t0);
@@ -199,16 +231,25 @@ static int call_rw_timed(const struct wait_op *op)
     return op->rw_timed(op->obj, op->abstime);
 }
 
+/* Out of line, so that the fast path below needs no stack frame for op. */
+static __attribute__((noinline)) int mutex_lock_slow(pthread_mutex_t *m)
+{
+    struct wait_op op = {.lock = m, .call = call_mutex, .obj = m,
+                         .mutex = real_pthread_mutex_lock};
+    return wait_slow(&op);
+}
+
 EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    if (pass_through())
+    int on = __atomic_load_n(&contention_on, __ATOMIC_RELAXED);
+    if (unlikely(on != CONTENTION_ON) && !measure_when(on, m))
+        return real_pthread_mutex_lock(m);
+    if (unlikely(guard_active()))
         return real_pthread_mutex_lock(m);
     int r = real_pthread_mutex_trylock(m);
     if (likely(r != EBUSY))
         return r;
-    struct wait_op op = {.lock = m, .call = call_mutex, .obj = m,
-                         .mutex = real_pthread_mutex_lock};
-    return wait_slow(&op);
+    return mutex_lock_slow(m);
 }
 
 EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
@@ -322,7 +363,8 @@ static __attribute__((noinline)) void charge(const void *lock,
 
 EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0))
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
+               !contention_followed(m)))
         return real_pthread_mutex_unlock(m);
     uint64_t t = contention_stamp();
     int r = real_pthread_mutex_unlock(m);
@@ -334,7 +376,8 @@ EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
     if (unlikely(!real_pthread_rwlock_unlock))
         lock_hooks_init();
-    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0))
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
+               !contention_followed(l)))
         return real_pthread_rwlock_unlock(l);
     uint64_t t = contention_stamp();
     int r = real_pthread_rwlock_unlock(l);
@@ -525,7 +568,8 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
         fn = real_cond_wait_old;
     if (pass_through())
         return fn(c, m);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+        contention_followed(m))
         cond_release(m);
     int64_t t0 = contention_clock();
     int r = fn(c, m);
@@ -543,7 +587,8 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
         fn = real_cond_timedwait_old;
     if (pass_through())
         return fn(c, m, abstime);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+        contention_followed(m))
         cond_release(m);
     int64_t t0 = contention_clock();
     int r = fn(c, m, abstime);

@@ -134,7 +134,8 @@ static int wait_end(struct wait *w, int r, int record_failed)
     if (w->handle)
         contention_leave(w->handle, t1);
     else if (w->lock && r == 0 &&
-             __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED))
+             __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+             contention_followed(w->lock))
         contention_handover(w->lock);
     if (r == 0 || record_failed)
         contention_block_event(t1 - w->t0);
@@ -197,7 +198,8 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 {
     if (pass_through())
         return FORWARD(real_cond_clockwait, c, m, clock, abstime);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+        contention_followed(m)) {
         /* The real wait unlocks m where no hook sees it: charge m's
          * waiters' delay to this caller now, as lock_hooks.c does for
          * pthread_cond_wait. */

@@ -6,6 +6,11 @@
 # same for the futex interposer (syscall()): a Rust std::sync::Mutex
 # lock+unlock pair (never a system call when free), an uncontended
 # syscall(SYS_futex, FUTEX_WAKE) and another system call through syscall().
+# Also the pair in a program with one thread (glibc's single-thread path;
+# with the server on, and with PPROF_ADDR=off where the agent creates no
+# thread) and while the agent follows a waiter blocked on another mutex.
+# Every time column states its own noise: the spread of the run without the
+# agent over its rounds ((max - min) / median), measured in the same run.
 #
 #   sh test/bench/contention.sh BUILD_DIR
 #
@@ -22,8 +27,9 @@ threads=${THREADS:-4}
 rounds=${ROUNDS:-200000}
 pairs=${PAIRS:-20000000}
 agent_env=${AGENT_ENV:-}
-[ -x "$prog" ] || make -s "$prog" >/dev/null
-[ -x "$rprog" ] || make -s "$rprog" >/dev/null
+top=$(cd "$(dirname "$0")/../.." && pwd)
+[ -x "$prog" ] || make -s -C "$top" BUILD="$build" "$prog" >/dev/null
+[ -x "$rprog" ] || make -s -C "$top" BUILD="$build" "$rprog" >/dev/null
 calls=${CALLS:-2000000}
 [ -f "$agent" ] || { echo "contention bench: $agent is missing" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
@@ -43,6 +49,10 @@ while [ $i -lt "$runs" ]; do
     under_agent "$prog" contended "$threads" "$rounds" | sed 's/.*wall_ms=\([0-9.]*\).*/\1/' >>"$tmp/c1"
     "$prog" uncontended "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/u0"
     under_agent "$prog" uncontended "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/u1"
+    "$prog" uncontended_single "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/g0"
+    under_agent "$prog" uncontended_single "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/g1"
+    under_agent env PPROF_ADDR=off "$prog" uncontended_single "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/g2"
+    under_agent env PPROF_MUTEX_FRACTION=1 "$prog" uncontended_followed "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/w1"
     "$rprog" "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/r0"
     under_agent "$rprog" "$pairs" | sed 's/ns_per_pair=//' >>"$tmp/r1"
     "$prog" futex_wake "$calls" | sed 's/ns_per_call=//' >>"$tmp/f0"
@@ -51,8 +61,13 @@ while [ $i -lt "$runs" ]; do
     under_agent "$prog" syscall "$calls" | sed 's/ns_per_call=//' >>"$tmp/s1"
 done
 
+# spread FILE: (max - min) / median of the rounds, in percent.
+spread() { sort -n "$1" | awk '{v[NR]=$1} END {m = (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; s = 0; if (m > 0) s = (v[NR] - v[1]) * 100 / m; printf "%.1f", s}'; }
+
 c0=$(median <"$tmp/c0"); c1=$(median <"$tmp/c1")
 u0=$(median <"$tmp/u0"); u1=$(median <"$tmp/u1")
+g0=$(median <"$tmp/g0"); g1=$(median <"$tmp/g1"); g2=$(median <"$tmp/g2")
+w1=$(median <"$tmp/w1")
 r0=$(median <"$tmp/r0"); r1=$(median <"$tmp/r1")
 f0=$(median <"$tmp/f0"); f1=$(median <"$tmp/f1")
 s0=$(median <"$tmp/s0"); s1=$(median <"$tmp/s1")
@@ -86,36 +101,55 @@ fi1=$(ir futex_wake_loop "$prog" futex_wake "$n" -- $with_agent)
 # always has one): each wake looks for followed waiters of its own address.
 pi0=$(ir futex_wake_loop "$prog" futex_wake_parked "$n" -- valgrind)
 pi1=$(ir futex_wake_loop "$prog" futex_wake_parked "$n" -- env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet PPROF_MUTEX_FRACTION=1 valgrind)
+gi0=$(ir uncontended_loop "$prog" uncontended_single "$n" -- valgrind)
+# shellcheck disable=SC2086
+gi1=$(ir uncontended_loop "$prog" uncontended_single "$n" -- $with_agent)
+gi2=$(ir uncontended_loop "$prog" uncontended_single "$n" -- env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet $agent_env valgrind)
+wi1=$(ir uncontended_loop "$prog" uncontended_followed "$n" -- env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet PPROF_MUTEX_FRACTION=1 valgrind)
 si0=$(ir syscall_loop "$prog" syscall "$n" -- valgrind)
 # shellcheck disable=SC2086
 si1=$(ir syscall_loop "$prog" syscall "$n" -- $with_agent)
 
 echo "contention: $runs interleaved runs, medians; agent settings: defaults${agent_env:+ + $agent_env}"
+echo "noise: the spread ((max - min) / median) of the runs without the agent, this run;"
+echo "a difference within it is not a measured cost. Instruction counts have no noise."
 echo
-echo "| workload | without agent | with agent | ratio / added |"
-echo "|---|---|---|---|"
-awk -v a="$c0" -v b="$c1" -v t="$threads" -v r="$rounds" 'BEGIN {
-    printf "| contended mutex, %d threads x %d rounds (wall ms) | %.1f | %.1f | %.3f |\n", t, r, a, b, b / a }'
-awk -v a="$u0" -v b="$u1" 'BEGIN {
-    printf "| uncontended lock+unlock pair (ns, CPU time) | %.2f | %.2f | +%.2f ns |\n", a, b, b - a }'
+echo "| workload | without agent | with agent | ratio / added | noise |"
+echo "|---|---|---|---|---|"
+awk -v a="$c0" -v b="$c1" -v t="$threads" -v r="$rounds" -v z="$(spread "$tmp/c0")" 'BEGIN {
+    printf "| contended mutex, %d threads x %d rounds (wall ms) | %.1f | %.1f | %.3f | %s%% |\n", t, r, a, b, b / a, z }'
+awk -v a="$u0" -v b="$u1" -v z="$(spread "$tmp/u0")" 'BEGIN {
+    printf "| uncontended lock+unlock pair, idle second thread (ns, CPU time) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
 awk -v a="$i0" -v b="$i1" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
-    printf "| uncontended pair, callgrind instructions | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$r0" -v b="$r1" 'BEGIN {
-    printf "| Rust std Mutex uncontended lock+unlock pair (ns, CPU time) | %.2f | %.2f | +%.2f ns |\n", a, b, b - a }'
+    printf "| uncontended pair, callgrind instructions | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$g0" -v b="$g1" -v z="$(spread "$tmp/g0")" 'BEGIN {
+    printf "| the pair with one host thread (ns, CPU time) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
+awk -v a="$g0" -v b="$g2" -v z="$(spread "$tmp/g0")" 'BEGIN {
+    printf "| the same, PPROF_ADDR=off (no agent thread) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
+awk -v a="$gi0" -v b="$gi1" -v c="$gi2" -v n="$n" 'BEGIN {
+    p = n + int(n / 10)
+    printf "| one host thread, callgrind instructions (server on / PPROF_ADDR=off) | %.1f | %.1f / %.1f | +%.1f / +%.1f | - |\n", a / p, b / p, c / p, (b - a) / p, (c - a) / p }'
+awk -v a="$u1" -v b="$w1" -v z="$(spread "$tmp/u0")" 'BEGIN {
+    printf "| the pair while a waiter is followed elsewhere (ns; without = agent, nobody followed) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
+awk -v a="$i1" -v b="$wi1" -v n="$n" 'BEGIN {
+    p = n + int(n / 10)
+    printf "| followed elsewhere, callgrind instructions (without = agent, nobody followed) | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$r0" -v b="$r1" -v z="$(spread "$tmp/r0")" 'BEGIN {
+    printf "| Rust std Mutex uncontended lock+unlock pair (ns, CPU time) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
 awk -v a="$ri0" -v b="$ri1" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
-    printf "| Rust pair, callgrind instructions | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$f0" -v b="$f1" 'BEGIN {
-    printf "| syscall(SYS_futex, FUTEX_WAKE), nobody waiting (ns, CPU time) | %.1f | %.1f | +%.1f ns |\n", a, b, b - a }'
+    printf "| Rust pair, callgrind instructions | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$f0" -v b="$f1" -v z="$(spread "$tmp/f0")" 'BEGIN {
+    printf "| syscall(SYS_futex, FUTEX_WAKE), nobody waiting (ns, CPU time) | %.1f | %.1f | %+.1f ns | %s%% |\n", a, b, b - a, z }'
 awk -v a="$fi0" -v b="$fi1" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
-    printf "| FUTEX_WAKE call, callgrind instructions (user space) | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
+    printf "| FUTEX_WAKE call, callgrind instructions (user space) | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
 awk -v a="$pi0" -v b="$pi1" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
-    printf "| FUTEX_WAKE while a waiter is followed elsewhere, callgrind instructions | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$s0" -v b="$s1" 'BEGIN {
-    printf "| syscall(SYS_getppid) (ns, CPU time) | %.1f | %.1f | +%.1f ns |\n", a, b, b - a }'
+    printf "| FUTEX_WAKE while a waiter is followed elsewhere, callgrind instructions | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
+awk -v a="$s0" -v b="$s1" -v z="$(spread "$tmp/s0")" 'BEGIN {
+    printf "| syscall(SYS_getppid) (ns, CPU time) | %.1f | %.1f | %+.1f ns | %s%% |\n", a, b, b - a, z }'
 awk -v a="$si0" -v b="$si1" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
-    printf "| other syscall() call, callgrind instructions (user space) | %.1f | %.1f | +%.1f |\n", a / p, b / p, (b - a) / p }'
+    printf "| other syscall() call, callgrind instructions (user space) | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'

@@ -5,6 +5,13 @@
  *       one thread (plus an idle one), N pthread_mutex_lock/unlock pairs
  *       on a free mutex;
  *       prints "ns_per_pair=X" (CPU time of the loop / N)
+ *   contention_bench uncontended_single N
+ *       the same with no other host thread: glibc's single-thread fast
+ *       path, as long as the agent's own threads have not started
+ *   contention_bench uncontended_followed N
+ *       the same while another thread blocks on another mutex (under
+ *       PPROF_MUTEX_FRACTION=1 the agent follows that waiter, so every
+ *       unlock knows that somebody somewhere waits)
  *   contention_bench contended THREADS N
  *       THREADS threads each do N rounds of: lock, about 1 us of work,
  *       unlock, about 1 us of work; prints "wall_ms=X cpu_ms=Y"
@@ -95,6 +102,15 @@ static void *idle_thread(void *arg)
     return NULL;
 }
 
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+
+static void *blocked_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&held); /* main holds it until exit */
+    return NULL;
+}
+
 static void *contender(void *arg)
 {
     (void)arg;
@@ -109,8 +125,23 @@ static void *contender(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 3 && strcmp(argv[1], "uncontended") == 0) {
+    if (argc >= 3 && strncmp(argv[1], "uncontended", 11) == 0) {
         long n = atol(argv[2]);
+        if (strcmp(argv[1], "uncontended_single") == 0) {
+            uncontended_loop(n / 10);
+            double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+            uncontended_loop(n);
+            double t1 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+            printf("ns_per_pair=%.3f\n", (t1 - t0) * 1e6 / (double)n);
+            return 0;
+        }
+        if (strcmp(argv[1], "uncontended_followed") == 0) {
+            pthread_t b;
+            pthread_mutex_lock(&held);
+            pthread_create(&b, NULL, blocked_thread, NULL);
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL); /* let it block */
+        }
         /* Services are multi-threaded, and glibc drops the lock prefix of
          * its atomics while a process has one thread: without this idle
          * thread the agent's own server threads, not its hooks, would be
@@ -161,7 +192,7 @@ int main(int argc, char **argv)
         printf("wall_ms=%.3f cpu_ms=%.3f\n", w1 - w0, c1 - c0);
         return 0;
     }
-    fprintf(stderr, "usage: contention_bench uncontended N | contended "
+    fprintf(stderr, "usage: contention_bench uncontended[_single|_followed] N | contended "
                     "THREADS N | futex_wake N | futex_wake_parked N | syscall N\n");
     return 2;
 }
