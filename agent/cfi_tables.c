@@ -332,6 +332,10 @@ static int rebuild(void)
     return (int)f.n;
 }
 
+/* 1 until the first cfi_tables_refresh() when cfi_tables_defer() was
+ * called. */
+static int deferred;
+
 int cfi_tables_refresh(void)
 {
     unsigned long long v[2] = {0, 0};
@@ -345,6 +349,7 @@ int cfi_tables_refresh(void)
         return -EBUSY;
     }
     __atomic_store_n(&cfi_tables_stale, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&deferred, 0, __ATOMIC_RELAXED);
     dl_iterate_phdr(read_counters, v);
     int ret;
     if (cfi_current && v[0] == seen_adds && v[1] == seen_subs) {
@@ -360,9 +365,15 @@ int cfi_tables_refresh(void)
     return ret;
 }
 
+void cfi_tables_defer(void)
+{
+    __atomic_store_n(&deferred, 1, __ATOMIC_RELAXED);
+}
+
 int cfi_tables_maybe_refresh(void)
 {
-    if (!__atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&deferred, __ATOMIC_RELAXED))
         return 0;
     return cfi_tables_refresh();
 }

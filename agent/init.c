@@ -5,6 +5,7 @@
  * sees: every failure is one line on stderr and the host goes on.
  */
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/contention.h"
 #include "agent/heap.h"
@@ -28,6 +29,12 @@ __attribute__((constructor)) static void agent_init(void)
     symbols_short_init();
     thread_hooks_init();
     stack_init();
+    /* The unwind tables wait for the deferred start (start.c), so that a
+     * process that execs or exits within the delay never builds them. */
+    if (opt_start_delay_ms > 0)
+        cfi_tables_defer();
+    else
+        cfi_tables_refresh();
     cpu_timer_init();
     threadcreate_table = stack_table_create(1, 4096);
     heap_init();

@@ -39,7 +39,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 void stack_init(void)
 {
     cfi_stack_learn();
-    cfi_tables_refresh();
+    /* The first build of the unwind tables is the process shell's to
+     * schedule (init.c: now, or after the start delay). */
     Dl_info info;
     if (dladdr((void *)stack_init, &info) && info.dli_fbase)
         dl_iterate_phdr(find_self, info.dli_fbase);

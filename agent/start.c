@@ -29,6 +29,7 @@
 #include "agent/ops.h"
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "http/http.h"
 
 #include <errno.h>
@@ -78,6 +79,9 @@ static void *starter(void *arg)
     struct timespec nap = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
         ;
+    /* The process lived the delay: the unwind tables (deferred by
+     * stack_init) are built here, off the host's threads. */
+    cfi_tables_refresh();
     if (dumps)
         dump_start();
     if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))

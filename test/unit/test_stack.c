@@ -143,6 +143,7 @@ TEST(readied_thread_walks_without_allocating)
 int main(void)
 {
     stack_init();
+    cfi_tables_refresh(); /* the agent's init.c builds them */
     /* The agent's code is this whole program here: keep every frame, so
      * that grab and its callers are in the stacks. */
     stack_self_start = stack_self_end = 0;

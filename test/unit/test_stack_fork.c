@@ -71,5 +71,6 @@ int main(void)
 {
     stack_fork_init();
     stack_init();
+    cfi_tables_refresh(); /* the agent's init.c builds them */
     return run_tests(child_forgets_the_parents_walks, NULL);
 }
