@@ -119,8 +119,8 @@ truth c "$BUILD/test/programs/futex_truth_c" \
     "flag:flag_waiter_work:flag_notify_work"
 
 # Default settings (1 futex wait in 20 followed, block rate 100 us): the
-# holder is still the one charged, the waiter the one blocked (a sampled
-# estimate: only the attribution is checked). 150 rounds x 2 waiters leave a
+# holder is still the one charged most, the waiter the one blocked (a
+# sampled estimate: only the attribution is checked). 150 rounds x 2 waiters leave a
 # 0.95^300 = 2e-7 chance of no followed wait at all.
 start_agent rust_defaults "$BUILD/test/programs/futex_truth_rust" 150 "$WORK/rust_defaults.stop"
 wait_done rust_defaults
@@ -128,7 +128,11 @@ mutex=$(pprof -top -cum -sample_index=delay -unit=ms "http://$ADDR/debug/pprof/m
 h=$(cum_ms "$mutex" holder_work)
 [ -n "$h" ] || { echo "$mutex"; fail "default mutex profile lacks holder_work"; }
 w=$(cum_ms "$mutex" waiter_work); w=${w:-0}
-awk -v h="$h" -v w="$w" 'BEGIN { exit !(h > 3 * w) }' || fail "default mutex: holder_work $h ms vs waiter_work $w ms"
+# The waiters' own brief holds are charged too (Rust's mutex is not fair: a
+# waiter that takes the lock first delays the other): 1.8 to 3 times less
+# than the holder was seen at these settings, so the check is only that
+# the holder is charged more.
+awk -v h="$h" -v w="$w" 'BEGIN { exit !(h > w) }' || fail "default mutex: holder_work $h ms vs waiter_work $w ms"
 note "defaults: mutex holder_work $h ms, waiter_work $w ms"
 block=$(pprof -top -cum -sample_index=delay -unit=ms "http://$ADDR/debug/pprof/block")
 expect_contains "$block" "waiter_work" "default block profile"
