@@ -125,7 +125,8 @@ void contention_block_event(int64_t ns);
  * The delay that lock's waiters accumulated since the last charge, taken
  * (and zeroed) by the thread that just unlocked it. Fills *delay and *count
  * (waiters concerned) and returns 1 when this charge is sampled for the
- * mutex profile (then call contention_mutex_event()), 0 otherwise. Called
+ * mutex profile (then call contention_mutex_event() with the values, which
+ * may have been reweighted: contention_charge_sample()), 0 otherwise. Called
  * after the real unlock, so that nothing lengthens the critical section,
  * with unlocked_at = contention_stamp() read just before it: a waiter that took the lock over
  * (and may unlock and be charged first) then gets only what accrued after
@@ -134,6 +135,12 @@ void contention_block_event(int64_t ns);
  */
 int contention_charge(const void *lock, uint64_t unlocked_at, int64_t *delay,
                       int64_t *count);
+/* Whether a charge of *delay ns for *count waiters is recorded: always
+ * from 100 us up, else with probability delay / 100 us, then reweighted in
+ * place so that the expected totals are the true ones. Used by
+ * contention_charge(). Not async-signal-safe (per-thread random state).
+ * Does not allocate. */
+int contention_charge_sample(int64_t *delay, int64_t *count);
 /* Records a sampled charge with the caller's stack. Not async-signal-safe. */
 void contention_mutex_event(int64_t delay, int64_t count);
 
