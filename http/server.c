@@ -141,12 +141,19 @@ static void serve_route(struct request *r, const struct route *route)
         return;
     }
     int cpu = route->handle == handle_profile;
-    if (__atomic_add_fetch(&long_requests, 1, __ATOMIC_ACQ_REL) >
+    /* A CPU profile counts itself first, so that a second one that finds
+     * the long requests full also finds the first counted and gets Go's
+     * answer (the handler refuses it at once: 500) rather than 503. */
+    if (cpu)
+        __atomic_add_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_add_fetch(&long_requests, 1, __ATOMIC_SEQ_CST) >
         SERVER_LONG_MAX) {
-        __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
-        if (cpu && __atomic_load_n(&long_cpu_profiles, __ATOMIC_ACQUIRE)) {
-            /* A second CPU profile gets Go's answer: the handler finds
-             * the profiler taken and refuses it at once (500). */
+        __atomic_sub_fetch(&long_requests, 1, __ATOMIC_SEQ_CST);
+        int other_cpu = cpu && __atomic_load_n(&long_cpu_profiles,
+                                               __ATOMIC_SEQ_CST) > 1;
+        if (cpu)
+            __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
+        if (other_cpu) {
             route->handle(r);
             return;
         }
@@ -155,12 +162,10 @@ static void serve_route(struct request *r, const struct route *route)
                    "ends");
         return;
     }
-    if (cpu)
-        __atomic_add_fetch(&long_cpu_profiles, 1, __ATOMIC_ACQ_REL);
     route->handle(r);
     if (cpu)
-        __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_ACQ_REL);
-    __atomic_sub_fetch(&long_requests, 1, __ATOMIC_ACQ_REL);
+        __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&long_requests, 1, __ATOMIC_SEQ_CST);
 }
 
 static int handle(struct mg_connection *conn, void *data)
