@@ -19,29 +19,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static volatile int held;
 static volatile int finished;
 static long total_wait_ns;
 
-static long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static __attribute__((noinline)) void holder_work(void)
 {
     pthread_mutex_lock(&mu);
     held = 1;
-    sleep_ms(20);
+    sleep_us(20000);
     held = 0;
     pthread_mutex_unlock(&mu);
 }
@@ -129,7 +119,7 @@ int main(int argc, char **argv)
         pthread_create(&w[i], NULL, waiter, NULL);
     for (int i = 0; i < rounds; i++) {
         holder_work();
-        sleep_ms(3);
+        sleep_us(3000);
     }
     finished = 1;
     for (int i = 0; i < 2; i++)
@@ -141,7 +131,7 @@ int main(int argc, char **argv)
     pthread_t t;
     pthread_create(&t, NULL, phase2_waiter, &rounds2);
     for (int i = 0; i < rounds2; i++) {
-        sleep_ms(10);
+        sleep_us(10000);
         /* Write-lock before waking the waiter, so that its read lock waits
          * however late it wakes. */
         pthread_rwlock_wrlock(&rw);
@@ -149,9 +139,9 @@ int main(int argc, char **argv)
         cv_ready = 1;
         pthread_cond_signal(&cv);
         pthread_mutex_unlock(&cv_mu);
-        sleep_ms(10);
+        sleep_us(10000);
         pthread_rwlock_unlock(&rw);
-        sleep_ms(10);
+        sleep_us(10000);
         sem_post(&sem);
     }
     pthread_join(t, NULL);

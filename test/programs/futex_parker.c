@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 #define WAITERS 3
 
 struct waiter {
@@ -31,18 +33,6 @@ static struct waiter *head, *tail;
 static int round_held, queued, finished;
 static long mutex_wait_ns;
 
-static long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static void sleep_us(long us)
-{
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-}
 
 static void spin(void)
 {

@@ -26,22 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int round_held, round_waited;
+#include "rounds.h"
+
 static long counter;
-
-static long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static void sleep_us(long us)
-{
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ; /* the signal storm interrupts sleeps */
-}
 
 static long futex(int *addr, int op, int val)
 {
@@ -76,7 +63,7 @@ static void futex_mutex_unlock(int *m)
 static __attribute__((noinline)) void holder_work(int round)
 {
     futex_mutex_lock(&mu);
-    __atomic_store_n(&round_held, round, __ATOMIC_SEQ_CST);
+    round_announce(round);
     sleep_us(10000);
     futex_mutex_unlock(&mu);
     counter++;
@@ -114,7 +101,7 @@ static void pi_unlock(int *m)
 static __attribute__((noinline)) void pi_holder_work(int round)
 {
     pi_lock(&pi);
-    __atomic_store_n(&round_held, round, __ATOMIC_SEQ_CST);
+    round_announce(round);
     sleep_us(10000);
     pi_unlock(&pi);
     counter++;
@@ -135,7 +122,7 @@ static long flag_wait_ns;
 
 static __attribute__((noinline)) void flag_notify_work(int round)
 {
-    __atomic_store_n(&round_held, round, __ATOMIC_SEQ_CST);
+    round_announce(round);
     sleep_us(10000);
     __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
     futex(&flag, FUTEX_WAKE_PRIVATE, 1);
@@ -155,7 +142,7 @@ static __attribute__((noinline)) void flag_waiter_work(void)
 
 static int storm_word;
 static volatile int storm_stop;
-static pthread_t storm_targets[2];
+static pthread_t storm_main;
 static long storm_signals;
 
 static void storm_handler(int sig)
@@ -171,52 +158,14 @@ static void *storm(void *arg)
 {
     (void)arg;
     while (!storm_stop) {
+        pthread_t targets[2] = {
+            storm_main, __atomic_load_n(&rounds_waiter, __ATOMIC_SEQ_CST)};
         for (int i = 0; i < 2; i++)
-            if (storm_targets[i] && pthread_kill(storm_targets[i], SIGUSR1) == 0)
+            if (targets[i] && pthread_kill(targets[i], SIGUSR1) == 0)
                 storm_signals++;
         sleep_us(200);
     }
     return NULL;
-}
-
-/* ---- driver ---------------------------------------------------------------- */
-
-struct phase {
-    int rounds;
-    void (*hold)(int);
-    void (*wait)(void);
-};
-
-static void *phase_waiter(void *arg)
-{
-    struct phase *p = arg;
-    for (int i = 1; i <= p->rounds; i++) {
-        while (__atomic_load_n(&round_held, __ATOMIC_SEQ_CST) < i)
-            sleep_us(200);
-        p->wait();
-        __atomic_store_n(&round_waited, i, __ATOMIC_SEQ_CST);
-    }
-    return NULL;
-}
-
-/* Round i: hold(i) announces the round and holds (or signals) for 10 ms;
- * the waiter starts waiting once the round is announced, and the next round
- * starts after its wait is over. */
-static void run_phase(int rounds, void (*hold)(int), void (*wait)(void))
-{
-    struct phase p = {rounds, hold, wait};
-    round_held = round_waited = 0;
-    pthread_t t;
-    pthread_create(&t, NULL, phase_waiter, &p);
-    storm_targets[1] = t;
-    for (int i = 1; i <= rounds; i++) {
-        hold(i);
-        while (__atomic_load_n(&round_waited, __ATOMIC_SEQ_CST) < i)
-            sleep_us(100);
-        sleep_us(3000);
-    }
-    storm_targets[1] = 0;
-    pthread_join(t, NULL);
 }
 
 int main(int argc, char **argv)
@@ -228,15 +177,15 @@ int main(int argc, char **argv)
     sa.sa_handler = storm_handler;
     sa.sa_flags = SA_RESTART;
     sigaction(SIGUSR1, &sa, NULL);
-    storm_targets[0] = pthread_self();
+    storm_main = pthread_self();
     pthread_t st;
     pthread_create(&st, NULL, storm, NULL);
 
-    run_phase(rounds, holder_work, waiter_work);
+    run_rounds(rounds, holder_work, waiter_work);
     printf("mutex_wait_ns=%ld\n", mutex_wait_ns);
-    run_phase(rounds, pi_holder_work, pi_waiter_work);
+    run_rounds(rounds, pi_holder_work, pi_waiter_work);
     printf("pi_wait_ns=%ld\n", pi_wait_ns);
-    run_phase(rounds, flag_notify_work, flag_waiter_work);
+    run_rounds(rounds, flag_notify_work, flag_waiter_work);
     printf("flag_wait_ns=%ld\n", flag_wait_ns);
     storm_stop = 1;
     pthread_join(st, NULL);

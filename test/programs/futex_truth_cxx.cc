@@ -8,6 +8,7 @@
 //   std::condition_variable (wait_for)
 //                          cond_notifier_work / cond_waiter_work cond_wait_ns
 //   std::binary_semaphore  sem_release_work / sem_waiter_work    sem_wait_ns
+//                          (60 ms a round)
 // The semaphore waits in libstdc++'s atomic wait, the futex system call
 // through syscall(). Prints the measurements and "done", then waits for the
 // file named by its second argument, prints its counters and exits with
@@ -22,18 +23,13 @@
 #include <mutex>
 #include <semaphore>
 #include <shared_mutex>
-#include <thread>
 #include <unistd.h>
+
+#include "rounds.h"
 
 using namespace std::chrono;
 
-static std::atomic<int> round_held{0}, round_waited{0};
 static std::atomic<long> counter{0};
-
-static void sleep_us(long us)
-{
-    std::this_thread::sleep_for(microseconds(us));
-}
 
 static long since_ns(steady_clock::time_point t0)
 {
@@ -48,7 +44,7 @@ static long mutex_wait_ns;
 __attribute__((noinline)) static void holder_work(int round)
 {
     mu.lock();
-    round_held = round;
+    round_announce(round);
     sleep_us(10000);
     mu.unlock();
     counter++;
@@ -70,7 +66,7 @@ static long rwlock_wait_ns;
 __attribute__((noinline)) static void rw_writer_work(int round)
 {
     rw.lock();
-    round_held = round;
+    round_announce(round);
     sleep_us(10000);
     rw.unlock();
     counter++;
@@ -92,7 +88,7 @@ static long timed_wait_ns;
 __attribute__((noinline)) static void timed_holder_work(int round)
 {
     tm.lock();
-    round_held = round;
+    round_announce(round);
     sleep_us(10000);
     tm.unlock();
     counter++;
@@ -116,7 +112,7 @@ static long cond_wait_ns;
 
 __attribute__((noinline)) static void cond_notifier_work(int round)
 {
-    round_held = round;
+    round_announce(round);
     sleep_us(10000);
     {
         std::lock_guard<std::mutex> g(cv_mu);
@@ -144,8 +140,10 @@ static long sem_wait_ns;
 
 __attribute__((noinline)) static void sem_release_work(int round)
 {
-    round_held = round;
-    sleep_us(10000);
+    round_announce(round);
+    // 60 ms, not 10: the semaphore's waiter spins and yields before its
+    // futex wait, and on a busy machine that phase alone can last 10 ms.
+    sleep_us(60000);
     sem.release();
     counter++;
 }
@@ -157,47 +155,21 @@ __attribute__((noinline)) static void sem_waiter_work()
     sem_wait_ns += since_ns(t0);
 }
 
-// ---- driver ---------------------------------------------------------------------
-
-// Round i: hold(i) announces the round and holds (or signals) for 10 ms; the
-// waiter starts waiting once the round is announced, and the next round
-// starts after its wait is over.
-static void phase(int rounds, void (*hold)(int), void (*wait)())
-{
-    round_held = 0;
-    round_waited = 0;
-    std::thread t([rounds, wait] {
-        for (int i = 1; i <= rounds; i++) {
-            while (round_held < i)
-                sleep_us(200);
-            wait();
-            round_waited = i;
-        }
-    });
-    for (int i = 1; i <= rounds; i++) {
-        hold(i);
-        while (round_waited < i)
-            sleep_us(100);
-        sleep_us(3000);
-    }
-    t.join();
-}
-
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 20;
     const char *stop = argc > 2 ? argv[2] : "";
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    phase(rounds, holder_work, waiter_work);
+    run_rounds(rounds, holder_work, waiter_work);
     printf("mutex_wait_ns=%ld\n", mutex_wait_ns);
-    phase(rounds, rw_writer_work, rw_reader_work);
+    run_rounds(rounds, rw_writer_work, rw_reader_work);
     printf("rwlock_wait_ns=%ld\n", rwlock_wait_ns);
-    phase(rounds, timed_holder_work, timed_waiter_work);
+    run_rounds(rounds, timed_holder_work, timed_waiter_work);
     printf("timed_wait_ns=%ld\n", timed_wait_ns);
-    phase(rounds, cond_notifier_work, cond_waiter_work);
+    run_rounds(rounds, cond_notifier_work, cond_waiter_work);
     printf("cond_wait_ns=%ld\n", cond_wait_ns);
-    phase(rounds, sem_release_work, sem_waiter_work);
+    run_rounds(rounds, sem_release_work, sem_waiter_work);
     printf("sem_wait_ns=%ld\n", sem_wait_ns);
     printf("done\n");
 
