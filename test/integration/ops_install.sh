@@ -54,15 +54,36 @@ enosys=$(python3 -c 'import errno, os; print(os.strerror(errno.ENOSYS))')
 [ "$(NEW_PROFILE=1 LD_PRELOAD="$root/lib/libpprofagent.so" PPROF_ENABLE=0 "$WORK/user")" = "$(printf 'agent absent\npprof_profile_new: %s' "$enosys")" ] \
     || fail "pprof_profile_new with the agent disabled is not NULL with ENOSYS"
 
-# The man page renders and documents every setting the agent reads.
+# The man page renders.
 page=$(MANWIDTH=80 man -l "$root/share/man/man7/pprofagent.7" 2>"$WORK/man.err") \
     || { cat "$WORK/man.err"; fail "man -l failed"; }
 ! grep -qi 'warning' "$WORK/man.err" || { cat "$WORK/man.err"; fail "man page warnings"; }
-for v in $(grep -ho 'getenv("PPROF_[A-Z_]*")' "$TOP"/agent/*.c | sed 's/getenv("\(.*\)")/\1/' | sort -u); do
-    expect_contains "$page" "$v" "man page"
+
+# Every setting the agent reads is an entry of the man page's ENVIRONMENT and
+# a row of the README's configuration table, and neither lists one the agent
+# does not read. The settings are the PPROF_* names the sources pass whole
+# as strings (to getenv or to the configuration's loader), in every source
+# folder but the tests.
+vars=$(grep -rhoE --include='*.c' --include='*.h' --exclude-dir=test --exclude-dir='build*' \
+    --exclude-dir=.git '"PPROF_[A-Z0-9_]+"' "$TOP" | tr -d '"' | sort -u)
+[ "$(printf '%s\n' "$vars" | wc -l)" -ge 15 ] || fail "could not read the settings from the sources: $vars"
+man_vars=$(printf '%s\n' "$page" | sed -n '/^ENVIRONMENT/,/^[A-Z]/p' \
+    | sed -n 's/^ \{7\}\(PPROF_[A-Z0-9_]*\)$/\1/p' | sort -u)
+readme_vars=$(sed -n '/^## Configuration/,/^## /p' "$TOP/README.md" \
+    | sed -n 's/^| `\(PPROF_[A-Z0-9_]*\)` |.*/\1/p' | sort -u)
+printf '%s\n' "$vars" > "$WORK/vars"
+for where in man README; do
+    if [ $where = man ]; then listed=$man_vars; else listed=$readme_vars; fi
+    printf '%s\n' "$listed" > "$WORK/listed"
+    missing=$(comm -23 "$WORK/vars" "$WORK/listed")
+    extra=$(comm -13 "$WORK/vars" "$WORK/listed" | grep . || true)
+    [ -z "$missing" ] || fail "the $where configuration lacks: $(echo $missing)"
+    [ -z "$extra" ] || fail "the $where configuration lists settings the agent does not read: $(echo $extra)"
 done
-expect_contains "$page" "PPROF_DUMP_SIGNAL" "man page"
-# Its ENDPOINTS list every route of the server (the table in http/routes.c
+# The README is a user's guide; the rest lives in docs/ and beside the tests.
+lines=$(wc -l < "$TOP/README.md")
+[ "$lines" -le 400 ] || fail "README.md has $lines lines, more than 400"
+# The man page's ENDPOINTS list every route of the server (the table in http/routes.c
 # and the pages beside /debug/pprof/), so the two cannot drift apart.
 endpoints=$(printf '%s\n' "$page" | sed -n '/^ENDPOINTS/,/^FILES/p')
 routes=$(sed -n 's/^ *{"\([a-z]*\)", handle_.*/\1/p' "$TOP/http/routes.c")
