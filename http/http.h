@@ -15,9 +15,21 @@
 struct mg_connection;
 struct pbuf;
 
+/* Where a response goes when it does not go to civetweb: the socket of a
+ * request handed off to a thread of its own (handoff.c). */
+struct response_out {
+    /* Writes all len bytes; 0, or -1 when the client is gone or stuck
+     * (the rest of the response is then dropped). */
+    int (*write)(void *ctx, const void *data, size_t len);
+    /* The client's socket, to notice that it went away; -1 if unknown. */
+    int (*socket)(void *ctx);
+    void *ctx;
+};
+
 /* One request to /debug/pprof/... */
 struct request {
-    struct mg_connection *conn;
+    struct mg_connection *conn; /* NULL when out is set */
+    const struct response_out *out; /* NULL: the response goes to conn */
     const char *method;
     const char *name;  /* the part after /debug/pprof/ ("" for the index) */
     const char *query; /* raw query string, "" when absent */
@@ -74,6 +86,9 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
 /* Sleeps for seconds, returning early (and -1) when the client went away.
  * Returns 0 after the full time. */
 int http_wait(struct request *r, long seconds);
+/* The client's socket (a registered descriptor of civetweb's, or the
+ * hand-off thread's duplicate), or -1 when it cannot be found. */
+int http_client_socket(struct request *r);
 
 /* ---- parsers facing the network (auth.c, parse.c) ----------------------- *
  * Pure functions over attacker-controlled bytes, fuzzed by test/fuzz/.
