@@ -53,6 +53,21 @@ void server_reserve_port_file(void);
  * server_start() can start the child's own. Async-signal-safe. */
 void server_fork_child(void);
 
+/* ---- requests that wait (handoff.c) -------------------------------------- */
+
+/* Serves a request that waits for seconds (a CPU profile when cpu is set,
+ * a flame graph, a ?seconds=N delta) on a thread of its own, started here,
+ * that runs handle and writes the response on the connection's socket;
+ * returns at once. At most 8 at once: beyond that 503 (or handle's own
+ * refusal for a second CPU profile). Falls back to running handle here
+ * when no thread can be started. Takes r->body when it hands off. Not
+ * async-signal-safe. */
+void handoff_serve(struct request *r, void (*handle)(struct request *r),
+                   int cpu);
+/* In a fork child: closes the parent's handed-off sockets and forgets its
+ * hand-off threads. Async-signal-safe. */
+void handoff_fork_child(void);
+
 /* ---- responses (respond.c) ----------------------------------------------- */
 
 /* Go's serveError: status, text/plain, X-Go-Pprof: 1, body msg + "\n". */
