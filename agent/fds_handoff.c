@@ -116,8 +116,8 @@ int fds_handed_take(int fd)
             continue;
         if (known < 0)
             known = fstat(fd, &st) == 0;
-        int same = known && marks[i].ino == st.st_ino &&
-                   marks[i].dev == st.st_dev;
+        int same =
+            known && marks[i].ino == st.st_ino && marks[i].dev == st.st_dev;
         /* Either way the mark goes: taken, or left behind by a socket
          * that had this number before. */
         release(&marks[i], fd + 1);

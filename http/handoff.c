@@ -44,8 +44,8 @@
 #define HANDOFF_WRITE_MS 5000
 
 struct handoff {
-    int busy; /* claimed (atomic) */
-    int fd;   /* the socket's duplicate: FDS_HELD, re-read at each use */
+    int busy;   /* claimed (atomic) */
+    int fd;     /* the socket's duplicate: FDS_HELD, re-read at each use */
     int handed; /* fd is the duplicate, to be ended (atomic) */
     int failed; /* a write failed: the rest of the response is dropped */
     int cpu;    /* a CPU profile, counted in cpu_profiles */
@@ -135,10 +135,7 @@ static void *handoff_thread(void *p)
     return NULL;
 }
 
-static char *copy(const char *s)
-{
-    return strdup(s ? s : "");
-}
+static char *copy(const char *s) { return strdup(s ? s : ""); }
 
 /* Hands r over to a new thread; 0, or -1 with nothing started (r and its
  * connection are still civetweb's worker's). */
