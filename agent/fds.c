@@ -732,7 +732,11 @@ __attribute__((visibility("default"))) ssize_t send(int fd, const void *buf,
 
 __attribute__((visibility("default"))) int shutdown(int fd, int how)
 {
-    if (lost_to_host(fd, __builtin_return_address(0)))
+    const void *pc = __builtin_return_address(0);
+    /* A connection handed to an agent thread (fds_handoff.c): civetweb's
+     * graceful close must not end the response that thread writes. */
+    if (lost_to_host(fd, pc) ||
+        (from_agent_library(pc) && unlikely(fds_handed_take(fd))))
         return 0;
     return real_shutdown ? real_shutdown(fd, how)
                          : (int)syscall(SYS_shutdown, fd, how);

@@ -85,4 +85,24 @@ int fds_count(void);
  * when there is none. Async-signal-safe. Does not allocate. */
 int fds_next(int after, enum fds_kind kind);
 
+/*
+ * A civetweb connection handed to a thread of the agent's own
+ * (fds_handoff.c, http/handoff.c). fds_hand_off duplicates civetweb's
+ * socket fd into the agent's range, registers the duplicate as FDS_HELD
+ * in *holder (static storage, re-read at each use), and marks fd so that
+ * civetweb's graceful close of it shuts nothing down: its
+ * shutdown(SHUT_WR) is skipped (a shutdown acts on the connection, not on
+ * one descriptor, and would end the response before it is written), its
+ * close drops only its own number. Returns 0 or -errno (nothing changed).
+ * Not async-signal-safe.
+ */
+int fds_hand_off(int fd, int *holder);
+/* Closes the duplicate in *holder and removes fd's mark if civetweb's
+ * shutdown has not taken it. Async-signal-safe (fork child handlers). */
+void fds_hand_off_end(int *holder);
+/* For the shutdown interposer: 1 when fd is a handed-off connection of
+ * civetweb's (its mark is removed: civetweb shuts a connection down
+ * once), 0 otherwise. Async-signal-safe. Does not allocate. */
+int fds_handed_take(int fd);
+
 #endif

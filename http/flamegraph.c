@@ -175,6 +175,7 @@ void handle_flamegraph(struct request *r)
     struct pbuf body = {0};
     struct request sub = {
         .conn = r->conn,
+        .out = r->out,
         .method = "GET",
         .name = route->name,
         .query = query,

@@ -15,9 +15,21 @@
 struct mg_connection;
 struct pbuf;
 
+/* Where a response goes when it does not go to civetweb: the socket of a
+ * request handed off to a thread of its own (handoff.c). */
+struct response_out {
+    /* Writes all len bytes; 0, or -1 when the client is gone or stuck
+     * (the rest of the response is then dropped). */
+    int (*write)(void *ctx, const void *data, size_t len);
+    /* The client's socket, to notice that it went away; -1 if unknown. */
+    int (*socket)(void *ctx);
+    void *ctx;
+};
+
 /* One request to /debug/pprof/... */
 struct request {
-    struct mg_connection *conn;
+    struct mg_connection *conn; /* NULL when out is set */
+    const struct response_out *out; /* NULL: the response goes to conn */
     const char *method;
     const char *name;  /* the part after /debug/pprof/ ("" for the index) */
     const char *query; /* raw query string, "" when absent */
@@ -40,6 +52,21 @@ void server_reserve_port_file(void);
 /* In a fork child (the only thread): forgets the parent's server, so that
  * server_start() can start the child's own. Async-signal-safe. */
 void server_fork_child(void);
+
+/* ---- requests that wait (handoff.c) -------------------------------------- */
+
+/* Serves a request that waits for seconds (a CPU profile when cpu is set,
+ * a flame graph, a ?seconds=N delta) on a thread of its own, started here,
+ * that runs handle and writes the response on the connection's socket;
+ * returns at once. At most 8 at once: beyond that 503 (or handle's own
+ * refusal for a second CPU profile). Falls back to running handle here
+ * when no thread can be started. Takes r->body when it hands off. Not
+ * async-signal-safe. */
+void handoff_serve(struct request *r, void (*handle)(struct request *r),
+                   int cpu);
+/* In a fork child: closes the parent's handed-off sockets and forgets its
+ * hand-off threads. Async-signal-safe. */
+void handoff_fork_child(void);
 
 /* ---- responses (respond.c) ----------------------------------------------- */
 
@@ -74,6 +101,9 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
 /* Sleeps for seconds, returning early (and -1) when the client went away.
  * Returns 0 after the full time. */
 int http_wait(struct request *r, long seconds);
+/* The client's socket (a registered descriptor of civetweb's, or the
+ * hand-off thread's duplicate), or -1 when it cannot be found. */
+int http_client_socket(struct request *r);
 
 /* ---- parsers facing the network (auth.c, parse.c) ----------------------- *
  * Pure functions over attacker-controlled bytes, fuzzed by test/fuzz/.

@@ -65,6 +65,36 @@ static int capture(struct request *r, int status, const void *body,
     return 1;
 }
 
+/* Writes to the client: civetweb's connection, or the socket writer of a
+ * request handed off to its own thread. */
+static void emit(struct request *r, const void *data, size_t len)
+{
+    if (len == 0)
+        return;
+    if (r->out)
+        r->out->write(r->out->ctx, data, len);
+    else
+        mg_write(r->conn, data, len);
+}
+
+/* The status line and headers every response carries; extra holds the
+ * response's own header lines. */
+static void emit_head(struct request *r, int status, const char *content_type,
+                      const char *extra, size_t len)
+{
+    char head[1024];
+    size_t n = log_snprintf(head, sizeof head,
+                            "HTTP/1.1 %d %s\r\n"
+                            "Content-Type: %s\r\n"
+                            "%s"
+                            "X-Content-Type-Options: nosniff\r\n"
+                            "Content-Length: %zu\r\n"
+                            "Connection: close\r\n\r\n",
+                            status, status_text(status), content_type, extra,
+                            len);
+    emit(r, head, n);
+}
+
 void http_send(struct request *r, int status, const char *content_type,
                const char *disposition_name, const void *body, size_t len)
 {
@@ -76,16 +106,8 @@ void http_send(struct request *r, int status, const char *content_type,
         log_snprintf(disp, sizeof disp,
                      "Content-Disposition: attachment; filename=\"%s\"\r\n",
                      disposition_name);
-    mg_printf(r->conn,
-              "HTTP/1.1 %d %s\r\n"
-              "Content-Type: %s\r\n"
-              "%s"
-              "X-Content-Type-Options: nosniff\r\n"
-              "Content-Length: %zu\r\n"
-              "Connection: close\r\n\r\n",
-              status, status_text(status), content_type, disp, len);
-    if (len)
-        mg_write(r->conn, body, len);
+    emit_head(r, status, content_type, disp, len);
+    emit(r, body, len);
 }
 
 void http_error(struct request *r, int status, const char *msg)
@@ -95,17 +117,8 @@ void http_error(struct request *r, int status, const char *msg)
     if (capture(r, status, line, n))
         return;
     http_count_status(status);
-    char disp[1] = "";
-    (void)disp;
-    mg_printf(r->conn,
-              "HTTP/1.1 %d %s\r\n"
-              "Content-Type: text/plain; charset=utf-8\r\n"
-              "X-Go-Pprof: 1\r\n"
-              "X-Content-Type-Options: nosniff\r\n"
-              "Content-Length: %zu\r\n"
-              "Connection: close\r\n\r\n",
-              status, status_text(status), n);
-    mg_write(r->conn, line, n);
+    emit_head(r, status, "text/plain; charset=utf-8", "X-Go-Pprof: 1\r\n", n);
+    emit(r, line, n);
 }
 
 void http_send_profile(struct request *r, const char *filename,
@@ -184,9 +197,14 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
  * a tool would: the socket among our descriptors whose peer is this
  * request's client address and port.
  */
-static int find_client_socket(struct request *r)
+int http_client_socket(struct request *r)
 {
-    const struct mg_request_info *ri = mg_get_request_info(r->conn);
+    if (r->out)
+        return r->out->socket(r->out->ctx);
+    const struct mg_request_info *ri =
+        r->conn ? mg_get_request_info(r->conn) : NULL;
+    if (!ri || !ri->remote_addr[0])
+        return -1;
     /* civetweb's sockets are registered (agent/fds.c): only those. */
     for (int fd = fds_next(-1, FDS_SOCKET); fd >= 0;
          fd = fds_next(fd, FDS_SOCKET)) {
@@ -230,7 +248,7 @@ static int client_gone(int fd)
 
 int http_wait(struct request *r, long seconds)
 {
-    int fd = find_client_socket(r);
+    int fd = http_client_socket(r);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
     end.tv_sec += seconds;

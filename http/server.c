@@ -4,9 +4,9 @@
  * directory listing), a few worker threads, bounded requests.
  *
  * Limits, so that a flood of requests cannot exhaust the host's memory or
- * starve it: SERVER_THREADS workers (each request holds one), at most
- * SERVER_LONG_MAX of them in requests that wait (CPU profiles, ?seconds=N
- * deltas) so the index and snapshots stay answerable, request headers up to
+ * starve it: SERVER_THREADS workers (each quick request holds one; a
+ * request that waits, a CPU profile or a ?seconds=N delta, is handed to a
+ * thread of its own, at most 8 at once: handoff.c), request headers up to
  * 16 KiB, bodies up to MAX_BODY (413 beyond), a 5 s limit on reading a
  * request's headers (from its first byte) and on each write, and a
  * bounded accept queue beyond which the kernel refuses connections. Slow
@@ -41,18 +41,12 @@
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
-/* Two workers and civetweb's listener: three threads, idle or not.
- * civetweb 1.15 (Debian 12) creates every worker in mg_start and cannot
- * grow or shrink the pool (docs/server.md), so the pool is sized for the
- * idle process: one worker for a request that waits (a CPU profile, a
- * delta), one that stays free for the index and snapshots. */
+/* Two workers and civetweb's listener: three threads at idle. civetweb
+ * 1.15 (Debian 12) creates every worker in mg_start and cannot grow or
+ * shrink the pool (docs/server.md), so the pool is sized for the idle
+ * process, and requests that wait (a CPU profile, a delta) run on threads
+ * of their own that end with them (handoff.c). */
 #define SERVER_THREADS "2"
-#define SERVER_LONG_MAX 1
-
-/* Requests in progress that hold their worker for seconds, and of those
- * the CPU profiles. */
-static int long_requests;
-static int long_cpu_profiles;
 
 static struct mg_context *server_ctx;
 
@@ -61,8 +55,7 @@ void server_fork_child(void)
     /* The parent's server and its requests in flight are not the child's:
      * its own server starts from nothing (agent/children.c). */
     server_ctx = NULL;
-    long_requests = 0;
-    long_cpu_profiles = 0;
+    handoff_fork_child();
 }
 
 static int log_message(const struct mg_connection *conn, const char *message)
@@ -136,36 +129,10 @@ static int is_long(struct request *r, const struct route *route)
 
 static void serve_route(struct request *r, const struct route *route)
 {
-    if (!is_long(r, route)) {
+    if (is_long(r, route))
+        handoff_serve(r, route->handle, route->handle == handle_profile);
+    else
         route->handle(r);
-        return;
-    }
-    int cpu = route->handle == handle_profile;
-    /* A CPU profile counts itself first, so that a second one that finds
-     * the long requests full also finds the first counted and gets Go's
-     * answer (the handler refuses it at once: 500) rather than 503. */
-    if (cpu)
-        __atomic_add_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_add_fetch(&long_requests, 1, __ATOMIC_SEQ_CST) >
-        SERVER_LONG_MAX) {
-        __atomic_sub_fetch(&long_requests, 1, __ATOMIC_SEQ_CST);
-        int other_cpu = cpu && __atomic_load_n(&long_cpu_profiles,
-                                               __ATOMIC_SEQ_CST) > 1;
-        if (cpu)
-            __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
-        if (other_cpu) {
-            route->handle(r);
-            return;
-        }
-        http_error(r, 503,
-                   "too many profiles in progress; try again when one "
-                   "ends");
-        return;
-    }
-    route->handle(r);
-    if (cpu)
-        __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
-    __atomic_sub_fetch(&long_requests, 1, __ATOMIC_SEQ_CST);
 }
 
 static int handle(struct mg_connection *conn, void *data)

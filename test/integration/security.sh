@@ -107,19 +107,31 @@ c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 -H "X-Long: $long" \
 case "$c" in 2*) fail "a 40 kB header was accepted ($c)";; esac
 [ "$(http_status debug/pprof/)" = 200 ] || fail "index after oversized requests"
 
-# Long requests: one at a time (a CPU profile or a delta holds one of the
-# two workers); the 2nd gets 503, cheap endpoints keep answering meanwhile.
-curl -s -o "$WORK/long1" -w '%{http_code}' --max-time 30 \
-    "http://$ADDR/debug/pprof/threadcreate?seconds=4" > "$WORK/long1.code" &
-LONG=$!
-sleep 1
+# Long requests: 8 at a time (a CPU profile or a delta holds a thread of
+# its own); the 9th gets 503, cheap endpoints keep answering meanwhile.
+LONG=""
+for i in 1 2 3 4 5 6 7 8; do
+    curl -s -o "$WORK/long$i" -w '%{http_code}' --max-time 30 \
+        "http://$ADDR/debug/pprof/threadcreate?seconds=4" > "$WORK/long$i.code" &
+    LONG="$LONG $!"
+done
+# Until all 8 run, each on its thread (named pprofagent-long).
+i=0
+while [ "$(cat /proc/"$PID"/task/*/comm 2>/dev/null | grep -c '^pprofagent-long$')" -lt 8 ]; do
+    i=$((i + 1))
+    [ $i -le 200 ] || fail "8 long requests did not all start within 10 s"
+    sleep 0.05
+done
 c=$(curl -s -o "$WORK/body" -w '%{http_code}' "http://$ADDR/debug/pprof/profile?seconds=1")
-[ "$c" = 503 ] || fail "a 2nd long request gave $c, expected 503"
+[ "$c" = 503 ] || fail "a 9th long request gave $c, expected 503"
 expect_contains "$(cat "$WORK/body")" "too many profiles in progress"
-[ "$(http_status debug/pprof/)" = 200 ] || fail "index while a long request runs"
-[ "$(http_status debug/pprof/threadcreate)" = 200 ] || fail "snapshot while a long request runs"
-wait "$LONG"
-[ "$(cat "$WORK/long1.code")" = 200 ] || fail "long request: $(cat "$WORK/long1.code")"
+[ "$(http_status debug/pprof/)" = 200 ] || fail "index while long requests run"
+[ "$(http_status debug/pprof/threadcreate)" = 200 ] || fail "snapshot while long requests run"
+# shellcheck disable=SC2086
+wait $LONG
+for i in 1 2 3 4 5 6 7 8; do
+    [ "$(cat "$WORK/long$i.code")" = 200 ] || fail "long request $i: $(cat "$WORK/long$i.code")"
+done
 [ "$(http_status 'debug/pprof/profile?seconds=1')" = 200 ] || fail "slots not released"
 
 # Parameters too long or absurd: 400, not silently the default.

@@ -1,0 +1,38 @@
+# Requests that wait run on threads of the agent's own, each writing on a
+# duplicate of its connection's socket (http/handoff.c,
+# agent/fds_handoff.c). A program that sweeps its descriptors all the while
+# (close_range from 3 up, files reopened on the low numbers, dup2 over
+# 3..63, every 5 ms) must not break them: the duplicates live in the
+# agent's range and are registered like every descriptor of the agent's
+# (docs/descriptors.md), and no response goes to the program's files.
+. "$TOP/test/integration/lib.sh"
+
+PPROF_START_DELAY_MS=0 start_agent sweep "$BUILD/test/programs/fd_sweep" 20
+floor=$(( $(sh -c 'ulimit -n') - 256 ))
+long() { # NAME PATH
+    curl -s -o "$WORK/$1" -w '%{http_code}' --max-time 60 "http://$ADDR/debug/pprof/$2" > "$WORK/$1.code" &
+}
+waits=""
+for i in 1 2 3; do long "h$i" 'heap?seconds=3'; waits="$waits $!"; done
+long p 'profile?seconds=3'; waits="$waits $!"
+long f 'flamegraph?profile=heap&seconds=3'; waits="$waits $!"
+# While they run: each one's socket is a number in the agent's range.
+sleep 1.5
+low=$(ls -l "/proc/$PID/fd" 2>/dev/null | awk -v f="$floor" '$NF ~ /^socket:/ && $(NF-2) + 0 < f {n++} END {print n + 0}')
+high=$(ls -l "/proc/$PID/fd" 2>/dev/null | awk -v f="$floor" '$NF ~ /^socket:/ && $(NF-2) + 0 >= f {n++} END {print n + 0}')
+note "sockets while 5 requests wait: $high in the agent's range (from $floor), $low below"
+[ "$low" = 0 ] || fail "$low sockets below the agent's range"
+[ "$high" -ge 6 ] || fail "only $high sockets in the agent's range (the listener and 5 connections expected)"
+# shellcheck disable=SC2086
+wait $waits || true
+for f in h1 h2 h3 p; do
+    [ "$(cat "$WORK/$f.code")" = 200 ] || fail "$f answered $(cat "$WORK/$f.code") ($(head -c 200 "$WORK/$f"))"
+    go tool pprof -raw "$WORK/$f" > "$WORK/$f.raw" 2>&1 || { cat "$WORK/$f.raw" >&2; fail "$f: not a profile"; }
+done
+[ "$(cat "$WORK/f.code")" = 200 ] || fail "flame graph answered $(cat "$WORK/f.code")"
+expect_contains "$(head -c 300 "$WORK/f")" "<svg" "flame graph"
+note "three heap deltas, a CPU profile and a flame graph answered while the program swept its descriptors"
+wait_exit "$PID" 60
+[ "$STATUS" = 0 ] || { cat "$WORK/sweep.err" >&2; fail "fd_sweep exited $STATUS"; }
+note "$(cat "$WORK/sweep.out")"
+echo ok

@@ -1,0 +1,42 @@
+/*
+ * A program that keeps taking its descriptors back while it runs, as a
+ * daemon's connection handler or a careless library might: every 5 ms it
+ * closes everything from 3 up (close_range), opens a few files (which get
+ * the low numbers back) and puts /dev/null over 3..63 with dup2.
+ *
+ *   fd_sweep SECONDS
+ *
+ * Prints "fd_sweep: N rounds" and exits 0 after SECONDS.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    double secs = argc > 1 ? (double)atoi(argv[1]) : 10;
+    double end = now() + secs;
+    long rounds = 0;
+    while (now() < end) {
+        close_range(3, ~0U, 0);
+        int fds[4];
+        for (int i = 0; i < 4; i++)
+            fds[i] = open("/dev/null", O_RDONLY);
+        for (int fd = 3; fd < 64; fd++)
+            dup2(fds[0], fd);
+        struct timespec nap = {0, 5000000};
+        nanosleep(&nap, NULL);
+        rounds++;
+    }
+    printf("fd_sweep: %ld rounds\n", rounds);
+    return 0;
+}
