@@ -55,13 +55,14 @@ CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
         -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
-SRCS := $(wildcard agent/*.c encoder/*.c http/*.c)
+SRCS := $(wildcard agent/*.c agent/*/*.c encoder/*.c http/*.c process/*.c)
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
 LIB  := $(BUILD)/libpprofagent.so
 
-# Objects that define interposed C-library names or run at load time stay
-# out of the archive that unit tests link against.
-UNIT_OBJS := $(filter-out $(BUILD)/agent/%_hooks.o $(BUILD)/agent/init.o,$(OBJS))
+# Objects that define interposed C-library names, and the process shell
+# (the constructor among them), stay out of the archive that unit tests
+# link against.
+UNIT_OBJS := $(filter-out $(BUILD)/agent/%_hooks.o $(BUILD)/process/%.o,$(OBJS))
 UNIT_LIB  := $(BUILD)/libpprof_unit.a
 
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
