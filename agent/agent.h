@@ -380,11 +380,11 @@ int sigmask_self_blocks(int sig);
  * Not async-signal-safe. */
 void sigmask_fork_child(void);
 
-/* ---- lifecycle (init.c) -------------------------------------------------- */
+/* ---- clock (clock.c) ---------------------------------------------------- */
 
 /* Seconds since the Unix epoch, in ns (clock.c). Async-signal-safe. */
 int64_t agent_now_ns(void);
-/* Time the agent loaded, in ns since the epoch. */
+/* Time the agent loaded, in ns since the epoch (set by the constructor). */
 extern int64_t agent_start_ns;
 
 #endif

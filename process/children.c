@@ -30,7 +30,7 @@
 #include "agent/fds.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
-#include "http/http.h"
+#include "http/server.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

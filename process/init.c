@@ -11,9 +11,7 @@
 #include "agent/heap.h"
 #include "agent/ops.h"
 #include "agent/symbols.h"
-#include "http/http.h"
-
-int64_t agent_start_ns;
+#include "http/server.h"
 
 __attribute__((constructor)) static void agent_init(void)
 {

@@ -30,7 +30,7 @@
 
 #include "agent/agent.h"
 #include "agent/cfi.h"
-#include "http/http.h"
+#include "http/server.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -46,12 +46,31 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
  * or what needs root was prepared. Under start_lock. */
 static int started, prepared;
 
+/* The server listens: announce this process, then write the port file
+ * (in that order: a script that waits for the port file finds the process
+ * announced too). A forked child writes it only once it is no longer its
+ * forking parent's (children_port_file). */
+static void on_listening(int port)
+{
+    children_announce(port);
+    if (children_port_file())
+        server_write_port_file(port);
+}
+
 void start_now(void)
 {
     pthread_mutex_lock(&start_lock);
     if (!started) {
         started = 1;
-        server_start();
+        /* The address taken: children_port0 decides whether port 0 will
+         * do (with a run directory to be found in, or in a forked child). */
+        struct server_listen how = {
+            .addr = opt_addr,
+            .addr_size = sizeof opt_addr,
+            .fallback = children_port0,
+            .on_listening = on_listening,
+        };
+        server_start(&how);
     }
     pthread_mutex_unlock(&start_lock);
 }

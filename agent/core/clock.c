@@ -9,3 +9,6 @@ int64_t agent_now_ns(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
+
+/* Set by the constructor (process/init.c); read by /debug/stats. */
+int64_t agent_start_ns;
