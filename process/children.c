@@ -24,7 +24,7 @@
  * Contexts: the prepare and parent handlers run in the host's forking
  * thread; the child handler in the child's only thread.
  */
-#include "agent/ops.h"
+#include "process/process.h"
 
 #include "agent/agent.h"
 #include "agent/fds.h"

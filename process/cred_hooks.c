@@ -11,7 +11,7 @@
  * agent, goes straight to the C library.
  */
 #include "agent/agent.h"
-#include "agent/ops.h"
+#include "process/process.h"
 
 #include <dlfcn.h>
 #include <unistd.h>

@@ -20,7 +20,7 @@
  * the signal is at its default disposition, and a host that installs its
  * own later simply replaces it (the dump thread notices and says so once).
  */
-#include "agent/ops.h"
+#include "process/process.h"
 
 #include "agent/agent.h"
 #include "agent/fds.h"
@@ -49,39 +49,27 @@ static int64_t cpu_start_ns;
 static int exit_registered;
 static int exited;           /* the exit dump was written */
 
-/* The pipe between the signal handler (writer) and the dump thread
- * (reader); both ends non-blocking, so a flood of signals only fills it. */
-static int wake_pipe[2] = {-1, -1};
+/* The signal handler and the pipe it writes to (dump_wake_pipe, both ends
+ * non-blocking) are in dump_signal.c. */
 static struct sigaction host_action; /* what the signal had before us */
 static int handler_installed;
-
-PPROF_SIGNAL_SAFE static void on_dump_signal(int sig)
-{
-    /* Signal context: one write to a non-blocking pipe, errno kept. */
-    (void)sig;
-    int saved = errno;
-    char c = 'd';
-    ssize_t r = write(wake_pipe[1], &c, 1);
-    (void)r;
-    errno = saved;
-}
 
 static int handler_is_ours(void)
 {
     struct sigaction cur;
     return sigaction(opt_dump_signal, NULL, &cur) == 0 &&
-           !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_dump_signal;
+           !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == dump_on_signal;
 }
 
 static void install_signal(void)
 {
-    if (!opt_dump_signal || wake_pipe[1] < 0)
+    if (!opt_dump_signal || dump_wake_pipe[1] < 0)
         return;
     struct sigaction cur;
     if (sigaction(opt_dump_signal, NULL, &cur) != 0)
         return;
     if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) {
-        if (cur.sa_handler != on_dump_signal)
+        if (cur.sa_handler != dump_on_signal)
             log_info("PPROF_DUMP_SIGNAL: the program already handles or "
                      "ignores signal %d; it is left to the program and no "
                      "dumps are written on it",
@@ -90,7 +78,7 @@ static void install_signal(void)
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_dump_signal;
+    sa.sa_handler = dump_on_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(opt_dump_signal, &sa, &host_action) == 0)
@@ -282,14 +270,14 @@ static void *dump_thread(void *unused)
     for (;;) {
         /* The program cannot close or replace the pipe (agent/fds.c)
          * except by raw system calls: then it is dropped, not read. */
-        if (wake_pipe[0] >= 0 && fds_check(wake_pipe[0]) != 0)
-            wake_pipe[0] = -1;
-        struct pollfd p = {.fd = wake_pipe[0], .events = POLLIN};
-        int r = poll(&p, wake_pipe[0] >= 0 ? 1 : 0, 1000);
+        if (dump_wake_pipe[0] >= 0 && fds_check(dump_wake_pipe[0]) != 0)
+            dump_wake_pipe[0] = -1;
+        struct pollfd p = {.fd = dump_wake_pipe[0], .events = POLLIN};
+        int r = poll(&p, dump_wake_pipe[0] >= 0 ? 1 : 0, 1000);
         int signalled = 0;
         if (r > 0 && (p.revents & POLLIN)) {
             char buf[64];
-            while (read(wake_pipe[0], buf, sizeof buf) > 0)
+            while (read(dump_wake_pipe[0], buf, sizeof buf) > 0)
                 signalled = 1;
         }
         spin_lock(&dump_lock);
@@ -324,11 +312,11 @@ void dump_fork_child(void)
     dump_lock.locked = 0;
     /* The pipe is shared with the parent: a signal to either would wake
      * either's dump thread. The child makes its own in dump_start(). */
-    if (wake_pipe[0] >= 0) {
-        fds_close(wake_pipe[0]);
-        fds_close(wake_pipe[1]);
+    if (dump_wake_pipe[0] >= 0) {
+        fds_close(dump_wake_pipe[0]);
+        fds_close(dump_wake_pipe[1]);
     }
-    wake_pipe[0] = wake_pipe[1] = -1;
+    dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
     started = 0;
     cpu_running = 0;
     cpu_agg = NULL; /* the parent's samples: not this child's */
@@ -361,9 +349,9 @@ void dump_start(void)
         cpu_agg = NULL;
     }
 
-    if (wake_pipe[0] < 0 &&
-        fds_pipe(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-        wake_pipe[0] = wake_pipe[1] = -1;
+    if (dump_wake_pipe[0] < 0 &&
+        fds_pipe(dump_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
     }
     install_signal();
     started = 1;

@@ -9,7 +9,7 @@
 #include "agent/cpu.h"
 #include "agent/contention.h"
 #include "agent/heap.h"
-#include "agent/ops.h"
+#include "process/process.h"
 #include "agent/symbols.h"
 #include "http/server.h"
 

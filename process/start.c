@@ -26,7 +26,7 @@
  * blocked (the host's signals and the profiler's never land on it, and
  * the server's threads it creates inherit that mask).
  */
-#include "agent/ops.h"
+#include "process/process.h"
 
 #include "agent/agent.h"
 #include "agent/cfi.h"
