@@ -169,6 +169,14 @@ static inline void phdr_load_range(const struct dl_phdr_info *info,
 
 /* ---- stack capture (stack.c) --------------------------------------------- */
 
+/* Pseudo frames: stack entries below 4096 are never code addresses. The
+ * recorders store them; the symbolizer names them (symbols_pseudo_name). */
+#define FRAME_TRUNCATED 1 /* the stack was deeper than the agent keeps */
+#define FRAME_LOST 2      /* samples that could not be taken or stored */
+#define FRAME_UNKNOWN 3   /* no stack could be captured */
+#define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
+#define FRAME_PSEUDO_MAX 4096
+
 #define STACK_MAX 128
 
 /*

@@ -14,15 +14,10 @@
 #ifndef PPROF_SYMBOLS_H
 #define PPROF_SYMBOLS_H
 
+#include "agent/agent.h" /* FRAME_*: the recording layer's pseudo frames */
+
 #include <stddef.h>
 #include <stdint.h>
-
-/* Pseudo frames: stack entries below 4096 are never code addresses. */
-#define FRAME_TRUNCATED 1 /* the stack was deeper than the agent keeps */
-#define FRAME_LOST 2      /* samples that could not be taken or stored */
-#define FRAME_UNKNOWN 3   /* no stack could be captured */
-#define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
-#define FRAME_PSEUDO_MAX 4096
 
 /* Returns the display name of a pseudo frame ("[truncated]", ...), or NULL
  * when pc is a real address. Async-signal-safe. Does not allocate. */

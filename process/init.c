@@ -36,6 +36,11 @@ __attribute__((constructor)) static void agent_init(void)
     cpu_timer_init();
     threadcreate_table = stack_table_create(1, 4096);
     heap_init();
+    /* Each interposer-plus-recorder pair alike: the interposers resolve
+     * the C library's functions, then the recorder turns on. */
+    lock_hooks_init();
+    wait_hooks_init();
+    futex_hooks_init();
     contention_init();
     agent_ready = 1;
     children_init();

@@ -15,7 +15,6 @@
 #include "agent/custom.h"
 
 #include "agent/agent.h"
-#include "agent/symbols.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 

@@ -22,7 +22,6 @@
 
 #include "agent/agent.h"
 #include "agent/labels.h"
-#include "agent/symbols.h"
 
 #include <errno.h>
 #include <time.h>

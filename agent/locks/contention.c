@@ -32,7 +32,6 @@
  */
 #include "agent/contention.h"
 
-#include "agent/symbols.h"
 
 #include <sys/single_threaded.h>
 #include <time.h>
@@ -100,9 +99,6 @@ void contention_init(void)
         mutex_table = stack_table_create(CONTENTION_VALUES, 4096);
         records = arena_alloc(RECORDS * sizeof *records);
     }
-    lock_hooks_init();
-    wait_hooks_init();
-    futex_hooks_init();
     int on = 0;
     if (block_table || records)
         on = __libc_single_threaded ? CONTENTION_ON_SINGLE : CONTENTION_ON;

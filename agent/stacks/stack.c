@@ -12,7 +12,6 @@
  */
 #include "agent/agent.h"
 #include "agent/cfi.h"
-#include "agent/symbols.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -9,7 +9,6 @@
  */
 #include "agent/agent.h"
 #include "agent/cfi.h"
-#include "agent/symbols.h"
 
 #include <ucontext.h>
 

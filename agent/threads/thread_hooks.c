@@ -13,7 +13,6 @@
 #include "agent/agent.h"
 #include "agent/cpu.h"
 #include "agent/labels.h"
-#include "agent/symbols.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -19,7 +19,6 @@
 #include "agent/agent.h"
 #include "agent/cpu.h"
 #include "agent/labels.h"
-#include "agent/symbols.h"
 
 #include <errno.h>
 #include <ucontext.h>
