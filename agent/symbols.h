@@ -197,14 +197,15 @@ int symbols_elf_open_memory(struct sym_object *o, const void *image,
  * start with file offset offset. Returns 0 or -ENOENT. Not async-signal-safe. */
 int symbols_elf_bias(const struct sym_object *o, uintptr_t start,
                      uintptr_t offset, uintptr_t *bias);
-/* Builds the function table and finds separate debug info (first use).
- * Not async-signal-safe. */
+/* Builds the function table (first use), from the source
+ * symbols_debug_find() chose: call that first. Not async-signal-safe. */
 void symbols_elf_load(struct sym_object *o);
 /* The function symbol covering file address addr, or NULL.
  * Not async-signal-safe. Does not allocate. */
 const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
                                           uint64_t addr);
-/* Releases everything symbols_elf_* and symbols_dwarf_* attached to o.
+/* Releases what symbols_elf_* attached to o; symbols_dwarf_close() and
+ * symbols_debug_close() come first (they read o's ELF).
  * Not async-signal-safe. */
 void symbols_elf_close(struct sym_object *o);
 

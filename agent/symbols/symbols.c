@@ -177,6 +177,9 @@ static void object_free(struct sym_object *o)
 {
     if (!o)
         return;
+    /* DWARF and the debug file read the object's ELF: closed first. */
+    symbols_dwarf_close(o);
+    symbols_debug_close(o);
     symbols_elf_close(o);
     names_free(o);
     free(o->path);
@@ -426,6 +429,9 @@ static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
     if (!o || !o->elf || !s->has_bias)
         return 0;
     if (!o->loaded) {
+        /* What o lacks (a debug file, MiniDebugInfo) is found first: the
+         * symbol table is loaded from whichever source that chose. */
+        symbols_debug_find(o);
         symbols_elf_load(o);
         symbols_dwarf_load(o);
         /* Objects that appear in a profile are the ones worth a line. */

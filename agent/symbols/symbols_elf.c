@@ -303,7 +303,6 @@ void symbols_elf_load(struct sym_object *o)
     o->loaded = 1;
     if (!o->elf)
         return;
-    symbols_debug_find(o);
 
     Elf *full = NULL;
     switch (o->source) {
@@ -381,8 +380,6 @@ const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
 
 void symbols_elf_close(struct sym_object *o)
 {
-    symbols_dwarf_close(o);
-    symbols_debug_close(o);
     if (o->elf)
         elf_end(o->elf);
     free(o->image);
