@@ -169,4 +169,10 @@ void futex_hooks_init(void);
  * Not async-signal-safe. */
 void lock_hooks_init(void);
 
+/* cond_version.c: 1 when the object containing pc binds pthread_cond_wait
+ * and pthread_cond_timedwait at the old GLIBC_2.2.5 version, 0 otherwise
+ * (the current one; also the answer when the object has no such
+ * reference, e.g. a call through a pointer). Not async-signal-safe. */
+int cond_version_old(uintptr_t pc);
+
 #endif
