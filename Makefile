@@ -56,7 +56,9 @@ CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
 SRCS := $(wildcard agent/*.c agent/*/*.c encoder/*.c http/*.c process/*.c)
-OBJS := $(SRCS:%.c=$(BUILD)/%.o)
+# Assembled: files embedded with .incbin (the flame graph's script).
+ASM_SRCS := $(wildcard encoder/*.S)
+OBJS := $(SRCS:%.c=$(BUILD)/%.o) $(ASM_SRCS:%.S=$(BUILD)/%.o)
 LIB  := $(BUILD)/libpprofagent.so
 
 # Objects that define interposed C-library names, and the process shell
@@ -104,6 +106,13 @@ DEPFLAGS := -MMD -MP
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AGENT) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -c $< -o $@
+
+# .incbin's file is not seen by -MMD.
+$(BUILD)/encoder/flamegraph_js.o: encoder/flamegraph.js
 
 -include $(OBJS:.o=.d)
 
