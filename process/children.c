@@ -28,12 +28,12 @@
 
 #include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/proc.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
 #include "http/server.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -106,24 +106,21 @@ static int is_listener(int fd, int port)
            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on;
 }
 
+static int take_listener(void *arg, int fd, int dir_fd)
+{
+    int port = *(const int *)arg;
+    if (fd == dir_fd || fd > 1 << 20 || !is_listener(fd, port))
+        return 0;
+    listen_fd = fd;
+    return 1;
+}
+
 /* Finds the listening socket on port among the open descriptors. */
 static void find_listener(int port)
 {
     listen_fd = -1;
     listen_port = port;
-    DIR *d = fds_opendir("/proc/self/fd");
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        long fd;
-        if (config_parse_long(de->d_name, 0, 1 << 20, &fd) == 0 &&
-            fd != dirfd(d) && is_listener((int)fd, port)) {
-            listen_fd = (int)fd;
-            break;
-        }
-    }
-    fds_closedir(d);
+    proc_list("/proc/self/fd", take_listener, &port);
 }
 
 void children_announce(int port)

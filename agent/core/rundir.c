@@ -31,6 +31,7 @@
 
 #include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,26 +57,12 @@ static int reserve_logged;
  * constructor, inherited by forked children, read by listings. */
 static char own_family[RUNDIR_FAMILY_MAX];
 
-static int read_file(const char *path, char *buf, size_t size)
-{
-    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, size - 1);
-    int err = errno;
-    fds_close(fd);
-    if (n < 0)
-        return -err;
-    buf[n] = '\0';
-    return (int)n;
-}
-
 /* Field n (>= 3) of pid's /proc stat; 0 when gone or a zombie. */
 static unsigned long long stat_field(int pid, int n)
 {
     char path[64], buf[1024];
     log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    if (read_file(path, buf, sizeof buf) <= 0)
+    if (proc_read(path, buf, sizeof buf) <= 0)
         return 0;
     /* The command name is in parentheses and may hold anything: count the
      * fields after its last ')'. */
@@ -103,7 +90,7 @@ static unsigned long long start_time(int pid)
 void rundir_program(char *out, size_t size)
 {
     char buf[64];
-    int n = read_file("/proc/self/comm", buf, sizeof buf);
+    ssize_t n = proc_read("/proc/self/comm", buf, sizeof buf);
     if (n <= 0) {
         log_snprintf(out, size, "unknown");
         return;
@@ -218,7 +205,7 @@ static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
         long pid;
         if (config_parse_long(de->d_name + 4, 1, 0x7fffffff, &pid) != 0)
             continue;
-        int n = read_file(path, buf, sizeof buf);
+        ssize_t n = proc_read(path, buf, sizeof buf);
         int ok = n > 0 && parse_entry(buf, &e, &started) == 0 &&
                  e.pid == (int)pid;
         unsigned long long now = start_time((int)pid);
@@ -300,7 +287,7 @@ static void parent_family(char *out, size_t size)
     int ppid = (int)getppid();
     out[0] = '\0';
     log_snprintf(path, sizeof path, "%s/pid-%d", opt_run_dir, ppid);
-    if (ppid > 1 && read_file(path, buf, sizeof buf) > 0 &&
+    if (ppid > 1 && proc_read(path, buf, sizeof buf) > 0 &&
         parse_entry(buf, &e, &started) == 0 && e.pid == ppid &&
         started == start_time(ppid) && family_valid(e.family))
         log_snprintf(out, size, "%s", e.family);

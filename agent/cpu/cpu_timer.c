@@ -35,9 +35,9 @@
 
 #include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/proc.h"
 #include "agent/symbols.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -361,50 +361,53 @@ static int choose_signal(void)
     return -EAGAIN;
 }
 
+struct arm_pass {
+    int only_unarmed;
+    int skipped;
+};
+
+static int arm_existing_thread(void *arg, int tid, int dir_fd)
+{
+    (void)dir_fd;
+    struct arm_pass *pass = arg;
+    if (is_agent_tid(tid))
+        return 0;
+    if (pass->only_unarmed) {
+        spin_lock(&reg_lock);
+        struct reg_entry *e = reg_find(tid);
+        int armed = e && e->timer >= 0;
+        spin_unlock(&reg_lock);
+        if (armed)
+            return 0;
+    }
+    /* Its name now, in case it exits without passing our exit hook
+     * (threads that started before the agent). */
+    char name[16];
+    cpu_thread_name(tid, name, sizeof name);
+    /* Its mask, then its timer, with its own mask changes held off. */
+    spin_lock(&sigmask_lock);
+    int blocked = sigmask_thread_blocks(tid, cpu_signo) != 0;
+    spin_lock(&reg_lock);
+    if (!blocked)
+        arm_thread(tid, 0);
+    struct reg_entry *e = blocked ? NULL : reg_find(tid);
+    if (e && !e->name[0])
+        memcpy(e->name, name, sizeof name);
+    spin_unlock(&reg_lock);
+    spin_unlock(&sigmask_lock);
+    pass->skipped += blocked;
+    return 0;
+}
+
 /* Arms every host thread that leaves the signal unblocked; returns how
  * many were skipped because they block it. With only_unarmed, threads
  * that already have a timer are passed over without a look at their mask:
  * the rescan of a running profile (see cpu_profile_drain). */
 static int arm_existing_threads(int only_unarmed)
 {
-    DIR *d = fds_opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    int skipped = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        long tid;
-        if (config_parse_long(de->d_name, 1, 0x7fffffff, &tid) != 0)
-            continue;
-        if (is_agent_tid((int)tid))
-            continue;
-        if (only_unarmed) {
-            spin_lock(&reg_lock);
-            struct reg_entry *e = reg_find((int)tid);
-            int armed = e && e->timer >= 0;
-            spin_unlock(&reg_lock);
-            if (armed)
-                continue;
-        }
-        /* Its name now, in case it exits without passing our exit hook
-         * (threads that started before the agent). */
-        char name[16];
-        cpu_thread_name((int)tid, name, sizeof name);
-        /* Its mask, then its timer, with its own mask changes held off. */
-        spin_lock(&sigmask_lock);
-        int blocked = sigmask_thread_blocks((int)tid, cpu_signo) != 0;
-        spin_lock(&reg_lock);
-        if (!blocked)
-            arm_thread((int)tid, 0);
-        struct reg_entry *e = blocked ? NULL : reg_find((int)tid);
-        if (e && !e->name[0])
-            memcpy(e->name, name, sizeof name);
-        spin_unlock(&reg_lock);
-        spin_unlock(&sigmask_lock);
-        skipped += blocked;
-    }
-    fds_closedir(d);
-    return skipped;
+    struct arm_pass pass = {.only_unarmed = only_unarmed};
+    proc_list("/proc/self/task", arm_existing_thread, &pass);
+    return pass.skipped;
 }
 
 int cpu_profile_start(int hz)
@@ -525,21 +528,8 @@ void cpu_thread_name(int tid, char *out, size_t size)
         return;
     out[0] = '\0';
     struct reg_entry *e = reg ? reg_find((int)tid) : NULL;
-    if (!e || !e->exited) {
-        char path[64];
-        log_snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
-        int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t n = read(fd, out, size - 1);
-            fds_close(fd);
-            if (n > 0) {
-                if (out[n - 1] == '\n')
-                    n--;
-                out[n] = '\0';
-                return;
-            }
-        }
-    }
+    if ((!e || !e->exited) && proc_thread_name(tid, out, size) > 0)
+        return;
     if (e && e->name[0]) {
         size_t n = strnlen(e->name, sizeof e->name);
         if (n >= size)

@@ -8,8 +8,8 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/fds.h"
 #include "agent/memory.h"
+#include "agent/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,50 +19,6 @@
 #include <unistd.h>
 
 static const char deleted_suffix[] = " (deleted)";
-
-/* The whole file in one malloc'd, NUL-terminated buffer. procfs files report
- * size 0, so read until EOF and grow. */
-int maps_slurp(const char *path, char **out)
-{
-    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t cap = 16384, len = 0;
-    char *buf = malloc(cap);
-    int err = 0;
-    if (!buf) {
-        err = -ENOMEM;
-        goto out;
-    }
-    for (;;) {
-        if (cap - len < 4096) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                err = -ENOMEM;
-                goto out;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + len, cap - len - 1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            err = -errno;
-            goto out;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = '\0';
-    *out = buf;
-    buf = NULL;
-out:
-    free(buf);
-    fds_close(fd);
-    return err;
-}
 
 /* Parses one line; returns 1 for an executable entry worth keeping. */
 static int parse_line(char *line, struct maps_entry *e)
@@ -103,7 +59,7 @@ static int parse_line(char *line, struct maps_entry *e)
 int maps_read(struct maps_entry **out, size_t *n)
 {
     char *text = NULL;
-    int err = maps_slurp("/proc/self/maps", &text);
+    int err = proc_slurp("/proc/self/maps", &text);
     if (err)
         return err;
     struct maps_entry *v = NULL;
@@ -159,7 +115,7 @@ static int64_t kb_field(const char *line, const char *name)
 int maps_read_smaps(struct smaps_entry **out, size_t *n)
 {
     char *text = NULL;
-    int err = maps_slurp("/proc/self/smaps", &text);
+    int err = proc_slurp("/proc/self/smaps", &text);
     if (err)
         return err;
     struct smaps_entry *v = NULL, *cur = NULL;
@@ -221,7 +177,7 @@ int maps_read_smaps(struct smaps_entry **out, size_t *n)
 int maps_read_rollup(struct smaps_rollup *out)
 {
     char *text = NULL;
-    int err = maps_slurp("/proc/self/smaps_rollup", &text);
+    int err = proc_slurp("/proc/self/smaps_rollup", &text);
     if (err)
         return err;
     *out = (struct smaps_rollup){-1, -1, -1, -1, -1, -1};

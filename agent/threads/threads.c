@@ -43,10 +43,10 @@
 #include "agent/agent.h"
 #include "agent/cfi.h"
 #include "agent/fds.h"
+#include "agent/proc.h"
 #include "agent/cpu.h"
 #include "agent/symbols.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -72,37 +72,9 @@ static size_t slots_cap;
 
 /* ---- /proc --------------------------------------------------------------- */
 
-static ssize_t read_file(const char *path, char *buf, size_t size)
-{
-    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, size - 1);
-    fds_close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return n;
-}
-
 static void task_path(char *out, size_t size, int tid, const char *file)
 {
     log_snprintf(out, size, "/proc/self/task/%d/%s", tid, file);
-}
-
-static void read_name(int tid, char *name, size_t size)
-{
-    char path[64], buf[64];
-    task_path(path, sizeof path, tid, "comm");
-    name[0] = '\0';
-    ssize_t n = read_file(path, buf, sizeof buf);
-    if (n <= 0)
-        return;
-    if (buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    size_t len = (size_t)n < size - 1 ? (size_t)n : size - 1;
-    memcpy(name, buf, len);
-    name[len] = '\0';
 }
 
 /* State letter from stat: the field after the ")" that ends the name. */
@@ -110,7 +82,7 @@ static char read_state(int tid)
 {
     char path[64], buf[512];
     task_path(path, sizeof path, tid, "stat");
-    if (read_file(path, buf, sizeof buf) <= 0)
+    if (proc_read(path, buf, sizeof buf) <= 0)
         return '?';
     char *p = strrchr(buf, ')');
     return p && p[1] == ' ' && p[2] ? p[2] : '?';
@@ -122,7 +94,7 @@ static int signalfd_reads(int fd, int sig)
 {
     char path[64], buf[512];
     log_snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
-    if (read_file(path, buf, sizeof buf) <= 0)
+    if (proc_read(path, buf, sizeof buf) <= 0)
         return 0;
     char *p = strstr(buf, "sigmask:");
     if (!p)
@@ -147,7 +119,7 @@ static int read_syscall(int tid, struct syscall_state *st)
     task_path(path, sizeof path, tid, "syscall");
     memset(st, 0, sizeof *st);
     st->nr = -2;
-    if (read_file(path, buf, sizeof st->line) <= 0)
+    if (proc_read(path, buf, sizeof st->line) <= 0)
         return -1;
     if (strncmp(buf, "running", 7) == 0) {
         st->nr = -1;
@@ -287,40 +259,43 @@ const char *threads_syscall_name(long nr)
 
 /* ---- listing ------------------------------------------------------------- */
 
+struct tid_list {
+    int *tids;
+    size_t n, cap, agent;
+};
+
+static int add_tid(void *arg, int tid, int dir_fd)
+{
+    (void)dir_fd;
+    struct tid_list *l = arg;
+    if (cpu_is_agent_tid(tid)) {
+        l->agent++;
+        return 0;
+    }
+    if (l->n == l->cap) {
+        int *more = realloc(l->tids, l->cap * 2 * sizeof *l->tids);
+        if (!more)
+            return -ENOMEM;
+        l->tids = more;
+        l->cap *= 2;
+    }
+    l->tids[l->n++] = tid;
+    return 0;
+}
+
 /* Host thread ids now, sorted; *agent gets the number of agent threads.
  * Returns a malloc'd array (n entries) or NULL. */
 static int *list_tids(size_t *n, size_t *agent)
 {
-    *n = 0;
-    *agent = 0;
-    DIR *d = fds_opendir("/proc/self/task");
-    if (!d)
-        return NULL;
-    size_t cap = 64;
-    int *tids = malloc(cap * sizeof *tids);
-    struct dirent *de;
-    while (tids && (de = readdir(d)) != NULL) {
-        long tid;
-        if (config_parse_long(de->d_name, 1, 0x7fffffff, &tid) != 0)
-            continue;
-        if (cpu_is_agent_tid((int)tid)) {
-            (*agent)++;
-            continue;
-        }
-        if (*n == cap) {
-            int *more = realloc(tids, cap * 2 * sizeof *tids);
-            if (!more) {
-                free(tids);
-                tids = NULL;
-                break;
-            }
-            tids = more;
-            cap *= 2;
-        }
-        tids[(*n)++] = (int)tid;
+    struct tid_list l = {.cap = 64};
+    l.tids = malloc(l.cap * sizeof *l.tids);
+    if (l.tids && proc_list("/proc/self/task", add_tid, &l) != 0) {
+        free(l.tids);
+        l.tids = NULL;
     }
-    fds_closedir(d);
-    return tids;
+    *n = l.tids ? l.n : 0;
+    *agent = l.agent;
+    return l.tids;
 }
 
 static int by_tid(const void *a, const void *b)
@@ -523,7 +498,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
 /* Fills what /proc says and decides whether to ask. Returns 1 to ask. */
 static int describe(struct thread_dump *d, struct thread_info *t, int sig)
 {
-    read_name(t->tid, t->name, sizeof t->name);
+    proc_thread_name(t->tid, t->name, sizeof t->name);
     t->state = read_state(t->tid);
     t->syscall = -1;
     struct syscall_state st;
