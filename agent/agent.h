@@ -218,9 +218,17 @@ void stack_thread_prepare(void);
  */
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
 
-/* Registers the fork handler of the stack walker's shared state
- * (stack_fork.c). Not async-signal-safe. */
-void stack_fork_init(void);
+/* ---- fork (fork.c): the one ordered list of fork handlers ---------------- */
+
+/* Turns on the agent's fork handlers (registered once, before any other
+ * constructor of the agent): the modules' steps, and the process shell's
+ * (shell_prepare runs first of the prepare steps, shell_child after the
+ * agent's own child steps; either may be NULL). Called once by the
+ * constructor. Not async-signal-safe. */
+void fork_init(void (*shell_prepare)(void), void (*shell_child)(void));
+/* In a fork child: forgets the forking thread's cached thread id (guard.c).
+ * Async-signal-safe. */
+void guard_fork_child(void);
 
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;

@@ -146,19 +146,15 @@ void children_announce(int port)
  * its new parent for the one it was forked from. */
 static int forking_pid;
 
-static void fork_prepare(void)
+void children_fork_prepare(void)
 {
     forking_pid = (int)getpid();
 }
 
-static void fork_child(void)
+void children_fork_child(void)
 {
     children_is_forked = 1;
-    /* The parent's connections and files in flight are not the child's. */
-    fds_fork_child();
-    /* A worker of the parent may have been inside the symbolizer. */
-    symbols_fork_child();
-    threads_fork_child();
+    /* The dumper's thread and the server's are the parent's. */
     dump_fork_child();
     server_fork_child();
     /* The parent's listening socket came along with the fork. Nobody here
@@ -206,6 +202,5 @@ static void at_exit(void)
 void children_init(void)
 {
     rundir_family_init();
-    pthread_atfork(fork_prepare, NULL, fork_child);
     atexit(at_exit);
 }

@@ -44,7 +44,7 @@ __attribute__((constructor)) static void agent_init(void)
     contention_init();
     agent_ready = 1;
     children_init();
-    stack_fork_init();
+    fork_init(children_fork_prepare, children_fork_child);
     /* The whole-run CPU profile of PPROF_DUMP_DIR starts at once; the
      * server waits until the process has lived a moment (start.c). */
     dump_start();

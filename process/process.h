@@ -25,9 +25,15 @@
 
 /* ---- children (children.c) ------------------------------------------------ */
 
-/* Registers the fork handlers. Called once by the constructor.
- * Not async-signal-safe. */
+/* Reads the family id and registers the exit hook. Called once by the
+ * constructor. Not async-signal-safe. */
 void children_init(void);
+/* The shell's fork steps (in agent/core/fork.c's list, through fork_init):
+ * prepare notes the forking pid; child marks this process forked, resets
+ * the dumper and the server, lets the parent's listening socket go, and
+ * starts the child's own (PPROF_CHILDREN). Not async-signal-safe. */
+void children_fork_prepare(void);
+void children_fork_child(void);
 
 /* 1 in a process that was forked (without exec) from one under the agent. */
 extern int children_is_forked;

@@ -50,17 +50,9 @@ static inline int my_tid(void)
     return tid;
 }
 
-static void forget_tid_in_child(void)
+void guard_fork_child(void)
 {
     agent_tls.tid = 0;
-}
-
-/* Registered before every other fork handler of the agent (the others are
- * registered by the main constructor, which runs later), so that child
- * handlers taking a spinlock see the child's own id. */
-__attribute__((constructor(101))) static void guard_register_fork(void)
-{
-    pthread_atfork(NULL, NULL, forget_tid_in_child);
 }
 
 void spin_lock(spinlock_t *l)

@@ -286,7 +286,7 @@ void cpu_thread_exiting(void)
 static __thread sigset_t fork_saved_mask __attribute__((tls_model("initial-exec")));
 static __thread int fork_masked __attribute__((tls_model("initial-exec")));
 
-static void fork_prepare(void)
+void cpu_timer_fork_prepare(void)
 {
     fork_masked = 0;
     if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
@@ -298,7 +298,7 @@ static void fork_prepare(void)
         fork_masked = 1;
 }
 
-static void fork_parent(void)
+void cpu_timer_fork_parent(void)
 {
     if (fork_masked)
         sigmask_real(SIG_SETMASK, &fork_saved_mask, NULL);
@@ -308,12 +308,11 @@ static void fork_parent(void)
 static struct sigaction saved_action;
 static int handler_installed;
 
-static void fork_child(void)
+void cpu_timer_fork_child(void)
 {
     /* The child has no timers (they are not inherited) and none of the
      * agent's threads: its profile state is reset, the host's signal
      * disposition restored. */
-    sigmask_fork_child();
     if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
         __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
         if (handler_installed)
@@ -326,13 +325,12 @@ static void fork_child(void)
         if (reg)
             memset(reg, 0, REG_SLOTS * sizeof *reg);
     }
-    fork_parent();
+    cpu_timer_fork_parent();
 }
 
 void cpu_timer_init(void)
 {
     rand_state = (uint64_t)agent_now_ns() ^ ((uint64_t)getpid() << 32);
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
     cpu_signal_init();
 }
 

@@ -323,7 +323,7 @@ int64_t heap_table_now_ns(void)
 
 /* ---- fork ----------------------------------------------------------------- */
 
-static void fork_prepare(void)
+void heap_table_fork_prepare(void)
 {
     __atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&samplers_active, __ATOMIC_SEQ_CST))
@@ -332,14 +332,14 @@ static void fork_prepare(void)
         spin_lock(&shards[i].lock);
 }
 
-static void fork_parent(void)
+void heap_table_fork_parent(void)
 {
     for (unsigned i = 0; i < NSHARDS; i++)
         spin_unlock(&shards[i].lock);
     __atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 }
 
-static void fork_child(void)
+void heap_table_fork_child(void)
 {
     /* The child keeps the parent's samples: its copies of the sampled
      * blocks are live in it too, and their frees must still be seen. */
@@ -354,6 +354,5 @@ int heap_table_init(void)
     heap_buckets = stack_table_create(HEAP_NVALUES, BUCKET_CAPACITY);
     if (!heap_buckets)
         return -ENOMEM;
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
     return 0;
 }

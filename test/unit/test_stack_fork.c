@@ -1,5 +1,5 @@
 /*
- * The stack walker across fork (agent/stack_fork.c): a child forked while
+ * The stack walker across fork (agent/core/fork.c): a child forked while
  * another thread of the parent was walking (registered as a reader of the
  * unwind tables) or reading the program-header snapshot can still refresh
  * both (it would otherwise wait for ever for a thread it does not have),
@@ -70,7 +70,7 @@ TEST(child_forgets_the_parents_walks)
 
 int main(void)
 {
-    stack_fork_init();
+    fork_init(NULL, NULL); /* the agent's fork list, without the shell */
     stack_init();
     cfi_tables_refresh(); /* the agent's init.c builds them */
     return run_tests(child_forgets_the_parents_walks, NULL);
