@@ -1,6 +1,6 @@
 /*
  * Contention profiles (block and mutex), shared by the lock interposers
- * (agent/lock_hooks.c), the recorder (agent/contention.c) and the
+ * (agent/locks/lock_hooks.c), the recorder (agent/locks/contention.c) and the
  * endpoints (http/contention.c).
  *
  * block: every time a host thread waits in a contended lock, a condition
@@ -46,7 +46,7 @@ extern int contention_on;
  * the uncontended unlock at one load. */
 extern long contention_waiters;
 
-/* The same for sampled futex waiters (agent/futex_hooks.c): read by every
+/* The same for sampled futex waiters (agent/locks/futex_hooks.c): read by every
  * futex wake, kept apart so that a thread parked on a futex for hours (an
  * idle worker) does not send every pthread unlock down the slow path. */
 extern long contention_futex_waiters;

@@ -1,9 +1,9 @@
 /*
  * Symbolization: which object covers an address, and what function, file
- * and line it is. Owned by agent/symbols.c (mappings from /proc/self/maps,
- * GNU build IDs, ELF .symtab/.dynsym, demangling), agent/symbols_debug.c
+ * and line it is. Owned by agent/symbols/symbols.c (mappings from /proc/self/maps,
+ * GNU build IDs, ELF .symtab/.dynsym, demangling), agent/symbols/symbols_debug.c
  * (separate debug files by build ID and .gnu_debuglink, MiniDebugInfo) and
- * agent/symbols_dwarf.c (file:line through libdw).
+ * agent/symbols/symbols_dwarf.c (file:line through libdw).
  *
  * Entered only from the agent's own threads, while a profile is encoded or
  * /debug/pprof/symbol is answered; never from a signal handler and never
@@ -90,7 +90,7 @@ void symbols_invalidate(void);
 void symbols_fork_child(void);
 
 
-/* ---- internal to agent/symbols*.c and agent/maps.c ----------------------- */
+/* ---- internal to agent/symbols/ and agent/host/maps.c -------------------- */
 
 /* Demangles a C++ or Rust symbol with libiberty. Returns a malloc'd string,
  * or NULL when name is not mangled (or on OOM). Not async-signal-safe. */

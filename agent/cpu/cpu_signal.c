@@ -8,7 +8,7 @@
  * errno as it found it.
  *
  * How it stays safe: the stack is walked with the unwind tables of
- * agent/cfi_tables.c (agent/stack_signal.c, agent/cfi_walk.c), which take
+ * agent/stacks/cfi_tables.c (agent/stacks/stack_signal.c, agent/stacks/cfi_walk.c), which take
  * no lock, make no system call, never allocate and never call into the
  * loader, and whose every stack read is checked against the thread's
  * stack bounds. So the thread can be walked wherever it was interrupted:

@@ -1,7 +1,7 @@
 /*
  * Interposers of pthread_sigmask and sigprocmask: a host thread that blocks
  * the agent's signals must never find one of them among its blocked
- * signals (it may read those with signalfd or sigwait). See agent/sigmask.c
+ * signals (it may read those with signalfd or sigwait). See agent/host/sigmask.c
  * for the protocol with the agent's senders.
  *
  * Entered on host threads, possibly from their signal handlers (both calls

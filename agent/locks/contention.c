@@ -3,8 +3,8 @@
  * profiles, and the per-lock records that let an unlocker be charged the
  * delay its waiters suffered.
  *
- * Entered only from the lock interposers (agent/lock_hooks.c,
- * agent/wait_hooks.c) and the futex interposer (agent/futex_hooks.c) on host
+ * Entered only from the lock interposers (agent/locks/lock_hooks.c,
+ * agent/locks/wait_hooks.c) and the futex interposer (agent/locks/futex_hooks.c) on host
  * threads, and only on the contended path: a lock whose try-lock failed, a
  * wait on a condition variable, semaphore or futex, an unlock or futex wake
  * while somebody somewhere waits. It never blocks on anything the host can hold (the lock

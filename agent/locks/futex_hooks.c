@@ -5,7 +5,7 @@
  * parking_lot, abseil, folly, C++20 atomic waits, hand-written C) and that
  * never enter pthread_mutex_lock. The C library's own primitives issue
  * their futex calls inline, never through the exported syscall(): they are
- * seen by agent/lock_hooks.c only, never counted twice.
+ * seen by agent/locks/lock_hooks.c only, never counted twice.
  *
  * Entered on every host thread for every syscall() call, and possibly from
  * the host's signal handlers: every number but SYS_futex and

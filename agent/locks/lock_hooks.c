@@ -1,6 +1,6 @@
 /*
  * Interposers of the pthread lock, condition variable and semaphore waits
- * that feed the block and mutex profiles (agent/contention.c records).
+ * that feed the block and mutex profiles (agent/locks/contention.c records).
  *
  * Entered on every host thread, for every lock operation: the fast path
  * must stay a try-lock. A lock first tries the real try-lock; only when that

@@ -1,6 +1,6 @@
 /*
  * Interposers of the C library's other blocking waits, beside the ones in
- * agent/lock_hooks.c: the clock-selecting variants that C++'s timed waits
+ * agent/locks/lock_hooks.c: the clock-selecting variants that C++'s timed waits
  * use (pthread_mutex_clocklock, pthread_rwlock_clock*lock,
  * pthread_cond_clockwait, sem_clockwait: std::timed_mutex,
  * std::shared_timed_mutex, std::condition_variable::wait_for/_until with

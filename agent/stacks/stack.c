@@ -2,7 +2,7 @@
  * Stack capture outside signal context: threadcreate, heap, contention and
  * custom-profile samples call stack_capture() from inside an interposed
  * call, on the host's thread, with the reentrancy guard entered. The walk
- * is the table-driven one (agent/cfi_walk.c): no lock, no allocation, no
+ * is the table-driven one (agent/stacks/cfi_walk.c): no lock, no allocation, no
  * system call, no call into the loader, so it is the same walk wherever
  * the thread is (inside its allocator's locks, the loader's, a fork).
  *

@@ -1,7 +1,7 @@
 /*
  * Stack capture in signal context: the CPU sampler's handler and the
  * threads profile's handler walk the interrupted context here, with the
- * unwind tables of agent/cfi_tables.c (agent/cfi_walk.c): no lock, no
+ * unwind tables of agent/stacks/cfi_tables.c (agent/stacks/cfi_walk.c): no lock, no
  * allocation, no system call, no call into the loader, so nothing the
  * interrupted thread can hold (the loader lock, an allocator lock, a walk
  * of its own) matters. The walk starts from the signal's ucontext: the

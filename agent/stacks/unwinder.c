@@ -65,7 +65,7 @@ int unwinder_load(void)
                  "stacks keep their sampled address only");
         return -1;
     }
-    /* Its memory-validation pipe is the agent's own (agent/fds.c). */
+    /* Its memory-validation pipe is the agent's own (agent/host/fds.c). */
     fds_own_library((const void *)u.step);
     Dl_info info;
     struct range r = {0, 0, 0};

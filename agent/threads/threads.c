@@ -34,9 +34,9 @@
  * signals with signalfd or sigwait, and would find ours there), nor one
  * blocked reading a signalfd that includes it (the read would return it,
  * blocked or not). The mask is looked at and the signal sent under
- * sigmask_lock (agent/sigmask.c), so the thread cannot block it in
+ * sigmask_lock (agent/host/sigmask.c), so the thread cannot block it in
  * between; one that blocks it before the signal is delivered has it
- * dequeued by its mask interposer (agent/sigmask_hooks.c).
+ * dequeued by its mask interposer (agent/host/sigmask_hooks.c).
  */
 #include "agent/threads.h"
 

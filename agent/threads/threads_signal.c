@@ -2,13 +2,13 @@
  * The threads profile's signal handler, and nothing else.
  *
  * Context: signal context on a host thread that the HTTP worker asked for
- * its stack (agent/threads.c), interrupting any instruction, possibly the
+ * its stack (agent/threads/threads.c), interrupting any instruction, possibly the
  * CPU profiler's own handler or an interposer. The same rules as
  * cpu_signal.c: only async-signal-safe calls, no lock normal code can hold,
  * no allocation, errno left as found.
  *
  * Safety, as in the CPU sampler: the walk uses the unwind tables
- * (agent/stack_signal.c), which take no lock, make no system call and
+ * (agent/stacks/stack_signal.c), which take no lock, make no system call and
  * never call into the loader, so the thread is walked wherever it was
  * interrupted. The answer goes to a slot the worker preallocated and only
  * if the slot's generation still says "asked" (a CAS), so a late or stray

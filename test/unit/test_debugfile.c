@@ -1,5 +1,5 @@
 /*
- * Unit tests for agent/symbols_debug.c: the debuglink CRC, PPROF_DEBUG_DIR
+ * Unit tests for agent/symbols/symbols_debug.c: the debuglink CRC, PPROF_DEBUG_DIR
  * parsing, and names for a shared library loaded with dlopen after being
  * stripped three ways (debug file in a build-ID tree, MiniDebugInfo,
  * nothing). The library is built by this test with cc, objcopy and xz, as

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the symbolizer (agent/symbols*.c, agent/maps.c): mappings
+ * Unit tests for the symbolizer (agent/symbols*.c, agent/host/maps.c): mappings
  * and build IDs against readelf, names and lines of this binary's own code,
  * libc names, demangling, unmapped addresses, inlined frames, and objects
  * loaded after the first refresh.
