@@ -15,6 +15,7 @@
 #include "agent/custom.h"
 
 #include "agent/agent.h"
+#include "agent/hash.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 
@@ -107,8 +108,7 @@ int custom_name_allowed(const char *name)
 
 static size_t slot_of(const void *key, size_t nslots)
 {
-    uint64_t h = (uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ULL;
-    return (size_t)(h >> 20) & (nslots - 1);
+    return hash_fib_slot((uint64_t)(uintptr_t)key, 20, nslots);
 }
 
 /* Rebuilds the map with room for twice the live keys (drops tombstones).

@@ -34,6 +34,7 @@
 #include "agent/cfi.h"
 
 #include "agent/agent.h"
+#include "agent/hash.h"
 #include "agent/fds.h"
 #include "agent/proc.h"
 #include "agent/symbols.h"
@@ -106,7 +107,7 @@ int cpu_is_agent_tid(int tid)
  * reg_lock held. */
 static struct reg_entry *reg_get(int tid)
 {
-    unsigned h = (unsigned)tid * 2654435761u;
+    unsigned h = hash_knuth32((unsigned)tid);
     for (unsigned i = 0; i < REG_SLOTS; i++) {
         struct reg_entry *e = &reg[(h + i) & (REG_SLOTS - 1)];
         if (e->tid == tid)
@@ -124,7 +125,7 @@ static struct reg_entry *reg_get(int tid)
 
 static struct reg_entry *reg_find(int tid)
 {
-    unsigned h = (unsigned)tid * 2654435761u;
+    unsigned h = hash_knuth32((unsigned)tid);
     for (unsigned i = 0; i < REG_SLOTS; i++) {
         struct reg_entry *e = &reg[(h + i) & (REG_SLOTS - 1)];
         if (e->tid == tid)
@@ -141,11 +142,8 @@ static uint64_t rand_state;
 
 static uint64_t next_random(void)
 {
-    uint64_t x = __atomic_add_fetch(&rand_state, 0x9e3779b97f4a7c15ULL,
-                                    __ATOMIC_RELAXED);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
+    return hash_splitmix64(
+        __atomic_add_fetch(&rand_state, HASH_GOLDEN, __ATOMIC_RELAXED));
 }
 
 /* Arms timer id with a first expiry drawn uniformly in (0, period]: a

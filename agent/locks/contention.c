@@ -32,6 +32,7 @@
  */
 #include "agent/contention.h"
 
+#include "agent/hash.h"
 
 #include <sys/single_threaded.h>
 #include <time.h>
@@ -107,11 +108,7 @@ void contention_init(void)
 
 static size_t record_hash(const void *lock)
 {
-    uint64_t h = (uint64_t)(uintptr_t)lock;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return (size_t)h;
+    return (size_t)hash_murmur_half((uint64_t)(uintptr_t)lock);
 }
 
 /* Integrates the waiters' delay up to now. Record lock held. */

@@ -9,6 +9,7 @@
  * arena (mmap), never from the host allocator.
  */
 #include "agent/agent.h"
+#include "agent/hash.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ struct stack_table *stack_table_create(int nvalues, size_t capacity)
 
 static uint64_t hash_stack(const uintptr_t *pcs, int depth, uint64_t key)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ key ^ ((uint64_t)depth << 56);
+    uint64_t h = HASH_GOLDEN ^ key ^ ((uint64_t)depth << 56);
     for (int i = 0; i < depth; i++) {
         h ^= pcs[i];
         h *= 0xff51afd7ed558ccdULL;
