@@ -141,6 +141,13 @@ extern volatile int agent_ready;
 
 /* ---- loaded objects ------------------------------------------------------ */
 
+/* The loaded-objects generation (objects.c): objects_changed() says that
+ * objects were loaded or unloaded (the dlclose interposer, the program-
+ * header snapshot); readers compare objects_generation() with the value
+ * they last rebuilt at. Async-signal-safe. Does not allocate. */
+void objects_changed(void);
+unsigned objects_generation(void);
+
 /* The C library's _dl_find_object (glibc 2.35 on: the object containing an
  * address, without the loader lock; async-signal-safe), or NULL when it
  * has none. Set by the constructor (phdr_hooks.c). */

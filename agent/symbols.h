@@ -79,10 +79,6 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
                                        int exported_only),
                             void *arg);
 
-/* Tells the symbolizer that objects were loaded or unloaded (called from
- * the dlopen/dlclose interposers). Async-signal-safe. Does not allocate. */
-void symbols_invalidate(void);
-
 /* In a fork child (the only thread): when a thread of the parent held the
  * symbolizer's lock at fork time, starts over with an empty state (the old
  * one, perhaps half-changed, is left alone) and a fresh lock.

@@ -37,7 +37,6 @@
 #include "agent/hash.h"
 #include "agent/fds.h"
 #include "agent/proc.h"
-#include "agent/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -478,10 +477,10 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
      * unblocked it through no interposed call since. */
     if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
         arm_existing_threads(1);
-    /* Objects loaded since the last drain: the unwinder and the
-     * symbolizer learn about them here (dlopen is not interposed). */
-    if (phdr_cache_refresh(0) > 0)
-        symbols_invalidate();
+    /* Objects loaded since the last drain: the unwinder learns about them
+     * here (dlopen is not interposed), the symbolizer from the objects
+     * generation the refresh bumps. */
+    phdr_cache_refresh(0);
     cfi_tables_refresh();
 }
 

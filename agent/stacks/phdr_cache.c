@@ -175,6 +175,10 @@ int phdr_cache_refresh(int force)
     __atomic_fetch_sub(&cpu_phdr_busy, 1, __ATOMIC_SEQ_CST);
     agent_tls.phdr_busy--;
     if (err == 0) {
+        /* A move of the loader's counts (not a forced rebuild): objects
+         * came or went. */
+        if (v[0] != seen_adds || v[1] != seen_subs)
+            objects_changed();
         seen_adds = v[0];
         seen_subs = v[1];
     }

@@ -26,7 +26,6 @@
 
 #include "agent/agent.h"
 #include "agent/cfi.h"
-#include "agent/symbols.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -79,7 +78,7 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
     int ret = real_dlclose(handle);
     phdr_unload_leave();
     if (agent_ready) {
-        symbols_invalidate();
+        objects_changed();
         /* The unloaded object's tables go (a walk meanwhile may still use
          * them: it reads only the agent's tables and the stack, never the
          * object). */

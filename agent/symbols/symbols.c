@@ -23,11 +23,6 @@
 #include <string.h>
 #include <sys/auxv.h>
 
-/* The dlopen/dlclose interposers write this counter (from any thread); the
- * refresh under the lock reads it. A lock-free atomic keeps the writer
- * async-signal-safe. */
-static _Atomic unsigned generation;
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Everything below is protected by `lock`. */
@@ -75,11 +70,6 @@ void symbols_lock(void)
 void symbols_unlock(void)
 {
     pthread_mutex_unlock(&lock);
-}
-
-void symbols_invalidate(void)
-{
-    generation++;
 }
 
 char *symbols_demangle(const char *name)
@@ -295,9 +285,10 @@ static void clear_slots(void)
 
 int symbols_refresh(void)
 {
-    /* Read the generation before the maps: a dlopen that finishes during
-     * the read bumps it again and forces the next refresh. */
-    unsigned gen = generation;
+    /* Read the loaded-objects generation before the maps: a dlclose that
+     * finishes during the read bumps it again and forces the next
+     * refresh. */
+    unsigned gen = objects_generation();
     if (refreshed && gen == seen_generation)
         return 0;
     resolve_exe_path();

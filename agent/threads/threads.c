@@ -45,7 +45,6 @@
 #include "agent/fds.h"
 #include "agent/proc.h"
 #include "agent/cpu.h"
-#include "agent/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -560,8 +559,7 @@ int threads_dump(struct thread_dump *out)
     pthread_mutex_lock(&dump_lock);
     /* Libraries loaded since the last look must be in the snapshot the
      * handlers unwind with. */
-    if (phdr_cache_refresh(0) > 0)
-        symbols_invalidate();
+    phdr_cache_refresh(0);
     cfi_tables_refresh();
     int sig = ensure_slots(n) == 0 ? install(&dump_saved) : -ENOMEM;
     dump_sig = sig;

@@ -124,7 +124,7 @@ static int resolve_static(const char *name, char *fn, char *file,
     }
     void *(*entry)(void) = (void *(*)(void))dlsym(h, "dbg_lib_entry");
     uintptr_t addr = entry ? (uintptr_t)entry() + 4 : 0;
-    symbols_invalidate();
+    objects_changed();
     symbols_lock();
     symbols_refresh();
     struct sym_frame fr[8];
@@ -138,7 +138,7 @@ static int resolve_static(const char *name, char *fn, char *file,
     unnamed->path = name;
     symbols_list_unnamed(on_unnamed, unnamed);
     dlclose(h);
-    symbols_invalidate();
+    objects_changed();
     return n;
 }
 
