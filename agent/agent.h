@@ -53,6 +53,10 @@ void config_load(void);
 /* Parses a decimal integer in [min, max] from s (whole string).
  * Returns 0 or -EINVAL. Async-signal-safe. Does not allocate. */
 int config_parse_long(const char *s, long min, long max, long *out);
+/* Copies the n bytes at s (up to a separator found by the caller) into dst
+ * as a string, when they fit in size with the NUL. Returns 0 or -EINVAL
+ * (dst untouched). Async-signal-safe. Does not allocate. */
+int config_copy_prefix(char *dst, size_t size, const char *s, size_t n);
 
 /* ---- logging (log.c) ----------------------------------------------------- */
 

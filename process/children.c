@@ -131,10 +131,9 @@ void children_announce(int port)
     /* The host as served: civetweb's "port" alone means every interface. */
     char host[200] = "0.0.0.0";
     const char *colon = strrchr(opt_addr, ':');
-    if (colon && (size_t)(colon - opt_addr) < sizeof host) {
-        memcpy(host, opt_addr, (size_t)(colon - opt_addr));
-        host[colon - opt_addr] = '\0';
-    }
+    if (colon)
+        config_copy_prefix(host, sizeof host, opt_addr,
+                           (size_t)(colon - opt_addr));
     char addr[256];
     log_snprintf(addr, sizeof addr, "%s:%d", host, port);
     rundir_publish(addr);

@@ -35,6 +35,15 @@ char opt_debug_dir[4096];
 long opt_mutex_fraction = 20;
 long opt_block_rate = 100000;
 
+int config_copy_prefix(char *dst, size_t size, const char *s, size_t n)
+{
+    if (n >= size)
+        return -EINVAL;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+    return 0;
+}
+
 int config_parse_long(const char *s, long min, long max, long *out)
 {
     if (!s || !*s)
@@ -116,10 +125,8 @@ static int parse_addr(const char *s, char *civet, size_t size, int *loopback,
         return -EINVAL;
     char host[200];
     size_t hl = (size_t)(colon - s);
-    if (hl >= sizeof host)
+    if (config_copy_prefix(host, sizeof host, s, hl) != 0)
         return -EINVAL;
-    memcpy(host, s, hl);
-    host[hl] = '\0';
 
     *ipv6 = 0;
     if (strcasecmp(host, "localhost") == 0)

@@ -153,11 +153,8 @@ static int parse_entry(const char *buf, struct rundir_entry *e,
     if (!nl)
         return -EINVAL;
     char line[384];
-    size_t n = (size_t)(nl - buf);
-    if (n >= sizeof line)
+    if (config_copy_prefix(line, sizeof line, buf, (size_t)(nl - buf)) != 0)
         return -EINVAL;
-    memcpy(line, buf, n);
-    line[n] = '\0';
     char *save = NULL;
     char *f[7];
     int nf = 0;

@@ -107,24 +107,27 @@ __attribute__((constructor(102))) static void fds_resolve(void)
     owner_pid = (int)getpid();
 }
 
+/* The C library's function when resolved, else the system call itself
+ * (a call before the constructor's resolution). */
+#define REAL_OR_SYSCALL(fn, nr, ...)                                        \
+    ((fn) ? (fn)(__VA_ARGS__) : syscall((nr), __VA_ARGS__))
+
 static int do_close(int fd)
 {
-    return real_close ? real_close(fd) : (int)syscall(SYS_close, fd);
+    return (int)REAL_OR_SYSCALL(real_close, SYS_close, fd);
 }
 
 static int do_close_range(unsigned lo, unsigned hi, int flags)
 {
-    return real_close_range ? real_close_range(lo, hi, flags)
-                            : (int)syscall(SYS_close_range, lo, hi, flags);
+    return (int)REAL_OR_SYSCALL(real_close_range, SYS_close_range, lo, hi,
+                                 flags);
 }
 
 static int do_dup(int oldfd, int newfd, int is_dup3, int flags)
 {
     if (!is_dup3)
-        return real_dup2 ? real_dup2(oldfd, newfd)
-                         : (int)syscall(SYS_dup2, oldfd, newfd);
-    return real_dup3 ? real_dup3(oldfd, newfd, flags)
-                     : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+        return (int)REAL_OR_SYSCALL(real_dup2, SYS_dup2, oldfd, newfd);
+    return (int)REAL_OR_SYSCALL(real_dup3, SYS_dup3, oldfd, newfd, flags);
 }
 
 /* ---- bits and slots --------------------------------------------------------- */
@@ -328,8 +331,7 @@ int fds_pipe(int p[2], int flags)
 {
     int t[2];
     fds_begin();
-    int r = real_pipe2 ? real_pipe2(t, flags)
-                       : (int)syscall(SYS_pipe2, t, flags);
+    int r = (int)REAL_OR_SYSCALL(real_pipe2, SYS_pipe2, t, flags);
     if (r == 0) {
         fds_adopt(t[0], FDS_HELD, &p[0]);
         fds_adopt(t[1], FDS_HELD, &p[1]);
@@ -600,14 +602,12 @@ __attribute__((visibility("default"))) int dup3(int oldfd, int newfd,
 __attribute__((visibility("default"))) int pipe2(int p[2], int flags)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return real_pipe2 ? real_pipe2(p, flags)
-                          : (int)syscall(SYS_pipe2, p, flags);
+        return (int)REAL_OR_SYSCALL(real_pipe2, SYS_pipe2, p, flags);
     /* libunwind's memory-validation pipe: its array is static, so it can
      * hold the numbers and be rewritten when the host targets them. */
     int t[2];
     fds_begin();
-    int r = real_pipe2 ? real_pipe2(t, flags)
-                       : (int)syscall(SYS_pipe2, t, flags);
+    int r = (int)REAL_OR_SYSCALL(real_pipe2, SYS_pipe2, t, flags);
     if (r == 0) {
         int held = holder_is_static(p);
         p[0] = fds_adopt(t[0], held ? FDS_HELD : FDS_TRANSIENT,
@@ -623,11 +623,11 @@ __attribute__((visibility("default"))) int socket(int domain, int type,
                                                   int protocol)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return real_socket ? real_socket(domain, type, protocol)
-                           : (int)syscall(SYS_socket, domain, type, protocol);
+        return (int)REAL_OR_SYSCALL(real_socket, SYS_socket, domain, type,
+                                    protocol);
     fds_begin();
-    int fd = real_socket ? real_socket(domain, type, protocol)
-                         : (int)syscall(SYS_socket, domain, type, protocol);
+    int fd = (int)REAL_OR_SYSCALL(real_socket, SYS_socket, domain, type,
+                                  protocol);
     fd = fds_adopt(fd, FDS_SOCKET, NULL);
     fds_end();
     return fd;
@@ -663,12 +663,10 @@ static int agent_accept(int fd, struct sockaddr *addr, socklen_t *len,
         errno = EBADF;
         return -1;
     }
-    int r = flags == -1 ? (real_accept ? real_accept(fd, addr, len)
-                                       : (int)syscall(SYS_accept, fd, addr,
-                                                      len))
-                        : (real_accept4 ? real_accept4(fd, addr, len, flags)
-                                        : (int)syscall(SYS_accept4, fd, addr,
-                                                       len, flags));
+    int r = flags == -1
+                ? (int)REAL_OR_SYSCALL(real_accept, SYS_accept, fd, addr, len)
+                : (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd, addr,
+                                       len, flags);
     if (r < 0) {
         int e = errno;
         if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
@@ -687,8 +685,7 @@ __attribute__((visibility("default"))) int
 accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return real_accept ? real_accept(fd, addr, len)
-                           : (int)syscall(SYS_accept, fd, addr, len);
+        return (int)REAL_OR_SYSCALL(real_accept, SYS_accept, fd, addr, len);
     return agent_accept(fd, addr, len, -1);
 }
 
@@ -696,8 +693,8 @@ __attribute__((visibility("default"))) int
 accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return real_accept4 ? real_accept4(fd, addr, len, flags)
-                            : (int)syscall(SYS_accept4, fd, addr, len, flags);
+        return (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd, addr, len,
+                                    flags);
     return agent_accept(fd, addr, len, flags);
 }
 
@@ -708,32 +705,38 @@ static inline int lost_to_host(int fd, const void *pc)
     return unlikely(bit_get(lost, fd)) && from_agent_library(pc);
 }
 
+/* recv and send: the host's calls go straight through; civetweb's on a
+ * number the host took over fail as on a connection the peer dropped. */
+static inline ssize_t transfer(int sending, int fd, void *buf, size_t n,
+                               int flags, const void *pc)
+{
+    if (lost_to_host(fd, pc)) {
+        errno = sending ? EPIPE : ECONNRESET;
+        return -1;
+    }
+    if (sending)
+        return real_send ? real_send(fd, buf, n, flags)
+                         : syscall(SYS_sendto, fd, buf, n, flags, 0, 0);
+    return real_recv ? real_recv(fd, buf, n, flags)
+                     : syscall(SYS_recvfrom, fd, buf, n, flags, 0, 0);
+}
+
 __attribute__((visibility("default"))) ssize_t recv(int fd, void *buf,
                                                     size_t n, int flags)
 {
-    if (lost_to_host(fd, __builtin_return_address(0))) {
-        errno = ECONNRESET;
-        return -1;
-    }
-    return real_recv ? real_recv(fd, buf, n, flags)
-                     : (ssize_t)syscall(SYS_recvfrom, fd, buf, n, flags, 0, 0);
+    return transfer(0, fd, buf, n, flags, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) ssize_t send(int fd, const void *buf,
                                                     size_t n, int flags)
 {
-    if (lost_to_host(fd, __builtin_return_address(0))) {
-        errno = EPIPE;
-        return -1;
-    }
-    return real_send ? real_send(fd, buf, n, flags)
-                     : (ssize_t)syscall(SYS_sendto, fd, buf, n, flags, 0, 0);
+    return transfer(1, fd, (void *)buf, n, flags,
+                    __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"))) int shutdown(int fd, int how)
 {
     if (lost_to_host(fd, __builtin_return_address(0)))
         return 0;
-    return real_shutdown ? real_shutdown(fd, how)
-                         : (int)syscall(SYS_shutdown, fd, how);
+    return (int)REAL_OR_SYSCALL(real_shutdown, SYS_shutdown, fd, how);
 }

@@ -83,14 +83,27 @@ static long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5,
 #endif
 }
 
+/* The six arguments syscall(nr, ...) may carry: a caller passes as many as
+ * its call needs, the kernel reads six registers. */
+struct sys_args {
+    long a[6];
+};
+
+static struct sys_args take_args(va_list ap)
+{
+    struct sys_args r;
+    for (int i = 0; i < 6; i++)
+        r.a[i] = va_arg(ap, long);
+    return r;
+}
+
 static long stub_syscall(long nr, ...)
 {
     va_list ap;
     va_start(ap, nr);
-    long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-    long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+    struct sys_args x = take_args(ap);
     va_end(ap);
-    return raw_syscall(nr, a1, a2, a3, a4, a5, a6);
+    return raw_syscall(nr, x.a[0], x.a[1], x.a[2], x.a[3], x.a[4], x.a[5]);
 }
 
 void futex_hooks_init(void)
@@ -225,9 +238,10 @@ EXPORT long syscall(long nr, ...)
 {
     va_list ap;
     va_start(ap, nr);
-    long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-    long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+    struct sys_args x = take_args(ap);
     va_end(ap);
+    long a1 = x.a[0], a2 = x.a[1], a3 = x.a[2];
+    long a4 = x.a[3], a5 = x.a[4], a6 = x.a[5];
     if (unlikely(nr == SYS_futex))
         return futex(a1, a2, a3, a4, a5, a6);
     if (unlikely(nr == SYS_futex_waitv) && !pass_through())
