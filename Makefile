@@ -1,8 +1,11 @@
 # pprofagent: build, test, benchmark, install.
 #
-#   make            build build/libpprofagent.so
+#   make            build build/libpprofagent.so (installs nothing)
+#   make deps       install the packages building and testing need
 #   make demo       run a demo service under the agent and print a profile
-#   make test       build and run every test; ends with "N passed, N failed"
+#   make test       install what is missing, build and run every test; ends
+#                   with "N passed, N failed"
+#   make test-tsan  the unit tests under ThreadSanitizer ($(BUILD)-tsan)
 #   make bench      side-by-side cost measurements
 #   make install    PREFIX=/usr/local DESTDIR=
 
@@ -26,9 +29,12 @@ endif
 CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fvisibility=hidden -ftls-model=initial-exec \
         -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc \
-        -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS)
+        -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS) \
+        $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
-        -Wl,--version-script=agent/exports.map
+        -Wl,--version-script=agent/exports.map $(LDFLAGS)
+# The user's CPPFLAGS, CFLAGS and LDFLAGS (packagers' hardening flags) come
+# after the agent's own, so that they win where they overlap.
 LIBS_AGENT := -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
         -lpthread -lrt -lm
 # Unit tests take Debian's civetweb library; the agent compiles civetweb.c
@@ -47,15 +53,18 @@ endif
 CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fvisibility=hidden -ftls-model=initial-exec -D_GNU_SOURCE -pthread \
         -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
-        -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS)
+        -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
-SRCS := $(wildcard agent/*.c encoder/*.c http/*.c)
-OBJS := $(SRCS:%.c=$(BUILD)/%.o)
+SRCS := $(wildcard agent/*.c agent/*/*.c encoder/*.c http/*.c process/*.c)
+# Assembled: files embedded with .incbin (the flame graph's script).
+ASM_SRCS := $(wildcard encoder/*.S)
+OBJS := $(SRCS:%.c=$(BUILD)/%.o) $(ASM_SRCS:%.S=$(BUILD)/%.o)
 LIB  := $(BUILD)/libpprofagent.so
 
-# Objects that define interposed C-library names or run at load time stay
-# out of the archive that unit tests link against.
-UNIT_OBJS := $(filter-out $(BUILD)/agent/%_hooks.o $(BUILD)/agent/init.o,$(OBJS))
+# Objects that define interposed C-library names, and the process shell
+# (the constructor among them), stay out of the archive that unit tests
+# link against.
+UNIT_OBJS := $(filter-out $(BUILD)/agent/%_hooks.o $(BUILD)/process/%.o,$(OBJS))
 UNIT_LIB  := $(BUILD)/libpprof_unit.a
 
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
@@ -71,28 +80,43 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_DEPS := http/auth.c http/parse.c http/respond.c agent/config.c encoder/buf.c \
-        agent/log.c test/fuzz/stubs.c
+FUZZ_DEPS := http/auth.c http/parse.c http/respond.c agent/core/config.c encoder/buf.c \
+        agent/core/log.c test/fuzz/stubs.c
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps demo test test-bins bench bench-bins install uninstall clean format \
-        fuzz test-asan
+.PHONY: all deps demo test test-bins bench bench-bins install uninstall clean \
+        fuzz test-asan test-tsan
 
 all: $(LIB)
 
-# Installs missing system packages once per build tree.
+# Installs missing system packages once per build tree. Only `make deps`,
+# `make demo` and `make test` run it: a plain `make` builds with what is
+# there and installs nothing.
 $(DEPS_STAMP): scripts/install-deps
 	@sh scripts/install-deps
 	@mkdir -p $(BUILD) && touch $@
 
 deps: $(DEPS_STAMP)
 
-$(BUILD)/%.o: %.c $(wildcard agent/*.h encoder/*.h http/*.h) | $(DEPS_STAMP)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_AGENT) -c $< -o $@
+# Header dependencies: each object lists the headers it read (-MMD), and a
+# removed header does not break the build (-MP).
+DEPFLAGS := -MMD -MP
 
-$(CIVETWEB_SRC)/src/civetweb.c: scripts/civetweb-source | $(DEPS_STAMP)
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_AGENT) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -c $< -o $@
+
+# .incbin's file is not seen by -MMD.
+$(BUILD)/encoder/flamegraph_js.o: encoder/flamegraph.js
+
+-include $(OBJS:.o=.d)
+
+$(CIVETWEB_SRC)/src/civetweb.c: scripts/civetweb-source
 	@sh scripts/civetweb-source $(CIVETWEB_SRC)
 
 $(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c
@@ -106,10 +130,12 @@ $(UNIT_LIB): $(UNIT_OBJS)
 	@rm -f $@
 	ar rcs $@ $(UNIT_OBJS)
 
-$(BUILD)/test/unit/%: test/unit/%.c test/unit/harness.h $(UNIT_LIB)
+$(BUILD)/test/unit/%: test/unit/%.c $(UNIT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -D_GNU_SOURCE -pthread -I. -Itest/unit $(WARN) \
-	    $< -o $@ $(UNIT_LIB) $(LIBS_UNIT)
+	    $(DEPFLAGS) -MF $@.d $(CPPFLAGS) $(CFLAGS) $< -o $@ $(UNIT_LIB) $(LIBS_UNIT) $(LDFLAGS)
+
+-include $(UNIT_BINS:=.d)
 
 # Shared objects test_cfi_walk dlopens: one source, -O2 with and without
 # frame pointers (late: loaded after the tables were built).
@@ -127,12 +153,12 @@ $(BUILD)/test/unit/libwalk_fp.so: test/unit/walk_lib.c
 
 # Test programs: plain host programs, built with symbols and frame pointers
 # the way a typical service is; they never link against the agent.
-$(BUILD)/test/programs/%: test/programs/%.c | $(DEPS_STAMP)
+$(BUILD)/test/programs/%: test/programs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -D_GNU_SOURCE \
 	    -pthread -I. $< -o $@ -ldl -lm
 
-$(BUILD)/test/programs/%: test/programs/%.cc | $(DEPS_STAMP)
+$(BUILD)/test/programs/%: test/programs/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $(PROG_CXXFLAGS) $< -o $@ -ldl
 
@@ -142,16 +168,20 @@ $(BUILD)/test/programs/futex_truth_cxx: PROG_CXXFLAGS = -std=c++20
 # Rust test programs, built as a release build is (optimized, the standard
 # library's own frames without frame pointers), with line tables.
 RUSTC ?= rustc
-$(BUILD)/test/programs/%: test/programs/%.rs | $(DEPS_STAMP)
+$(BUILD)/test/programs/%: test/programs/%.rs
 	@mkdir -p $(dir $@)
 	MAKEFLAGS= $(RUSTC) -O -g $< -o $@
 
 test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 
-test: test-bins
+# The packages first (test programs need compilers and tools a plain build
+# does not), then the binaries, then the run.
+test: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory test-bins
 	@sh test/run-tests $(BUILD)
 
-$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h http/*.h) | $(DEPS_STAMP)
+# Several sources in one command: the headers are listed, not generated.
+$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h encoder/*.h http/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=undefined -D_GNU_SOURCE -pthread -I. \
@@ -165,7 +195,13 @@ fuzz: $(FUZZ_BINS)
 test-asan:
 	@sh test/run-sanitizers $(BUILD)
 
-demo: $(LIB) $(BUILD)/test/programs/demo_service
+# The unit tests under ThreadSanitizer, in the tree $(BUILD)-tsan (the
+# concurrent tables, the ring buffer, the fork gates).
+test-tsan:
+	@sh test/run-tsan $(BUILD)
+
+demo: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory $(LIB) $(BUILD)/test/programs/demo_service
 	@sh scripts/demo $(BUILD)
 
 # What the benchmarks run; test/bench/run builds it first, so that one area
@@ -208,9 +244,6 @@ uninstall:
 	      $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc \
 	      $(DESTDIR)$(MANDIR)/man7/pprofagent.7 \
 	      $(SCRIPTS:%=$(DESTDIR)$(BINDIR)/%)
-
-format:
-	clang-format -i agent/*.[ch] encoder/*.[ch] http/*.[ch] test/unit/*.[ch]
 
 clean:
 	rm -rf $(BUILD)

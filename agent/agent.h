@@ -53,6 +53,10 @@ void config_load(void);
 /* Parses a decimal integer in [min, max] from s (whole string).
  * Returns 0 or -EINVAL. Async-signal-safe. Does not allocate. */
 int config_parse_long(const char *s, long min, long max, long *out);
+/* Copies the n bytes at s (up to a separator found by the caller) into dst
+ * as a string, when they fit in size with the NUL. Returns 0 or -EINVAL
+ * (dst untouched). Async-signal-safe. Does not allocate. */
+int config_copy_prefix(char *dst, size_t size, const char *s, size_t n);
 
 /* ---- logging (log.c) ----------------------------------------------------- */
 
@@ -141,6 +145,13 @@ extern volatile int agent_ready;
 
 /* ---- loaded objects ------------------------------------------------------ */
 
+/* The loaded-objects generation (objects.c): objects_changed() says that
+ * objects were loaded or unloaded (the dlclose interposer, the program-
+ * header snapshot); readers compare objects_generation() with the value
+ * they last rebuilt at. Async-signal-safe. Does not allocate. */
+void objects_changed(void);
+unsigned objects_generation(void);
+
 /* The C library's _dl_find_object (glibc 2.35 on: the object containing an
  * address, without the loader lock; async-signal-safe), or NULL when it
  * has none. Set by the constructor (phdr_hooks.c). */
@@ -168,6 +179,14 @@ static inline void phdr_load_range(const struct dl_phdr_info *info,
 }
 
 /* ---- stack capture (stack.c) --------------------------------------------- */
+
+/* Pseudo frames: stack entries below 4096 are never code addresses. The
+ * recorders store them; the symbolizer names them (symbols_pseudo_name). */
+#define FRAME_TRUNCATED 1 /* the stack was deeper than the agent keeps */
+#define FRAME_LOST 2      /* samples that could not be taken or stored */
+#define FRAME_UNKNOWN 3   /* no stack could be captured */
+#define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
+#define FRAME_PSEUDO_MAX 4096
 
 #define STACK_MAX 128
 
@@ -210,9 +229,17 @@ void stack_thread_prepare(void);
  */
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
 
-/* Registers the fork handler of the stack walker's shared state
- * (stack_fork.c). Not async-signal-safe. */
-void stack_fork_init(void);
+/* ---- fork (fork.c): the one ordered list of fork handlers ---------------- */
+
+/* Turns on the agent's fork handlers (registered once, before any other
+ * constructor of the agent): the modules' steps, and the process shell's
+ * (shell_prepare runs first of the prepare steps, shell_child after the
+ * agent's own child steps; either may be NULL). Called once by the
+ * constructor. Not async-signal-safe. */
+void fork_init(void (*shell_prepare)(void), void (*shell_child)(void));
+/* In a fork child: forgets the forking thread's cached thread id (guard.c).
+ * Async-signal-safe. */
+void guard_fork_child(void);
 
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;
@@ -380,11 +407,11 @@ int sigmask_self_blocks(int sig);
  * Not async-signal-safe. */
 void sigmask_fork_child(void);
 
-/* ---- lifecycle (init.c) -------------------------------------------------- */
+/* ---- clock (clock.c) ---------------------------------------------------- */
 
 /* Seconds since the Unix epoch, in ns (clock.c). Async-signal-safe. */
 int64_t agent_now_ns(void);
-/* Time the agent loaded, in ns since the epoch. */
+/* Time the agent loaded, in ns since the epoch (set by the constructor). */
 extern int64_t agent_start_ns;
 
 #endif

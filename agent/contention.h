@@ -1,6 +1,6 @@
 /*
  * Contention profiles (block and mutex), shared by the lock interposers
- * (agent/lock_hooks.c), the recorder (agent/contention.c) and the
+ * (agent/locks/lock_hooks.c), the recorder (agent/locks/contention.c) and the
  * endpoints (http/contention.c).
  *
  * block: every time a host thread waits in a contended lock, a condition
@@ -46,7 +46,7 @@ extern int contention_on;
  * the uncontended unlock at one load. */
 extern long contention_waiters;
 
-/* The same for sampled futex waiters (agent/futex_hooks.c): read by every
+/* The same for sampled futex waiters (agent/locks/futex_hooks.c): read by every
  * futex wake, kept apart so that a thread parked on a futex for hours (an
  * idle worker) does not send every pthread unlock down the slow path. */
 extern long contention_futex_waiters;
@@ -168,5 +168,11 @@ void futex_hooks_init(void);
 /* Resolves the real_* functions of lock_hooks.c (idempotent).
  * Not async-signal-safe. */
 void lock_hooks_init(void);
+
+/* cond_version.c: 1 when the object containing pc binds pthread_cond_wait
+ * and pthread_cond_timedwait at the old GLIBC_2.2.5 version, 0 otherwise
+ * (the current one; also the answer when the object has no such
+ * reference, e.g. a call through a pointer). Not async-signal-safe. */
+int cond_version_old(uintptr_t pc);
 
 #endif

@@ -166,9 +166,14 @@ void cpu_agent_thread(void);
 /* 1 when tid is one of the agent's own threads. Async-signal-safe. */
 int cpu_is_agent_tid(int tid);
 
-/* Blocks the profiling signal in the calling thread around fork, so a busy
- * timer cannot make clone() restart forever; registered with pthread_atfork
- * at init. Not async-signal-safe. */
+/* Seeds the sampler and installs the signal side. Not async-signal-safe. */
 void cpu_timer_init(void);
+/* Fork (agent/core/fork.c): prepare blocks the profiling signal in the
+ * forking thread, so a busy timer cannot make clone() restart forever;
+ * parent restores the mask; child resets the profile state (no timers, no
+ * agent threads), restores the host's disposition, then the mask. */
+void cpu_timer_fork_prepare(void);
+void cpu_timer_fork_parent(void);
+void cpu_timer_fork_child(void);
 
 #endif

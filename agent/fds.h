@@ -1,5 +1,5 @@
 /*
- * The descriptors the agent owns (agent/fds.c; docs/descriptors.md has the
+ * The descriptors the agent owns (agent/host/fds.c; docs/descriptors.md has the
  * protocol). Every descriptor the agent, civetweb or libunwind creates is
  * moved out of the low numbers a host reuses and registered; the host's
  * close, close_range, closefrom, dup2 and dup3 then behave towards those

@@ -137,9 +137,15 @@ struct heap_live {
     int64_t born_ns; /* CLOCK_MONOTONIC_COARSE when it was sampled */
 };
 
-/* Creates the bucket table and registers the fork handlers. Returns 0 or
- * -ENOMEM (heap sampling then stays off). Not async-signal-safe. */
+/* Creates the bucket table. Returns 0 or -ENOMEM (heap sampling then stays
+ * off). Not async-signal-safe. */
 int heap_table_init(void);
+/* Fork (agent/core/fork.c, when heap_buckets exists): prepare waits for
+ * samplers in flight and takes every shard's lock; parent and child
+ * release them (the child keeps the parent's samples). */
+void heap_table_fork_prepare(void);
+void heap_table_fork_parent(void);
+void heap_table_fork_child(void);
 
 /* Records a sampled allocation of size bytes at p: captures the caller's
  * stack and tracks p. Call with the guard entered. Losses are counted.

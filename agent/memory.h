@@ -13,9 +13,6 @@
 
 /* ---- /proc/self/smaps (maps.c) -------------------------------------------- */
 
-/* A whole /proc file in one malloc'd, NUL-terminated buffer (free() it).
- * Returns 0 or -errno. Not async-signal-safe. */
-int maps_slurp(const char *path, char **out);
 
 /* One mapping of /proc/self/smaps, as far as the classifier needs it. */
 struct smaps_entry {

@@ -1,21 +1,16 @@
 /*
- * Operations: what an operator needs around the endpoints.
+ * Operations: what an operator needs around the endpoints, as the
+ * recording layer keeps it (the process shell, process/process.h, acts on
+ * it; http/ shows it).
  *
- * - The run directory (rundir.c): one small file per serving process
+ * - The configuration of the shell (config.c): run directory, children,
+ *   dumps, start delay.
+ * - The run directory (core/rundir.c): one small file per serving process
  *   ("pid ppid program address"), so that every worker of a multi-process
  *   service can be found, and the index page can link to all of them.
- * - Children (children.c): the fork policy. A child forked without exec
- *   (nginx and PostgreSQL workers, prefork servers) gets a server of its
- *   own on port 0, started a moment after the fork by a small agent thread,
- *   and announces it in the run directory.
- * - Dumps (dump.c): profiles written to files (PPROF_DUMP_DIR) at exit, on
- *   a signal the operator chooses and at an interval, for batch jobs and
- *   programs that live seconds.
  *
- * Contexts: the init functions run in the constructor; the fork handlers
- * run in the forking thread (prepare, parent) and in the child's only
- * thread (child); the dump signal handler runs anywhere; everything else
- * runs on the agent's own threads or in the host's exit path.
+ * Contexts: the init functions run in the constructor or a fork child
+ * handler; the rest on the agent's own threads.
  */
 #ifndef PPROF_OPS_H
 #define PPROF_OPS_H
@@ -95,69 +90,5 @@ size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
 /* Program name of this process (its /proc comm, at most 15 characters).
  * Not async-signal-safe. */
 void rundir_program(char *out, size_t size);
-
-/* ---- children (children.c) ------------------------------------------------ */
-
-/* Registers the fork handlers. Called once by the constructor.
- * Not async-signal-safe. */
-void children_init(void);
-
-/* 1 in a process that was forked (without exec) from one under the agent. */
-extern int children_is_forked;
-
-/* Whether this process writes PPROF_PORT_FILE: yes unless it is a forked
- * child whose parent still lives (the file names the parent; a daemon
- * whose parent exited takes it over). Not async-signal-safe. */
-int children_port_file(void);
-
-/* When the configured port cannot be had and a run directory is in use,
- * rewrites addr (civetweb's syntax) to port 0 on the same host and returns
- * 1; otherwise 0. Not async-signal-safe. */
-int children_port0(char *addr, size_t size);
-
-/* Called by the server once it listens on port: announces this process in
- * the run directory (reserving its file first when not done yet).
- * Not async-signal-safe. */
-void children_announce(int port);
-
-/* ---- deferred start (start.c) ------------------------------------------- */
-
-/* Creates the agent thread that, after opt_start_delay_ms, starts the dumps
- * (when dumps is set: a forked child's) and the server (unless serving is
- * off, or this is a forked child and PPROF_CHILDREN=off). Returns 0 or
- * -errno (no thread). Not async-signal-safe; may be called in a fork
- * child handler. */
-int start_later(int dumps);
-
-/* Starts the server now, unless it was started already in this process.
- * Not async-signal-safe. */
-void start_now(void);
-
-/* Called by the credential hooks before the host changes its user or group
- * while it is root: creates the announcement file and the port file while
- * the process may, unless the server started already. Once per process;
- * nothing in a forked child. Not async-signal-safe. */
-void start_before_drop(void);
-
-/* ---- dumps (dump.c) ------------------------------------------------------- */
-
-/* When PPROF_DUMP_DIR is set: starts the whole-run CPU profile, installs
- * the dump signal's handler (unless the host handles that signal), starts
- * the dump thread and registers the exit dump. Also called in a forked
- * child (children.c) to start that child's own dumps. Not
- * async-signal-safe. */
-void dump_start(void);
-
-/* Resets the dumper's state in a fork child (the dump thread is gone).
- * Async-signal-safe. */
-void dump_fork_child(void);
-
-/* Writes every dump profile now, on the calling thread (the dump thread or
- * the exit path). reason is "exit", "signal" or "interval". Returns the
- * number of files written. Not async-signal-safe. */
-int dump_now(const char *reason);
-
-/* Files written since start (read with a relaxed atomic load). */
-extern long dump_files_written;
 
 #endif

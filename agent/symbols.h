@@ -1,9 +1,9 @@
 /*
  * Symbolization: which object covers an address, and what function, file
- * and line it is. Owned by agent/symbols.c (mappings from /proc/self/maps,
- * GNU build IDs, ELF .symtab/.dynsym, demangling), agent/symbols_debug.c
+ * and line it is. Owned by agent/symbols/symbols.c (mappings from /proc/self/maps,
+ * GNU build IDs, ELF .symtab/.dynsym, demangling), agent/symbols/symbols_debug.c
  * (separate debug files by build ID and .gnu_debuglink, MiniDebugInfo) and
- * agent/symbols_dwarf.c (file:line through libdw).
+ * agent/symbols/symbols_dwarf.c (file:line through libdw).
  *
  * Entered only from the agent's own threads, while a profile is encoded or
  * /debug/pprof/symbol is answered; never from a signal handler and never
@@ -14,15 +14,10 @@
 #ifndef PPROF_SYMBOLS_H
 #define PPROF_SYMBOLS_H
 
+#include "agent/agent.h" /* FRAME_*: the recording layer's pseudo frames */
+
 #include <stddef.h>
 #include <stdint.h>
-
-/* Pseudo frames: stack entries below 4096 are never code addresses. */
-#define FRAME_TRUNCATED 1 /* the stack was deeper than the agent keeps */
-#define FRAME_LOST 2      /* samples that could not be taken or stored */
-#define FRAME_UNKNOWN 3   /* no stack could be captured */
-#define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
-#define FRAME_PSEUDO_MAX 4096
 
 /* Returns the display name of a pseudo frame ("[truncated]", ...), or NULL
  * when pc is a real address. Async-signal-safe. Does not allocate. */
@@ -84,10 +79,6 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
                                        int exported_only),
                             void *arg);
 
-/* Tells the symbolizer that objects were loaded or unloaded (called from
- * the dlopen/dlclose interposers). Async-signal-safe. Does not allocate. */
-void symbols_invalidate(void);
-
 /* In a fork child (the only thread): when a thread of the parent held the
  * symbolizer's lock at fork time, starts over with an empty state (the old
  * one, perhaps half-changed, is left alone) and a fresh lock.
@@ -95,7 +86,7 @@ void symbols_invalidate(void);
 void symbols_fork_child(void);
 
 
-/* ---- internal to agent/symbols*.c and agent/maps.c ----------------------- */
+/* ---- internal to agent/symbols/ and agent/host/maps.c -------------------- */
 
 /* Demangles a C++ or Rust symbol with libiberty. Returns a malloc'd string,
  * or NULL when name is not mangled (or on OOM). Not async-signal-safe. */
@@ -202,14 +193,15 @@ int symbols_elf_open_memory(struct sym_object *o, const void *image,
  * start with file offset offset. Returns 0 or -ENOENT. Not async-signal-safe. */
 int symbols_elf_bias(const struct sym_object *o, uintptr_t start,
                      uintptr_t offset, uintptr_t *bias);
-/* Builds the function table and finds separate debug info (first use).
- * Not async-signal-safe. */
+/* Builds the function table (first use), from the source
+ * symbols_debug_find() chose: call that first. Not async-signal-safe. */
 void symbols_elf_load(struct sym_object *o);
 /* The function symbol covering file address addr, or NULL.
  * Not async-signal-safe. Does not allocate. */
 const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
                                           uint64_t addr);
-/* Releases everything symbols_elf_* and symbols_dwarf_* attached to o.
+/* Releases what symbols_elf_* attached to o; symbols_dwarf_close() and
+ * symbols_debug_close() come first (they read o's ELF).
  * Not async-signal-safe. */
 void symbols_elf_close(struct sym_object *o);
 

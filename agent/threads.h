@@ -1,8 +1,8 @@
 /*
  * The threads profile (/debug/pprof/goroutine): every host thread of the
- * process now, with its name, state and stack. Owned by agent/threads.c
+ * process now, with its name, state and stack. Owned by agent/threads/threads.c
  * (listing /proc/self/task, asking each thread for its stack, waiting) and
- * agent/threads_signal.c (the handler that answers, and nothing else).
+ * agent/threads/threads_signal.c (the handler that answers, and nothing else).
  *
  * How a stack is taken: the HTTP worker sends each thread a real-time
  * signal (rt_tgsigqueueinfo, carrying the request's generation and the

@@ -1,5 +1,5 @@
 /*
- * libunwind, loaded privately (agent/unwinder.c). The agent does not link
+ * libunwind, loaded privately (agent/stacks/unwinder.c). The agent does not link
  * against libunwind: libunwind.so.8 also exports unversioned _Unwind_*
  * functions, and in the host's global scope they would take C++ exceptions
  * and pthread_exit's forced unwinding away from libgcc whenever the host

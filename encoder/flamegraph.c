@@ -522,157 +522,34 @@ static int walk(const struct tree *t, struct layout *lay, struct pbuf *out,
 }
 
 /*
- * The interactive part. It reads everything it needs from the document
- * (each frame's rectangle and title), so the C side writes the picture
- * once and the script only moves it. Kept free of "]]>" so that it can sit
- * in a CDATA section.
+ * The interactive part, encoder/flamegraph.js, embedded at build time
+ * (flamegraph_js.S: the file's bytes and a NUL). It reads everything it
+ * needs from the document (each frame's rectangle and title), so the C
+ * side writes the picture once and the script only moves it; @XPAD@ and
+ * @FW@ in it stand for the layout's padding and glyph width. Kept free of
+ * "]]>" so that it can sit in a CDATA section.
  */
-static const char flame_script[] =
-    "(function () {\n"
-    "var svg = document.documentElement;\n"
-    "var W = +svg.getAttribute('width'), XPAD = %d, FW = %.3f;\n"
-    "var frames = document.getElementById('frames');\n"
-    "var details = document.getElementById('details');\n"
-    "var unzoomBtn = document.getElementById('unzoom');\n"
-    "var searchBtn = document.getElementById('search');\n"
-    "var matched = document.getElementById('matched');\n"
-    "var items = [], gs = frames.getElementsByTagName('g');\n"
-    "for (var i = 0; i < gs.length; i++) {\n"
-    "  var g = gs[i], r = g.getElementsByTagName('rect')[0];\n"
-    "  var title = g.getElementsByTagName('title')[0].textContent;\n"
-    "  var cut = title.lastIndexOf(' (');\n"
-    "  g.setAttribute('data-i', i);\n"
-    "  items.push({g: g, r: r, t: g.getElementsByTagName('text')[0],\n"
-    "    x: +r.getAttribute('x'), w: +r.getAttribute('width'),\n"
-    "    y: +r.getAttribute('y'), fill: r.getAttribute('fill'),\n"
-    "    title: title, name: cut > 0 ? title.slice(0, cut) : title});\n"
-    "}\n"
-    "function fit(it, x, w) {\n"
-    "  it.r.setAttribute('x', x.toFixed(2));\n"
-    "  it.r.setAttribute('width', w.toFixed(2));\n"
-    "  it.t.setAttribute('x', (x + 3).toFixed(2));\n"
-    "  var n = Math.floor((w - 6) / FW);\n"
-    "  it.t.textContent = n < 3 ? '' : it.name.length <= n ? it.name :\n"
-    "    it.name.slice(0, n - 2) + '..';\n"
-    "}\n"
-    "var E = 0.01;\n"
-    "var zoomed = null;\n"
-    "function zoom(z) {\n"
-    "  zoomed = z;\n"
-    "  var full = W - 2 * XPAD, scale = full / z.w;\n"
-    "  for (var i = 0; i < items.length; i++) {\n"
-    "    var it = items[i], show = false;\n"
-    "    if (it.y > z.y) {\n"
-    "      if (it.x <= z.x + E && it.x + it.w >= z.x + z.w - E) {\n"
-    "        show = true; fit(it, XPAD, full);\n"
-    "      }\n"
-    "    } else if (it.x >= z.x - E && it.x + it.w <= z.x + z.w + E) {\n"
-    "      show = true; fit(it, XPAD + (it.x - z.x) * scale, it.w * scale);\n"
-    "    }\n"
-    "    it.g.style.display = show ? '' : 'none';\n"
-    "  }\n"
-    "  unzoomBtn.setAttribute('visibility', 'visible');\n"
-    "  svg.setAttribute('data-zoomed', z.name);\n"
-    "}\n"
-    "function unzoom() {\n"
-    "  zoomed = null;\n"
-    "  for (var i = 0; i < items.length; i++) {\n"
-    "    fit(items[i], items[i].x, items[i].w);\n"
-    "    items[i].g.style.display = '';\n"
-    "  }\n"
-    "  unzoomBtn.setAttribute('visibility', 'hidden');\n"
-    "  svg.removeAttribute('data-zoomed');\n"
-    "}\n"
-    "function itemOf(e) {\n"
-    "  for (var n = e.target; n && n !== frames; n = n.parentNode)\n"
-    "    if (n.getAttribute && n.getAttribute('data-i') !== null)\n"
-    "      return items[+n.getAttribute('data-i')];\n"
-    "  return null;\n"
-    "}\n"
-    "frames.addEventListener('click', function (e) {\n"
-    "  var it = itemOf(e);\n"
-    "  if (!it) return;\n"
-    "  if (it === items[0]) unzoom(); else zoom(it);\n"
-    "});\n"
-    "frames.addEventListener('mouseover', function (e) {\n"
-    "  var it = itemOf(e);\n"
-    "  if (it) details.textContent = it.title;\n"
-    "});\n"
-    "frames.addEventListener('mouseout', function () {\n"
-    "  details.textContent = ' ';\n"
-    "});\n"
-    "unzoomBtn.addEventListener('click', unzoom);\n"
-    "var searching = false;\n"
-    "function search(re) {\n"
-    "  var spans = [];\n"
-    "  for (var i = 0; i < items.length; i++) {\n"
-    "    var it = items[i], hit = re !== null && re.test(it.name);\n"
-    "    it.r.setAttribute('fill', hit ? 'rgb(230,0,230)' : it.fill);\n"
-    "    it.g.setAttribute('class', hit ? 'f m' : 'f');\n"
-    "    if (hit) spans.push([it.x, it.x + it.w]);\n"
-    "  }\n"
-    "  searching = re !== null;\n"
-    "  searchBtn.textContent = searching ? 'Reset Search' : 'Search';\n"
-    "  if (!searching) { matched.textContent = ' '; return; }\n"
-    "  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
-    "  var sum = 0, end = -1;\n"
-    "  for (var j = 0; j < spans.length; j++) {\n"
-    "    var s = Math.max(spans[j][0], end);\n"
-    "    if (spans[j][1] > s) { sum += spans[j][1] - s; end = spans[j][1]; }\n"
-    "  }\n"
-    "  matched.textContent = 'Matched: ' +\n"
-    "    (100 * sum / (W - 2 * XPAD)).toFixed(1) + '%%';\n"
-    "}\n"
-    "function ask() {\n"
-    "  if (searching) { search(null); return; }\n"
-    "  var term = prompt('Search for (regular expression):', '');\n"
-    "  if (term) {\n"
-    "    try { search(new RegExp(term)); } catch (err) { alert(err); }\n"
-    "  }\n"
-    "}\n"
-    "searchBtn.addEventListener('click', ask);\n"
-    "window.addEventListener('keydown', function (e) {\n"
-    "  if ((e.ctrlKey || e.metaKey) && e.keyCode === 70) {\n"
-    "    e.preventDefault(); ask();\n"
-    "  } else if (e.keyCode === 27) { search(null); unzoom(); }\n"
-    "});\n"
-    /* The picture is drawn for `width` pixels (what an <img> shows); in
-     * a window the script stretches it to the window's width, and again
-     * when the window is resized. */
-    "function widen() {\n"
-    "  var nw = Math.max(400, Math.floor(window.innerWidth || 0));\n"
-    "  if (!window.innerWidth || nw === W) return;\n"
-    "  var f = (nw - 2 * XPAD) / (W - 2 * XPAD);\n"
-    "  for (var i = 0; i < items.length; i++) {\n"
-    "    items[i].x = XPAD + (items[i].x - XPAD) * f; items[i].w *= f;\n"
-    "  }\n"
-    "  W = nw;\n"
-    "  var H = +svg.getAttribute('height');\n"
-    "  svg.setAttribute('width', W);\n"
-    "  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);\n"
-    "  document.getElementById('background').setAttribute('width', W);\n"
-    "  document.getElementById('title').setAttribute('x', W / 2);\n"
-    "  document.getElementById('subtitle').setAttribute('x', W / 2);\n"
-    "  searchBtn.setAttribute('x', W - XPAD);\n"
-    "  matched.setAttribute('x', W - XPAD);\n"
-    "  if (zoomed) zoom(zoomed); else unzoom();\n"
-    "}\n"
-    "widen();\n"
-    "window.addEventListener('resize', widen);\n"
-    "var z0 = svg.getAttribute('data-zoom');\n"
-    "if (z0) {\n"
-    "  try {\n"
-    "    var zre = new RegExp(z0);\n"
-    "    for (var k = 1; k < items.length; k++)\n"
-    "      if (zre.test(items[k].name)) { zoom(items[k]); break; }\n"
-    "  } catch (err) { }\n"
-    "}\n"
-    "var initial = svg.getAttribute('data-search');\n"
-    "if (initial) {\n"
-    "  try { search(new RegExp(initial)); } catch (err) { }\n"
-    "}\n"
-    "svg.setAttribute('data-ready', items.length);\n"
-    "})();\n";
+extern const char flamegraph_script[];
+
+static void put_script(struct pbuf *out)
+{
+    const char *s = flamegraph_script;
+    const char *at;
+    while ((at = strchr(s, '@')) != NULL) {
+        pbuf_append(out, s, (size_t)(at - s));
+        if (strncmp(at, "@XPAD@", 6) == 0) {
+            pbuf_printf(out, "%d", XPAD);
+            s = at + 6;
+        } else if (strncmp(at, "@FW@", 4) == 0) {
+            pbuf_printf(out, "%.3f", FONT_WIDTH * FONT_SIZE);
+            s = at + 4;
+        } else {
+            pbuf_append(out, at, 1);
+            s = at + 1;
+        }
+    }
+    pbuf_puts(out, s);
+}
 
 int flamegraph_svg(const struct decoded_profile *p, int index,
                    const struct flamegraph_options *opt, struct pbuf *out)
@@ -771,7 +648,7 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
     if (total > 0)
         err = walk(&t, &lay, out, type, unit);
     pbuf_puts(out, "</g>\n<script type=\"text/ecmascript\"><![CDATA[\n");
-    pbuf_printf(out, flame_script, XPAD, FONT_WIDTH * FONT_SIZE);
+    put_script(out);
     pbuf_puts(out, "]]></script>\n</svg>\n");
 
     free(t.nodes);

@@ -43,15 +43,8 @@ struct request {
     int capture_status;
 };
 
-/* Starts the server on opt_addr, writes PPROF_PORT_FILE. On failure logs
- * one line and returns -errno; the host goes on. Not async-signal-safe. */
-int server_start(void);
-/* Creates PPROF_PORT_FILE (empty) now, while the process may: the server
- * fills it once it listens. Not async-signal-safe. */
-void server_reserve_port_file(void);
-/* In a fork child (the only thread): forgets the parent's server, so that
- * server_start() can start the child's own. Async-signal-safe. */
-void server_fork_child(void);
+/* The server's lifecycle (server_start and the fork and port-file calls)
+ * is in http/server.h, the folder's face for the process shell. */
 
 /* ---- requests that wait (handoff.c) -------------------------------------- */
 

@@ -21,11 +21,11 @@
  * (created with the guard entered, so thread_hooks.c marks them, and with
  * every signal blocked, so the host's signals never land on them).
  */
-#include "http/http.h"
+#include "http/server.h"
 
 #include "agent/agent.h"
 #include "agent/fds.h"
-#include "agent/ops.h"
+#include "http/http.h"
 
 #include <arpa/inet.h>
 #include <civetweb.h>
@@ -230,8 +230,10 @@ static int fill_reserved(const char *addr, size_t len)
     return 0;
 }
 
-static void write_port_file(int port)
+void server_write_port_file(int port)
 {
+    if (!opt_port_file[0])
+        return;
     char addr[300];
     const char *host = opt_addr;
     const char *colon = strrchr(opt_addr, ':');
@@ -347,11 +349,11 @@ static void say_serving(int port, const char *first_error)
         said_serving = 1;
 }
 
-int server_start(void)
+int server_start(const struct server_listen *how)
 {
     mg_init_library(0);
     const char *options[] = {
-        "listening_ports", opt_addr,
+        "listening_ports", how->addr,
         "num_threads", SERVER_THREADS,
         "listen_backlog", "64",
         "connection_queue", "32",
@@ -388,13 +390,12 @@ int server_start(void)
     /* civetweb's sockets are the agent's own (agent/fds.c). */
     fds_own_library((const void *)mg_start2);
     server_ctx = mg_start2(&init, &err);
-    /* The port is taken (an exec'd child of a process under the agent, a
-     * second instance): with a run directory, serve on port 0 instead and
-     * be found there (agent/children.c). */
+    /* The address is taken (an exec'd child of a process under the agent,
+     * a second instance): the caller may give another (port 0) to try. */
     char first_error[256] = "";
     if (!server_ctx)
         bind_error(errtext, first_error, sizeof first_error);
-    if (!server_ctx && children_port0(opt_addr, sizeof opt_addr))
+    if (!server_ctx && how->fallback && how->fallback(how->addr, how->addr_size))
         server_ctx = mg_start2(&init, &err);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
@@ -410,10 +411,7 @@ int server_start(void)
     int nports = mg_get_server_ports(server_ctx, 4, ports);
     int port = nports > 0 ? ports[0].port : 0;
     say_serving(port, first_error);
-    /* Announced before the port file is written: a test or script that
-     * waits for the port file finds the process announced too. */
-    children_announce(port);
-    if (opt_port_file[0] && children_port_file())
-        write_port_file(port);
+    if (how->on_listening)
+        how->on_listening(port);
     return 0;
 }

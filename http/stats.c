@@ -16,7 +16,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
-#include "agent/fds.h"
+#include "agent/proc.h"
 #include "encoder/encoder.h"
 #include "encoder/flamegraph.h"
 
@@ -50,22 +50,6 @@ static int64_t clock_ns(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Reads a small /proc file into buf (NUL-terminated). Returns its length
- * or -errno. */
-static ssize_t read_proc(const char *path, char *buf, size_t size)
-{
-    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, size - 1);
-    int e = errno;
-    fds_close(fd);
-    if (n < 0)
-        return -e;
-    buf[n] = '\0';
-    return n;
-}
-
 struct proc_stat {
     long threads;
     long rss_pages;
@@ -77,7 +61,7 @@ struct proc_stat {
 static int read_stat(struct proc_stat *st)
 {
     char buf[1024];
-    if (read_proc("/proc/self/stat", buf, sizeof buf) < 0)
+    if (proc_read("/proc/self/stat", buf, sizeof buf) < 0)
         return -EIO;
     char *p = strrchr(buf, ')');
     if (!p)
@@ -103,7 +87,7 @@ static int read_stat(struct proc_stat *st)
 static double uptime_seconds(const struct proc_stat *st)
 {
     char buf[128];
-    if (read_proc("/proc/uptime", buf, sizeof buf) < 0)
+    if (proc_read("/proc/uptime", buf, sizeof buf) < 0)
         return (double)(agent_now_ns() - agent_start_ns) / 1e9;
     double up = strtod(buf, NULL) - st->start_seconds;
     return up > 0 ? up : 0;

@@ -1,5 +1,5 @@
 # Hosts that unwind for themselves are not disturbed by the agent's own
-# unwinder (libunwind, loaded privately by agent/unwinder.c):
+# unwinder (libunwind, loaded privately by agent/stacks/unwinder.c):
 # - a C program using a C++ library: exceptions thrown on four threads,
 #   and pthread_exit through a std::lock_guard, go through libgcc as they
 #   do without the agent (libunwind's _Unwind_* in the global scope took

@@ -1,4 +1,4 @@
-# Programs that take their descriptors back, as daemons do (agent/fds.c,
+# Programs that take their descriptors back, as daemons do (agent/host/fds.c,
 # docs/descriptors.md):
 # - fd_reuse closes every inherited descriptor (a loop, closefrom,
 #   close_range), reuses the numbers (a pipe on 3/4, threads whose creation

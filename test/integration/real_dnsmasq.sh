@@ -1,6 +1,6 @@
 # Debian's dnsmasq under the agent: a daemon that closes every inherited
 # descriptor at start and then opens its own (UDP and TCP listeners, a
-# pipe), which get the numbers the agent used before agent/fds.c. In the
+# pipe), which get the numbers the agent used before agent/host/fds.c. In the
 # foreground on a loopback port, serving 400 names from a hosts file, it
 # must answer every query over UDP and over TCP correctly while 4 clients
 # query at once, heap samples are taken at a high rate and a CPU profile is

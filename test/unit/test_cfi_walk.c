@@ -1,5 +1,5 @@
 /*
- * The table-driven walker (agent/cfi_walk.c) against libunwind, from the
+ * The table-driven walker (agent/stacks/cfi_walk.c) against libunwind, from the
  * same call sites: -O2 code with and without frame pointers in shared
  * objects dlopen'ed (and dlclose'd: their tables go), frames of run-time
  * size, deep recursion, the C library's qsort calling back, a signal

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the mutex charges' sampling (agent/contention.c): a
+ * Unit tests for the mutex charges' sampling (agent/locks/contention.c): a
  * followed waiter is overtaken by many unlockers, each charged a short
  * share of its delay; the captures must follow the delay, not the number
  * of unlocks, and the recorded totals must stay the true ones on average.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for agent/symbols_debug.c: the debuglink CRC, PPROF_DEBUG_DIR
+ * Unit tests for agent/symbols/symbols_debug.c: the debuglink CRC, PPROF_DEBUG_DIR
  * parsing, and names for a shared library loaded with dlopen after being
  * stripped three ways (debug file in a build-ID tree, MiniDebugInfo,
  * nothing). The library is built by this test with cc, objcopy and xz, as
@@ -124,7 +124,7 @@ static int resolve_static(const char *name, char *fn, char *file,
     }
     void *(*entry)(void) = (void *(*)(void))dlsym(h, "dbg_lib_entry");
     uintptr_t addr = entry ? (uintptr_t)entry() + 4 : 0;
-    symbols_invalidate();
+    objects_changed();
     symbols_lock();
     symbols_refresh();
     struct sym_frame fr[8];
@@ -138,7 +138,7 @@ static int resolve_static(const char *name, char *fn, char *file,
     unnamed->path = name;
     symbols_list_unnamed(on_unnamed, unnamed);
     dlclose(h);
-    symbols_invalidate();
+    objects_changed();
     return n;
 }
 

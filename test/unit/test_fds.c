@@ -1,5 +1,5 @@
 /*
- * The descriptor protocol (agent/fds.c) seen from the program's side: the
+ * The descriptor protocol (agent/host/fds.c) seen from the program's side: the
  * calls below are the interposed close, close_range, closefrom, dup2 and
  * dup3 (linked in from the agent's objects), made by a thread that is not
  * the agent's.

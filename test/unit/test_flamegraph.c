@@ -198,6 +198,28 @@ TEST(decode_malformed)
     pbuf_free(&raw);
 }
 
+/* The script comes from encoder/flamegraph.js, embedded at build time:
+ * whole (its first and last lines), with the layout's numbers in place
+ * of its @XPAD@ and @FW@, and inside the CDATA section. */
+TEST(svg_embeds_script)
+{
+    struct pbuf raw = {0}, svg = {0};
+    assert_true(make_profile(&raw, NULL) == 0);
+    struct decoded_profile d;
+    assert_true(decoded_profile_read(raw.data, raw.len, &d) == 0);
+    struct flamegraph_options opt = {.title = "t"};
+    expect_int_eq(flamegraph_svg(&d, 1, &opt, &svg), 0);
+    pbuf_append(&svg, "", 1);
+    expect_true(contains(&svg, "<![CDATA[\n(function () {\n"));
+    expect_true(contains(&svg, "XPAD = 10, FW = 7.080;\n"));
+    expect_true(contains(&svg, ".toFixed(1) + '%';\n"));
+    expect_true(contains(&svg, "\n})();\n]]></script>\n</svg>\n"));
+    expect_true(!contains(&svg, "@XPAD@") && !contains(&svg, "@FW@"));
+    decoded_profile_free(&d);
+    pbuf_free(&svg);
+    pbuf_free(&raw);
+}
+
 TEST(svg_values_and_escaping)
 {
     struct pbuf raw = {0}, svg = {0};
@@ -408,7 +430,7 @@ int main(int argc, char **argv)
         return bench(argc > 2 ? atol(argv[2]) : 10000,
                      argc > 3 ? atoi(argv[3]) : 5);
     return run_tests(gzip_round_trip, decode_profile, decode_malformed,
-                     svg_values_and_escaping, svg_unsymbolized_names,
+                     svg_embeds_script, svg_values_and_escaping, svg_unsymbolized_names,
                      svg_narrow_and_negative,
                      xml_escape_bytes, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * Stack capture outside signal context (agent/stack.c). The capture for
+ * Stack capture outside signal context (agent/stacks/stack.c). The capture for
  * threads that may hold their allocator's lock (stack_capture_no_alloc)
  * never allocates: it only walks, with the stack bounds the thread learnt
  * at its start (stack_thread_prepare) or in an earlier stack_capture();

@@ -1,5 +1,5 @@
 /*
- * The stack walker across fork (agent/stack_fork.c): a child forked while
+ * The stack walker across fork (agent/core/fork.c): a child forked while
  * another thread of the parent was walking (registered as a reader of the
  * unwind tables) or reading the program-header snapshot can still refresh
  * both (it would otherwise wait for ever for a thread it does not have),
@@ -16,7 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile int reading, stop_reading;
+/* Flags between threads: atomic, so that ThreadSanitizer sees the order. */
+static int reading, stop_reading;
 
 /* Stands for a walk on another thread, stopped half-way: registered as a
  * reader of the tables and of the snapshot. */
@@ -26,8 +27,8 @@ static void *reader(void *arg)
     unsigned e = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&cfi_readers[e & 1], 1, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
-    reading = 1;
-    while (!stop_reading)
+    __atomic_store_n(&reading, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&stop_reading, __ATOMIC_SEQ_CST))
         usleep(1000);
     __atomic_fetch_sub(&cpu_phdr_readers, 1, __ATOMIC_SEQ_CST);
     __atomic_fetch_sub(&cfi_readers[e & 1], 1, __ATOMIC_SEQ_CST);
@@ -38,7 +39,7 @@ TEST(child_forgets_the_parents_walks)
 {
     pthread_t t;
     assert_true(pthread_create(&t, NULL, reader, NULL) == 0);
-    while (!reading)
+    while (!__atomic_load_n(&reading, __ATOMIC_SEQ_CST))
         usleep(1000);
     /* The parent captures as usual meanwhile. */
     uintptr_t pcs[16];
@@ -62,14 +63,14 @@ TEST(child_forgets_the_parents_walks)
     int status = 0;
     expect_int_eq(waitpid(pid, &status, 0), pid);
     expect_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    stop_reading = 1;
+    __atomic_store_n(&stop_reading, 1, __ATOMIC_SEQ_CST);
     pthread_join(t, NULL);
     expect_true(stack_capture(pcs, 16) > 0);
 }
 
 int main(void)
 {
-    stack_fork_init();
+    fork_init(NULL, NULL); /* the agent's fork list, without the shell */
     stack_init();
     cfi_tables_refresh(); /* the agent's init.c builds them */
     return run_tests(child_forgets_the_parents_walks, NULL);

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the symbolizer (agent/symbols*.c, agent/maps.c): mappings
+ * Unit tests for the symbolizer (agent/symbols*.c, agent/host/maps.c): mappings
  * and build IDs against readelf, names and lines of this binary's own code,
  * libc names, demangling, unmapped addresses, inlined frames, and objects
  * loaded after the first refresh.
@@ -263,7 +263,7 @@ TEST(dlopen_after_refresh)
     /* Without an invalidation the refresh keeps the old list. */
     expect_int_eq(symbols_refresh(), 0);
     int before = symbols_mapping_index((uintptr_t)fn);
-    symbols_invalidate();
+    objects_changed();
     expect_int_eq(symbols_refresh(), 0);
     struct sym_frame fr[8];
     int n = symbols_resolve((uintptr_t)fn, fr, 8);
@@ -273,7 +273,7 @@ TEST(dlopen_after_refresh)
     symbols_unlock();
     (void)before;
     dlclose(h);
-    symbols_invalidate();
+    objects_changed();
     refresh();
 }
 

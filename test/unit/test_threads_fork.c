@@ -25,14 +25,15 @@ extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
                                            void *),
                                    void *);
 
-static volatile int dumping, spinning, stop;
+/* Flags between threads: atomic, so that ThreadSanitizer sees the order. */
+static int dumping, spinning, stop;
 
 static void *silent_spinner(void *arg)
 {
     (void)arg;
     agent_tls.agent_thread = 1;
-    spinning = 1;
-    while (!stop)
+    __atomic_store_n(&spinning, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&stop, __ATOMIC_SEQ_CST))
         ;
     return NULL;
 }
@@ -42,20 +43,21 @@ static void *dumper(void *arg)
     (void)arg;
     agent_tls.agent_thread = 1;
     struct thread_dump d;
-    dumping = 1;
+    __atomic_store_n(&dumping, 1, __ATOMIC_SEQ_CST);
     if (threads_dump(&d) == 0)
         threads_dump_free(&d);
     return NULL;
 }
 
-static volatile int spinning_here;
+/* Flags between threads: atomic, so that ThreadSanitizer sees the order. */
+static int spinning_here;
 
 static void *spinner(void *arg)
 {
     (void)arg;
     stack_thread_prepare(); /* the thread-start hook's job */
-    spinning_here = (int)gettid();
-    while (!stop)
+    __atomic_store_n(&spinning_here, (int)gettid(), __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&stop, __ATOMIC_SEQ_CST))
         ;
     return NULL;
 }
@@ -85,10 +87,10 @@ static int child(void)
         return CHILD_SIGNAL_KEPT;
     /* A thread of the child's own, busy: its stack must come back. */
     pthread_t t;
-    stop = 0;
+    __atomic_store_n(&stop, 0, __ATOMIC_SEQ_CST);
     if (pthread_create(&t, NULL, spinner, NULL) != 0)
         return CHILD_DUMP_FAILED;
-    while (!spinning_here)
+    while (!__atomic_load_n(&spinning_here, __ATOMIC_SEQ_CST))
         usleep(1000);
     struct thread_dump d;
     if (threads_dump(&d) != 0)
@@ -109,10 +111,10 @@ TEST(child_forked_mid_dump)
     assert_true(borrowed_signals() == 0);
     pthread_t spinner, t;
     assert_true(pthread_create(&spinner, NULL, silent_spinner, NULL) == 0);
-    while (!spinning)
+    while (!__atomic_load_n(&spinning, __ATOMIC_SEQ_CST))
         usleep(1000);
     assert_true(pthread_create(&t, NULL, dumper, NULL) == 0);
-    while (!dumping)
+    while (!__atomic_load_n(&dumping, __ATOMIC_SEQ_CST))
         usleep(1000);
     usleep(THREADS_WAIT_MS * 1000 / 4);
     pid_t pid = fork();
@@ -127,7 +129,7 @@ TEST(child_forked_mid_dump)
                 WTERMSIG(status));
     expect_int_eq(WIFEXITED(status) ? WEXITSTATUS(status) : -1, CHILD_OK);
     pthread_join(t, NULL);
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(spinner, NULL);
     expect_int_eq(borrowed_signals(), 0);
 }

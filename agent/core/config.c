@@ -1,0 +1,400 @@
+/*
+ * Configuration: every PPROF_* environment variable, read once by the
+ * constructor into opt_* globals. Nothing else in the agent calls getenv.
+ *
+ * A bad value never stops the host: it is reported in one line naming the
+ * variable, the value and what is accepted, and the default is used.
+ */
+#include "agent/agent.h"
+#include "agent/ops.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+int opt_enable = 1;
+int opt_serve = 1;
+char opt_addr[256] = "127.0.0.1:6060";
+char opt_addr_shown[256] = "127.0.0.1:6060";
+int opt_addr_loopback = 1;
+int opt_addr_ipv6;
+char opt_port_file[1024];
+char opt_token[256];
+int opt_log_level = LOG_INFO;
+long opt_heap_rate = 524288;
+int opt_cpu_hz = 100;
+char opt_debug_dir[4096];
+/* Contention defaults, chosen with test/bench/contention.sh (README,
+ * "Contention profiles"): 5 and 10000 ns put the contended benchmark at the
+ * 1.03 limit; 20 and 100000 ns keep it near 1.02. */
+long opt_mutex_fraction = 20;
+long opt_block_rate = 100000;
+
+int config_copy_prefix(char *dst, size_t size, const char *s, size_t n)
+{
+    if (n >= size)
+        return -EINVAL;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+    return 0;
+}
+
+int config_parse_long(const char *s, long min, long max, long *out)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    long v = 0;
+    int neg = 0;
+    const char *p = s;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    } else if (*p == '+') {
+        p++;
+    }
+    if (!*p)
+        return -EINVAL;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        if (v > (LONG_MAX - (*p - '0')) / 10)
+            return -EINVAL;
+        v = v * 10 + (*p - '0');
+    }
+    if (neg)
+        v = -v;
+    if (v < min || v > max)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static void load_long(const char *name, long *opt, long min, long max)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return;
+    long v;
+    if (config_parse_long(s, min, max, &v) == 0) {
+        *opt = v;
+        return;
+    }
+    log_info("%s=\"%s\" is not an integer in [%ld, %ld]; using %ld", name, s,
+             min, max, *opt);
+}
+
+/* A port: decimal digits only (no sign, no spaces), 0-65535. */
+static int parse_port(const char *s, long *port)
+{
+    if (!*s || strlen(s) > 5)
+        return -EINVAL;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+    return config_parse_long(s, 0, 65535, port);
+}
+
+/*
+ * Parses host:port into civetweb's listening_ports syntax. Accepts an IPv4
+ * literal in dotted-quad form, "localhost" (any case), a bracketed IPv6
+ * literal ("[::1]") or an empty host (all interfaces), and a port of
+ * digits in [0, 65535]: anything else (a missing port, a sign, trailing
+ * characters, an octet over 255) is -EINVAL. *ipv6 says whether the host
+ * is an IPv6 literal.
+ */
+static int parse_addr(const char *s, char *civet, size_t size, int *loopback,
+                      int *ipv6)
+{
+    const char *colon = strrchr(s, ':');
+    long port;
+    if (!colon || parse_port(colon + 1, &port) != 0)
+        return -EINVAL;
+    char host[200];
+    size_t hl = (size_t)(colon - s);
+    if (config_copy_prefix(host, sizeof host, s, hl) != 0)
+        return -EINVAL;
+
+    *ipv6 = 0;
+    if (strcasecmp(host, "localhost") == 0)
+        copy_str(host, sizeof host, "127.0.0.1");
+    if (host[0] == '[') {
+        struct in6_addr a6;
+        if (hl < 3 || host[hl - 1] != ']')
+            return -EINVAL;
+        host[hl - 1] = '\0';
+        if (inet_pton(AF_INET6, host + 1, &a6) != 1)
+            return -EINVAL;
+        host[hl - 1] = ']';
+        *ipv6 = 1;
+        *loopback = IN6_IS_ADDR_LOOPBACK(&a6) ||
+                    (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    } else if (host[0] == '\0') {
+        *loopback = 0;
+    } else {
+        /* inet_pton takes exactly four decimal octets, each at most 255,
+         * and nothing after them. */
+        struct in_addr a4;
+        if (inet_pton(AF_INET, host, &a4) != 1)
+            return -EINVAL;
+        *loopback = strncmp(host, "127.", 4) == 0;
+    }
+    if (host[0])
+        log_snprintf(civet, size, "%s:%ld", host, port);
+    else
+        log_snprintf(civet, size, "%ld", port);
+    return 0;
+}
+
+/* A PPROF_ADDR that cannot be read turns the endpoints off: serving on the
+ * default instead would put a server where the user did not ask for one
+ * (a mistyped "OFF" meant none at all). */
+static void load_addr(void)
+{
+    const char *s = getenv("PPROF_ADDR");
+    if (!s)
+        return;
+    if (strcmp(s, "off") == 0) {
+        opt_serve = 0;
+        copy_str(opt_addr_shown, sizeof opt_addr_shown, s);
+        return;
+    }
+    char civet[256];
+    int loopback = 1, ipv6 = 0;
+    if (strncmp(s, "unix:", 5) == 0) {
+        log_info("PPROF_ADDR=\"%s\": unix sockets are not supported by this "
+                 "build's HTTP library; profiling endpoints are off",
+                 s);
+        opt_serve = 0;
+        return;
+    }
+    if (parse_addr(s, civet, sizeof civet, &loopback, &ipv6) != 0) {
+        log_info("PPROF_ADDR=\"%s\" is not host:port (an IPv4 address, "
+                 "localhost or [IPv6 address], a port 0-65535) or off; "
+                 "profiling endpoints are off",
+                 s);
+        opt_serve = 0;
+        return;
+    }
+    copy_str(opt_addr, sizeof opt_addr, civet);
+    copy_str(opt_addr_shown, sizeof opt_addr_shown, s);
+    opt_addr_loopback = loopback;
+    opt_addr_ipv6 = ipv6;
+}
+
+/* PPROF_DEBUG_DIR: a ':'-separated list of absolute directories searched
+ * for separate debug files before /usr/lib/debug (empty entries skipped). */
+static void load_debug_dir(void)
+{
+    const char *s = getenv("PPROF_DEBUG_DIR");
+    if (!s)
+        return;
+    int ok = strlen(s) < sizeof opt_debug_dir;
+    for (const char *p = s; ok && *p; p++)
+        if ((p == s || p[-1] == ':') && *p != '/' && *p != ':')
+            ok = 0;
+    if (ok)
+        copy_str(opt_debug_dir, sizeof opt_debug_dir, s);
+    else
+        log_info("PPROF_DEBUG_DIR=\"%s\" is not a ':'-separated list of "
+                 "absolute directories (under %zu characters); using none",
+                 s, sizeof opt_debug_dir);
+}
+
+void config_load(void)
+{
+    const char *s = getenv("PPROF_LOG");
+    if (s) {
+        if (strcmp(s, "quiet") == 0)
+            opt_log_level = LOG_QUIET;
+        else if (strcmp(s, "info") == 0)
+            opt_log_level = LOG_INFO;
+        else if (strcmp(s, "debug") == 0)
+            opt_log_level = LOG_DEBUG;
+        else
+            log_info("PPROF_LOG=\"%s\" is not quiet, info or debug; using info",
+                     s);
+    }
+
+    s = getenv("PPROF_ENABLE");
+    if (s) {
+        if (strcmp(s, "0") == 0)
+            opt_enable = 0;
+        else if (strcmp(s, "1") != 0)
+            log_info("PPROF_ENABLE=\"%s\" is not 0 or 1; using 1", s);
+    }
+
+    load_addr();
+
+    s = getenv("PPROF_PORT_FILE");
+    if (s) {
+        if (s[0] && strlen(s) < sizeof opt_port_file)
+            copy_str(opt_port_file, sizeof opt_port_file, s);
+        else
+            log_info("PPROF_PORT_FILE=\"%s\" is empty or too long; not writing "
+                     "the port",
+                     s);
+    }
+
+    s = getenv("PPROF_TOKEN");
+    if (s) {
+        size_t n = strlen(s);
+        int printable = 1;
+        for (size_t i = 0; i < n; i++)
+            if (s[i] <= ' ' || s[i] == 127)
+                printable = 0;
+        if (n > 0 && n < sizeof opt_token && printable)
+            copy_str(opt_token, sizeof opt_token, s);
+        else
+            log_info("PPROF_TOKEN is empty, longer than %zu characters or has "
+                     "spaces or control characters; ignoring it",
+                     sizeof opt_token - 1);
+    }
+
+    if (opt_serve && !opt_addr_loopback && !opt_token[0]) {
+        log_info("refusing to serve on %s without PPROF_TOKEN: the endpoints "
+                 "reveal code, command line and memory layout; set "
+                 "PPROF_TOKEN or use a loopback address",
+                 opt_addr_shown);
+        opt_serve = 0;
+    }
+
+    load_long("PPROF_HEAP_RATE", &opt_heap_rate, 0, 1L << 40);
+    long hz = opt_cpu_hz;
+    load_long("PPROF_CPU_HZ", &hz, 1, 10000);
+    opt_cpu_hz = (int)hz;
+    load_long("PPROF_MUTEX_FRACTION", &opt_mutex_fraction, 0, 1000000000L);
+    load_long("PPROF_BLOCK_RATE", &opt_block_rate, 0, 1000000000000L);
+    load_debug_dir();
+    config_load_ops();
+}
+
+/* ---- operations: run directory, children, dumps (agent/ops.h) ------------ */
+
+char opt_run_dir[1024];
+int opt_children = CHILDREN_SERVE;
+char opt_dump_dir[1024];
+int opt_dump_signal;
+long opt_dump_interval;
+/* One second: a wrapper, a shell's command or a compiler pass has exec'd
+ * or exited by then (start.c). */
+long opt_start_delay_ms = 1000;
+
+/* A path the agent may create files in: absolute, no newline, short enough
+ * for a file name to follow. */
+static int good_dir(const char *s)
+{
+    return s[0] == '/' && !strchr(s, '\n') && strlen(s) + 100 < 1024;
+}
+
+/* Signals an operator may give: those whose default action is to terminate
+ * or to be ignored and that no C library or debugger needs. TERM, INT and
+ * the fault signals are refused: taking one over would stop the program
+ * from ending as it should. */
+static int parse_dump_signal(const char *s)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {
+        {"HUP", SIGHUP},     {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+        {"USR2", SIGUSR2},   {"WINCH", SIGWINCH}, {"URG", SIGURG},
+        {"PWR", SIGPWR},     {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
+    };
+    if (strncmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i].name) == 0)
+            return names[i].sig;
+    long n;
+    if (strncmp(s, "RTMIN+", 6) == 0 &&
+        config_parse_long(s + 6, 0, SIGRTMAX - SIGRTMIN, &n) == 0)
+        return SIGRTMIN + (int)n;
+    if (strncmp(s, "RTMAX-", 6) == 0 &&
+        config_parse_long(s + 6, 0, SIGRTMAX - SIGRTMIN, &n) == 0)
+        return SIGRTMAX - (int)n;
+    if (config_parse_long(s, 1, SIGRTMAX, &n) == 0) {
+        if (n >= SIGRTMIN)
+            return (int)n;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (names[i].sig == n)
+                return (int)n;
+    }
+    return 0;
+}
+
+void config_load_ops(void)
+{
+    const char *s = getenv("PPROF_RUN_DIR");
+    if (s && strcmp(s, "off") == 0) {
+        opt_run_dir[0] = '\0';
+    } else if (s && good_dir(s)) {
+        copy_str(opt_run_dir, sizeof opt_run_dir, s);
+    } else {
+        /* $XDG_RUNTIME_DIR is per user and cleaned at logout; root (most
+         * services) uses /run, a memory file system cleaned at boot; any
+         * other user gets a folder of its own in /tmp. */
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (xdg && good_dir(xdg))
+            log_snprintf(opt_run_dir, sizeof opt_run_dir, "%s/pprofagent",
+                         xdg);
+        else if (geteuid() == 0 && access("/run", W_OK) == 0)
+            log_snprintf(opt_run_dir, sizeof opt_run_dir, "/run/pprofagent");
+        else
+            log_snprintf(opt_run_dir, sizeof opt_run_dir,
+                         "/tmp/pprofagent-%u", (unsigned)getuid());
+        if (s)
+            log_info("PPROF_RUN_DIR=\"%s\" is not an absolute directory (under "
+                     "900 characters) or off; using %s",
+                     s, opt_run_dir);
+    }
+
+    s = getenv("PPROF_CHILDREN");
+    if (s) {
+        if (strcmp(s, "serve") == 0)
+            opt_children = CHILDREN_SERVE;
+        else if (strcmp(s, "off") == 0)
+            opt_children = CHILDREN_OFF;
+        else
+            log_info("PPROF_CHILDREN=\"%s\" is not serve or off; using serve",
+                     s);
+    }
+
+    s = getenv("PPROF_DUMP_DIR");
+    if (s) {
+        if (good_dir(s))
+            copy_str(opt_dump_dir, sizeof opt_dump_dir, s);
+        else
+            log_info("PPROF_DUMP_DIR=\"%s\" is not an absolute directory "
+                     "(under 900 characters); writing no dumps",
+                     s);
+    }
+
+    s = getenv("PPROF_DUMP_SIGNAL");
+    if (s) {
+        opt_dump_signal = parse_dump_signal(s);
+        if (!opt_dump_signal)
+            log_info("PPROF_DUMP_SIGNAL=\"%s\" is not one of HUP, QUIT, USR1, "
+                     "USR2, WINCH, URG, PWR, TTIN, TTOU, RTMIN+N, RTMAX-N "
+                     "(or its number); no dumps on a signal",
+                     s);
+    }
+    load_long("PPROF_DUMP_INTERVAL", &opt_dump_interval, 0, 86400 * 365);
+    load_long("PPROF_START_DELAY_MS", &opt_start_delay_ms, 0, 600000);
+    if ((opt_dump_signal || opt_dump_interval) && !opt_dump_dir[0])
+        log_info("PPROF_DUMP_SIGNAL and PPROF_DUMP_INTERVAL need "
+                 "PPROF_DUMP_DIR; writing no dumps");
+}

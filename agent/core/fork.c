@@ -1,0 +1,92 @@
+/*
+ * fork: the agent's one pthread_atfork registration and its ordered lists.
+ * Every module that keeps state across fork exposes x_fork_prepare /
+ * _parent / _child; the order is here, and only here.
+ *
+ * Why this order:
+ * - Registered in a constructor of priority 101, before the agent's main
+ *   constructor, so that the child's first step is guard_fork_child(): the
+ *   forking thread's cached thread id is forgotten before any child step
+ *   (or a child handler registered later, whose malloc enters the agent)
+ *   takes a spinlock, which records its owner's id.
+ * - prepare: the shell first (it notes the forking pid, takes no lock),
+ *   then the heap table's shard locks (after waiting for samplers in
+ *   flight), then the CPU profiler blocks its signal last, so no timer
+ *   signal interrupts the fork itself (clone() would restart for ever).
+ * - parent undoes prepare in reverse: the signal mask, then the locks.
+ * - child: the thread id, then the signal-mask watchers (sigmask), the CPU
+ *   profile state, the heap locks; then the registries the parent's other
+ *   threads may have been using: descriptors (fds), the symbolizer's lock,
+ *   a threads dump in flight; then the shell (dumper, server, the child's
+ *   own start, which creates a thread); last the stack walker's shared
+ *   state: the parent's other threads, registered as readers of the
+ *   unwind tables and the program-header snapshot, are gone, and a
+ *   refresh in the child would wait for them for ever.
+ *
+ * Before fork_init() (the constructor's end) and when the agent is off,
+ * only guard_fork_child() runs. Contexts: prepare and parent on the
+ * forking thread, child on the child's only thread.
+ */
+#include "agent/agent.h"
+#include "agent/cfi.h"
+#include "agent/cpu.h"
+#include "agent/fds.h"
+#include "agent/heap.h"
+#include "agent/symbols.h"
+#include "agent/threads.h"
+
+#include <pthread.h>
+
+static int modules_on;
+static void (*shell_prepare)(void);
+static void (*shell_child)(void);
+
+static void fork_prepare(void)
+{
+    if (!modules_on)
+        return;
+    if (shell_prepare)
+        shell_prepare();
+    if (heap_buckets)
+        heap_table_fork_prepare();
+    cpu_timer_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    if (!modules_on)
+        return;
+    cpu_timer_fork_parent();
+    if (heap_buckets)
+        heap_table_fork_parent();
+}
+
+static void fork_child(void)
+{
+    guard_fork_child();
+    if (!modules_on)
+        return;
+    sigmask_fork_child();
+    cpu_timer_fork_child();
+    if (heap_buckets)
+        heap_table_fork_child();
+    fds_fork_child();
+    symbols_fork_child();
+    threads_fork_child();
+    if (shell_child)
+        shell_child();
+    phdr_cache_fork_child();
+    cfi_tables_fork_child();
+}
+
+__attribute__((constructor(101))) static void fork_register(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void fork_init(void (*prepare)(void), void (*child)(void))
+{
+    shell_prepare = prepare;
+    shell_child = child;
+    modules_on = 1;
+}

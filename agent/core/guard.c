@@ -1,0 +1,79 @@
+/*
+ * The per-thread reentrancy state and the spinlock used by the agent's own
+ * tables. Both are tiny and shared by every other file of the agent.
+ *
+ * The thread-local lives in initial-exec TLS so that touching it never calls
+ * __tls_get_addr, which may allocate: interposed malloc and signal handlers
+ * read it first thing.
+ */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+__thread struct agent_tls agent_tls __attribute__((tls_model("initial-exec")));
+
+volatile int agent_ready;
+
+/* 1 when thread id tid is no longer a thread of this process: its holder
+ * was a thread of the parent this process was forked from (or died). */
+static int holder_gone(int tid)
+{
+    int saved = errno;
+    int gone = syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+    errno = saved;
+    return gone;
+}
+
+/*
+ * The lock word holds its holder's thread id. A lock held by another
+ * thread when the host forked stays "held" for ever in the child, where
+ * that thread does not exist: after a while of spinning, a waiter checks
+ * whether the holder still exists and takes the lock over if not. The
+ * data the lock guards may then be half-updated; the child's profiles can
+ * be off by the record in flight, which is better than a child that never
+ * returns from malloc or pthread_mutex_unlock.
+ */
+/* The thread id is cached per thread: a system call on every lock doubled
+ * the cost of recording contended mutex events. The child of a fork keeps
+ * its parent thread's copy, so the first fork handler forgets it. */
+static inline int my_tid(void)
+{
+    int tid = agent_tls.tid;
+    if (unlikely(tid == 0)) {
+        tid = (int)syscall(SYS_gettid);
+        agent_tls.tid = tid;
+    }
+    return tid;
+}
+
+void guard_fork_child(void)
+{
+    agent_tls.tid = 0;
+}
+
+void spin_lock(spinlock_t *l)
+{
+    int me = my_tid();
+    for (int spins = 0;; spins++) {
+        int owner = 0;
+        if (__atomic_compare_exchange_n(&l->locked, &owner, me, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return;
+        while ((owner = __atomic_load_n(&l->locked, __ATOMIC_RELAXED))) {
+            if (++spins <= 100) {
+                __builtin_ia32_pause();
+                continue;
+            }
+            sched_yield();
+            if ((spins & 255) == 0 && owner != me && holder_gone(owner) &&
+                __atomic_compare_exchange_n(&l->locked, &owner, me, 0,
+                                            __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED))
+                return;
+        }
+    }
+}

@@ -1,0 +1,325 @@
+/*
+ * The run directory (PPROF_RUN_DIR): one file per serving process, named
+ * pid-<pid>, holding one line "pid ppid starttime program host:port family".
+ * It is how the workers of a multi-process service are found: the index page
+ * of any of them lists all, and scripts read the folder.
+ *
+ * The folder is shared by every program of the user, so a listing keeps
+ * only this process's family: the first process that loaded the agent and
+ * everything descended from it. The family id is that first process's
+ * "pid.starttime". A forked child keeps it in memory (a daemon's double fork
+ * re-parents it to init, and it stays in the family); an exec'd child gets
+ * it from PPROF_FAMILY, which the first process adds to its environment,
+ * or, when a program cleaned its children's environment but kept
+ * LD_PRELOAD, from its parent's announcement.
+ *
+ * The file is created (empty) as early as possible and its descriptor kept:
+ * a forked worker creates it in the fork child handler, while it still has
+ * its parent's rights, and fills it once its server listens, which may be
+ * after it switched to an unprivileged user (nginx workers do). A reader
+ * takes only complete lines. A process's own file is removed at exit; files
+ * of processes that are gone (pid dead, or reused: the start time differs)
+ * are skipped and removed by whoever lists the folder, and a few at a time
+ * by each announcement (a host's start must not wait on a folder full of
+ * them).
+ *
+ * Contexts: rundir_reserve() in the constructor's thread or in a fork child
+ * handler (system calls only there); publish and list on the agent's
+ * threads; rundir_remove() in the exit path. Nothing here takes a lock.
+ */
+#include "agent/ops.h"
+
+#include "agent/agent.h"
+#include "agent/fds.h"
+#include "agent/proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Files looked at by each announcement to remove those of processes that
+ * are gone. */
+#define PUBLISH_SCAN_MAX 16
+
+/* This process's file: its path and descriptor (-1: none). Written by the
+ * thread that reserves (the only thread, in a fork child), read at exit. */
+static char own_path[1100];
+static int own_fd = -1;
+static int own_pid;
+static int reserve_logged;
+
+/* This process's family id; set once by rundir_family_init() in the
+ * constructor, inherited by forked children, read by listings. */
+static char own_family[RUNDIR_FAMILY_MAX];
+
+/* Field n (>= 3) of pid's /proc stat; 0 when gone or a zombie. */
+static unsigned long long stat_field(int pid, int n)
+{
+    char path[64], buf[1024];
+    log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (proc_read(path, buf, sizeof buf) <= 0)
+        return 0;
+    /* The command name is in parentheses and may hold anything: count the
+     * fields after its last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+        return 0; /* a zombie serves nothing */
+    int field = 2;
+    for (; *p; p++) {
+        if (*p != ' ')
+            continue;
+        if (++field == n)
+            return strtoull(p + 1, NULL, 10);
+    }
+    return 0;
+}
+
+/* Start time of pid in clock ticks since boot (field 22 of its stat), which
+ * tells a live process from a later one that reuses the pid. 0 when gone
+ * or a zombie. */
+static unsigned long long start_time(int pid)
+{
+    return stat_field(pid, 22);
+}
+
+void rundir_program(char *out, size_t size)
+{
+    char buf[64];
+    ssize_t n = proc_read("/proc/self/comm", buf, sizeof buf);
+    if (n <= 0) {
+        log_snprintf(out, size, "unknown");
+        return;
+    }
+    size_t j = 0;
+    for (int i = 0; i < n && buf[i] != '\n' && j + 1 < size; i++)
+        out[j++] = (buf[i] == ' ' || buf[i] < ' ') ? '_' : buf[i];
+    out[j] = '\0';
+}
+
+int rundir_reserve(void)
+{
+    if (!opt_run_dir[0])
+        return -ENOENT;
+    if (own_fd >= 0)
+        fds_close(own_fd);
+    own_fd = -1;
+    own_pid = (int)getpid();
+    if (mkdir(opt_run_dir, 0700) != 0 && errno != EEXIST)
+        goto fail;
+    /* The default folder is in /tmp for most users: someone else may have
+     * made it first. Use it only when it is a real folder of our own that
+     * nobody else can write to. */
+    struct stat st;
+    if (lstat(opt_run_dir, &st) != 0)
+        goto fail;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        errno = EPERM;
+        goto fail;
+    }
+    log_snprintf(own_path, sizeof own_path, "%s/pid-%d", opt_run_dir, own_pid);
+    /* Held: the number is rewritten if the program's dup2 targets it. */
+    fds_begin();
+    own_fd = fds_adopt(open(own_path, O_WRONLY | O_CREAT | O_TRUNC |
+                                          O_NOFOLLOW | O_CLOEXEC,
+                            0644),
+                       FDS_HELD, &own_fd);
+    fds_end();
+    if (own_fd < 0)
+        goto fail;
+    return 0;
+fail:;
+    int err = errno;
+    if (!reserve_logged++)
+        log_info("cannot announce this process in PPROF_RUN_DIR %s: %s",
+                 opt_run_dir,
+                 err == EPERM ? "not a folder of this user's that only it "
+                                "can write to"
+                              : strerror(err));
+    own_path[0] = '\0';
+    return -err;
+}
+
+/* Parses one announcement; 0 or -EINVAL (incomplete or not ours). */
+static int parse_entry(const char *buf, struct rundir_entry *e,
+                       unsigned long long *started)
+{
+    const char *nl = strchr(buf, '\n');
+    if (!nl)
+        return -EINVAL;
+    char line[384];
+    if (config_copy_prefix(line, sizeof line, buf, (size_t)(nl - buf)) != 0)
+        return -EINVAL;
+    char *save = NULL;
+    char *f[7];
+    int nf = 0;
+    for (char *t = strtok_r(line, " ", &save); t && nf < 7;
+         t = strtok_r(NULL, " ", &save))
+        f[nf++] = t;
+    long pid, ppid;
+    /* Five fields: written by an agent that knew no families. */
+    if ((nf != 5 && nf != 6) ||
+        config_parse_long(f[0], 1, 0x7fffffff, &pid) != 0 ||
+        config_parse_long(f[1], 0, 0x7fffffff, &ppid) != 0)
+        return -EINVAL;
+    e->pid = (int)pid;
+    e->ppid = (int)ppid;
+    *started = strtoull(f[2], NULL, 10);
+    log_snprintf(e->program, sizeof e->program, "%s", f[3]);
+    log_snprintf(e->addr, sizeof e->addr, "%s", f[4]);
+    log_snprintf(e->family, sizeof e->family, "%s", nf == 6 ? f[5] : "");
+    return 0;
+}
+
+/* Reads every file (at most limit - 1 when limit > 0); live entries of
+ * this process's family go to fn, dead ones (of any family) are removed
+ * when collect is set (files this process cannot remove stay, skipped).
+ * Returns the number of live entries of the family. */
+static size_t scan(void (*fn)(void *arg, const struct rundir_entry *e),
+                   void *arg, int collect, int limit)
+{
+    if (!opt_run_dir[0])
+        return 0;
+    DIR *d = fds_opendir(opt_run_dir);
+    if (!d)
+        return 0;
+    size_t live = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, "pid-", 4) != 0)
+            continue;
+        if (limit > 0 && --limit == 0)
+            break;
+        char path[1400], buf[512];
+        log_snprintf(path, sizeof path, "%s/%s", opt_run_dir, de->d_name);
+        struct rundir_entry e;
+        unsigned long long started;
+        long pid;
+        if (config_parse_long(de->d_name + 4, 1, 0x7fffffff, &pid) != 0)
+            continue;
+        ssize_t n = proc_read(path, buf, sizeof buf);
+        int ok = n > 0 && parse_entry(buf, &e, &started) == 0 &&
+                 e.pid == (int)pid;
+        unsigned long long now = start_time((int)pid);
+        if (now == 0 || (ok && now != started)) {
+            /* Gone, or a later process reused the pid. An empty file of a
+             * live process is a worker still starting: keep it. */
+            if (collect)
+                unlink(path);
+            continue;
+        }
+        if (!ok || strcmp(e.family, own_family) != 0)
+            continue;
+        live++;
+        if (fn)
+            fn(arg, &e);
+    }
+    fds_closedir(d);
+    return live;
+}
+
+int rundir_publish(const char *addr)
+{
+    /* A file lost behind the agent's back is not written to. */
+    if (own_fd >= 0 && own_pid == (int)getpid() && fds_check(own_fd) != 0)
+        own_fd = -1;
+    if (own_fd < 0 || own_pid != (int)getpid()) {
+        int err = rundir_reserve();
+        if (err)
+            return err;
+    }
+    char program[64], line[384];
+    rundir_program(program, sizeof program);
+    size_t n = log_snprintf(line, sizeof line, "%d %d %llu %s %s %s\n",
+                            (int)getpid(), (int)getppid(),
+                            start_time((int)getpid()), program, addr,
+                            own_family);
+    ssize_t w = pwrite(own_fd, line, n, 0);
+    int err = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
+    if (err)
+        log_info("cannot announce this process in %s: %s", own_path,
+                 strerror(-err));
+    /* A few files of processes that are gone (forked children that ended
+     * before serving leave theirs) go with each announcement; a listing
+     * removes the rest. Bounded: this runs in the host's constructor. */
+    scan(NULL, NULL, 1, PUBLISH_SCAN_MAX);
+    return err;
+}
+
+void rundir_remove(void)
+{
+    /* Only the process that reserved the file removes it: a forked child
+     * that never reserved its own must not remove its parent's. */
+    if (own_path[0] && own_pid == (int)getpid())
+        unlink(own_path);
+}
+
+size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
+                   void *arg)
+{
+    return scan(fn, arg, 1, 0);
+}
+
+/* 1 when s can be a family id: 1 to RUNDIR_FAMILY_MAX - 1 characters of
+ * [A-Za-z0-9._-] (it is one field of an announcement line). */
+static int family_valid(const char *s)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789._-");
+    return n > 0 && s[n] == '\0' && n < RUNDIR_FAMILY_MAX;
+}
+
+/* The family of the parent, from its announcement: "" when it has none
+ * (not announced, gone, or pid reused). */
+static void parent_family(char *out, size_t size)
+{
+    char path[1100], buf[512];
+    struct rundir_entry e;
+    unsigned long long started;
+    int ppid = (int)getppid();
+    out[0] = '\0';
+    log_snprintf(path, sizeof path, "%s/pid-%d", opt_run_dir, ppid);
+    if (ppid > 1 && proc_read(path, buf, sizeof buf) > 0 &&
+        parse_entry(buf, &e, &started) == 0 && e.pid == ppid &&
+        started == start_time(ppid) && family_valid(e.family))
+        log_snprintf(out, size, "%s", e.family);
+}
+
+void rundir_family_init(void)
+{
+    if (!opt_run_dir[0])
+        return;
+    const char *s = getenv("PPROF_FAMILY");
+    if (s && family_valid(s)) {
+        log_snprintf(own_family, sizeof own_family, "%s", s);
+        return;
+    }
+    if (s && s[0]) {
+        char shown[RUNDIR_FAMILY_MAX];
+        log_snprintf(shown, sizeof shown, "%s", s);
+        log_info("PPROF_FAMILY=\"%s\" is not a family id (up to %d "
+                 "characters of A-Z a-z 0-9 . _ -); starting a new family",
+                 shown, (int)RUNDIR_FAMILY_MAX - 1);
+    }
+    parent_family(own_family, sizeof own_family);
+    if (!own_family[0])
+        log_snprintf(own_family, sizeof own_family, "%d.%llu", (int)getpid(),
+                     start_time((int)getpid()));
+    /* Handed down to exec'd descendants with the environment. Under
+     * LD_PRELOAD the constructor runs before main(), on the only thread;
+     * loaded by dlopen into a process with threads, changing the
+     * environment could race with their getenv(): exec'd children then
+     * find the family through this process's announcement instead. */
+    if (stat_field((int)getpid(), 20) == 1)
+        setenv("PPROF_FAMILY", own_family, 1);
+}
+
+const char *rundir_family(void)
+{
+    return own_family;
+}

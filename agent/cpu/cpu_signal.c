@@ -1,0 +1,95 @@
+/*
+ * The CPU profiling signal handler, and nothing else.
+ *
+ * Context: signal context on any host thread, interrupting any instruction
+ * (malloc, the dynamic loader, the agent's own hooks). It must
+ * only make async-signal-safe calls, take no lock of its own, never wait
+ * for anything the interrupted thread may hold, never allocate, and leave
+ * errno as it found it.
+ *
+ * How it stays safe: the stack is walked with the unwind tables of
+ * agent/stacks/cfi_tables.c (agent/stacks/stack_signal.c, agent/stacks/cfi_walk.c), which take
+ * no lock, make no system call, never allocate and never call into the
+ * loader, and whose every stack read is checked against the thread's
+ * stack bounds. So the thread can be walked wherever it was interrupted:
+ * inside the dynamic loader, the allocator, a dlclose, or the agent itself
+ * (even inside another walk: the walker keeps no state of its own).
+ *
+ * Samples go to a preallocated lock-free buffer; when it is full the
+ * sample's weight is added to the lost counter, which the profile shows.
+ */
+#include "agent/cpu.h"
+
+#include "agent/agent.h"
+#include "agent/labels.h"
+
+#include <errno.h>
+#include <time.h>
+#include <ucontext.h>
+
+struct cpu_counters cpu_counters;
+__thread int cpu_in_handler __attribute__((tls_model("initial-exec")));
+
+void cpu_signal_init(void)
+{
+    /* The tables are built by stack_init and kept current by dlclose,
+     * each profile's start and drain, and captures outside signals. */
+}
+
+static PPROF_SIGNAL_SAFE uint32_t unwind(ucontext_t *uc, uintptr_t *pcs)
+{
+    return stack_unwind_signal(uc, pcs, CPU_STACK_MAX);
+}
+
+static inline uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO, async-signal-safe */
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    int saved_errno = errno;
+    /* Only our timers' expiries count: anything else on this signal (a
+     * stray kill, a setitimer the host armed) is ignored. */
+    if (si->si_code != SI_TIMER ||
+        ((uint64_t)(uintptr_t)si->si_value.sival_ptr >> 32) !=
+            CPU_TIMER_COOKIE ||
+        agent_tls.agent_thread ||
+        !__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
+        errno = saved_errno;
+        return;
+    }
+    uint64_t t0 = mono_ns();
+    uint32_t weight = 1 + (uint32_t)(si->si_overrun > 0 ? si->si_overrun : 0);
+    uint32_t tid = (uint32_t)(uintptr_t)si->si_value.sival_ptr;
+    ucontext_t *uc = ucv;
+
+    struct cpu_sample *s = cpu_ringbuf_claim();
+    if (!s) {
+        __atomic_fetch_add(&cpu_counters.lost, weight, __ATOMIC_RELAXED);
+        errno = saved_errno;
+        return;
+    }
+    s->tid = tid;
+    s->weight = weight;
+    s->labels = labels_current_id(); /* this thread's own TLS: a plain read */
+    s->depth = unwind(uc, s->pcs);
+    if (s->depth == 0) {
+        /* The thread's stack bounds are unknown (a thread the agent did
+         * not see start): the PC only. */
+        s->pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+        s->depth = 1;
+    }
+    cpu_ringbuf_commit(s);
+    __atomic_fetch_add(&cpu_counters.handled, 1, __ATOMIC_RELAXED);
+    uint64_t dt = mono_ns() - t0;
+    __atomic_fetch_add(&cpu_counters.handler_ns, dt, __ATOMIC_RELAXED);
+    uint64_t b = dt / CPU_HIST_STEP_NS;
+    __atomic_fetch_add(&cpu_counters.hist[b < CPU_HIST_BUCKETS ? b
+                                                               : CPU_HIST_BUCKETS - 1],
+                       1, __ATOMIC_RELAXED);
+    errno = saved_errno;
+}

@@ -1,0 +1,545 @@
+/*
+ * CPU profile sessions and per-thread CPU timers.
+ *
+ * While a profile runs, every host thread has a POSIX timer on its own CPU
+ * clock that sends the profiling signal to that thread (SIGEV_THREAD_ID):
+ * threads found in /proc/self/task when the profile starts, and threads
+ * that start later (cpu_thread_started, from thread_hooks.c). The agent's
+ * own threads are skipped. Timers go away with the profile; a thread that
+ * exits mid-profile deletes its own (cpu_thread_exiting) and leaves its
+ * name behind for the profile's thread labels. No timer exists and no
+ * signal arrives while no profile runs.
+ *
+ * A thread that blocks the profiling signal has no armed timer: it may be
+ * reading its blocked signals (signalfd, sigwait), where ours must never
+ * appear. The profile's start looks at each thread's mask (sigmask.c's
+ * protocol keeps that look and the arming apart from the thread's own
+ * changes); a new thread keeps the mask it inherited and is armed only if
+ * that leaves the signal unblocked; a thread that blocks the signal later
+ * has its timer disarmed first (cpu_thread_pause), and re-armed when it
+ * unblocks it (cpu_thread_resume), from the mask interposers.
+ *
+ * Timers for other threads need the raw syscalls: the C library's
+ * timer_create only accepts the predefined clocks. The first expiry is
+ * drawn uniformly in (0, period] (as Go) so that short-lived and rarely
+ * busy threads are not biased against.
+ *
+ * Contexts: start/drain/stop run on the one HTTP worker holding the slot;
+ * the thread hooks run on host threads. The registry (tid -> timer, name)
+ * is guarded by a spinlock held only around a few syscalls, never taken in
+ * signal context.
+ */
+#include "agent/cpu.h"
+
+#include "agent/cfi.h"
+
+#include "agent/agent.h"
+#include "agent/hash.h"
+#include "agent/fds.h"
+#include "agent/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int cpu_active;
+int cpu_signo = SIGPROF;
+int64_t cpu_period_ns = 10000000;
+
+static int slot_taken;
+
+/* ---- registry ------------------------------------------------------------ */
+
+#define REG_SLOTS 16384 /* power of two; threads seen during one profile */
+
+struct reg_entry {
+    int tid; /* 0: free */
+    int timer; /* kernel timer id, -1: none */
+    int exited;
+    char name[16];
+};
+
+static struct reg_entry *reg;
+static spinlock_t reg_lock;
+static long reg_full; /* threads not profiled: registry full */
+static long timer_failures;
+
+#define AGENT_TIDS 64
+static int agent_tids[AGENT_TIDS];
+
+static pid_t my_tid(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+void cpu_agent_thread(void)
+{
+    int tid = (int)my_tid();
+    for (int i = 0; i < AGENT_TIDS; i++) {
+        int zero = 0;
+        if (__atomic_compare_exchange_n(&agent_tids[i], &zero, tid, 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+static int is_agent_tid(int tid)
+{
+    for (int i = 0; i < AGENT_TIDS; i++)
+        if (__atomic_load_n(&agent_tids[i], __ATOMIC_RELAXED) == tid)
+            return 1;
+    return 0;
+}
+
+int cpu_is_agent_tid(int tid)
+{
+    return is_agent_tid(tid);
+}
+
+/* The entry for tid, added if absent; NULL when the table is full.
+ * reg_lock held. */
+static struct reg_entry *reg_get(int tid)
+{
+    unsigned h = hash_knuth32((unsigned)tid);
+    for (unsigned i = 0; i < REG_SLOTS; i++) {
+        struct reg_entry *e = &reg[(h + i) & (REG_SLOTS - 1)];
+        if (e->tid == tid)
+            return e;
+        if (e->tid == 0) {
+            e->tid = tid;
+            e->timer = -1;
+            e->exited = 0;
+            e->name[0] = '\0';
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static struct reg_entry *reg_find(int tid)
+{
+    unsigned h = hash_knuth32((unsigned)tid);
+    for (unsigned i = 0; i < REG_SLOTS; i++) {
+        struct reg_entry *e = &reg[(h + i) & (REG_SLOTS - 1)];
+        if (e->tid == tid)
+            return e;
+        if (e->tid == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* ---- timers -------------------------------------------------------------- */
+
+static uint64_t rand_state;
+
+static uint64_t next_random(void)
+{
+    return hash_splitmix64(
+        __atomic_add_fetch(&rand_state, HASH_GOLDEN, __ATOMIC_RELAXED));
+}
+
+/* Arms timer id with a first expiry drawn uniformly in (0, period]: a
+ * thread re-armed often is not biased against. Returns 0 or -errno. */
+static int timer_arm(int id)
+{
+    int64_t period = cpu_period_ns;
+    int64_t first = 1 + (int64_t)(next_random() % (uint64_t)period);
+    struct itimerspec its = {
+        .it_interval = {period / 1000000000, period % 1000000000},
+        .it_value = {first / 1000000000, first % 1000000000},
+    };
+    return syscall(SYS_timer_settime, id, 0, &its, NULL) == 0 ? 0 : -errno;
+}
+
+/* Creates and arms a timer on tid's CPU clock. Returns the kernel timer
+ * id or -errno. */
+static int timer_start(int tid)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = cpu_signo;
+    sev._sigev_un._tid = tid;
+    sev.sigev_value.sival_ptr =
+        (void *)(uintptr_t)((CPU_TIMER_COOKIE << 32) | (uint32_t)tid);
+    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
+    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
+    int id;
+    if (syscall(SYS_timer_create, clock, &sev, &id) != 0)
+        return -errno;
+    int err = timer_arm(id);
+    if (err) {
+        syscall(SYS_timer_delete, id);
+        return err;
+    }
+    return id;
+}
+
+static void timer_stop(int id)
+{
+    if (id >= 0)
+        syscall(SYS_timer_delete, id);
+}
+
+/* Gives tid a fresh timer (deleting one it had). reg_lock held. */
+static void arm_thread(int tid, int fresh)
+{
+    struct reg_entry *e = reg_get(tid);
+    if (!e) {
+        reg_full++;
+        return;
+    }
+    if (e->timer >= 0) {
+        if (!fresh)
+            return;
+        timer_stop(e->timer);
+        e->timer = -1;
+    }
+    e->exited = 0;
+    int id = timer_start(tid);
+    if (id >= 0)
+        e->timer = id;
+    else if (id != -EINVAL) /* EINVAL: the thread is already gone */
+        timer_failures++;
+}
+
+void cpu_thread_started(void)
+{
+    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return;
+    /* A new thread keeps the mask it inherited from its creator (the host
+     * may have blocked every signal on purpose): blocked, no timer. Only
+     * this thread changes its mask, so the look stays true until its own
+     * next change, which the mask interposers see. */
+    spin_lock(&reg_lock);
+    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED) &&
+        !sigmask_self_blocks(cpu_signo)) {
+        arm_thread((int)my_tid(), 1);
+        struct reg_entry *e = reg_find((int)my_tid());
+        if (e)
+            prctl(PR_GET_NAME, e->name);
+    }
+    spin_unlock(&reg_lock);
+}
+
+void cpu_thread_pause(void)
+{
+    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return;
+    spin_lock(&reg_lock);
+    struct reg_entry *e = __atomic_load_n(&cpu_active, __ATOMIC_RELAXED)
+                              ? reg_find((int)my_tid())
+                              : NULL;
+    if (e && e->timer >= 0) {
+        struct itimerspec off;
+        memset(&off, 0, sizeof off);
+        syscall(SYS_timer_settime, e->timer, 0, &off, NULL);
+    }
+    spin_unlock(&reg_lock);
+}
+
+void cpu_thread_resume(void)
+{
+    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return;
+    spin_lock(&reg_lock);
+    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
+        int tid = (int)my_tid();
+        struct reg_entry *e = reg_find(tid);
+        if (e && e->timer >= 0)
+            timer_arm(e->timer);
+        else
+            arm_thread(tid, 0);
+    }
+    spin_unlock(&reg_lock);
+}
+
+void cpu_thread_exiting(void)
+{
+    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return;
+    spin_lock(&reg_lock);
+    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
+        struct reg_entry *e = reg_find((int)my_tid());
+        if (e) {
+            timer_stop(e->timer);
+            e->timer = -1;
+            e->exited = 1;
+            prctl(PR_GET_NAME, e->name);
+        }
+    }
+    spin_unlock(&reg_lock);
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+static __thread sigset_t fork_saved_mask __attribute__((tls_model("initial-exec")));
+static __thread int fork_masked __attribute__((tls_model("initial-exec")));
+
+void cpu_timer_fork_prepare(void)
+{
+    fork_masked = 0;
+    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, cpu_signo);
+    if (sigmask_real(SIG_BLOCK, &set, &fork_saved_mask) == 0)
+        fork_masked = 1;
+}
+
+void cpu_timer_fork_parent(void)
+{
+    if (fork_masked)
+        sigmask_real(SIG_SETMASK, &fork_saved_mask, NULL);
+    fork_masked = 0;
+}
+
+static struct sigaction saved_action;
+static int handler_installed;
+
+void cpu_timer_fork_child(void)
+{
+    /* The child has no timers (they are not inherited) and none of the
+     * agent's threads: its profile state is reset, the host's signal
+     * disposition restored. */
+    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
+        if (handler_installed)
+            sigaction(cpu_signo, &saved_action, NULL);
+        handler_installed = 0;
+        slot_taken = 0;
+        reg_lock.locked = 0;
+        /* The parent's threads and timer ids mean nothing here, and a
+         * timer the child creates may get one of those ids. */
+        if (reg)
+            memset(reg, 0, REG_SLOTS * sizeof *reg);
+    }
+    cpu_timer_fork_parent();
+}
+
+void cpu_timer_init(void)
+{
+    rand_state = (uint64_t)agent_now_ns() ^ ((uint64_t)getpid() << 32);
+    cpu_signal_init();
+}
+
+/* ---- session ------------------------------------------------------------- */
+
+static int handler_is(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) &&
+           sa->sa_sigaction == cpu_signal_handler;
+}
+
+/* SIGPROF unless the host handles it itself; then a real-time signal the
+ * host leaves at its default. Returns the signal or -EAGAIN. */
+static int choose_signal(void)
+{
+    struct sigaction sa;
+    if (sigaction(SIGPROF, NULL, &sa) == 0 &&
+        (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN ||
+         handler_is(&sa)))
+        return SIGPROF;
+    for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 4; sig--) {
+        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL &&
+            !(sa.sa_flags & SA_SIGINFO))
+            return sig;
+    }
+    return -EAGAIN;
+}
+
+struct arm_pass {
+    int only_unarmed;
+    int skipped;
+};
+
+static int arm_existing_thread(void *arg, int tid, int dir_fd)
+{
+    (void)dir_fd;
+    struct arm_pass *pass = arg;
+    if (is_agent_tid(tid))
+        return 0;
+    if (pass->only_unarmed) {
+        spin_lock(&reg_lock);
+        struct reg_entry *e = reg_find(tid);
+        int armed = e && e->timer >= 0;
+        spin_unlock(&reg_lock);
+        if (armed)
+            return 0;
+    }
+    /* Its name now, in case it exits without passing our exit hook
+     * (threads that started before the agent). */
+    char name[16];
+    cpu_thread_name(tid, name, sizeof name);
+    /* Its mask, then its timer, with its own mask changes held off. */
+    spin_lock(&sigmask_lock);
+    int blocked = sigmask_thread_blocks(tid, cpu_signo) != 0;
+    spin_lock(&reg_lock);
+    if (!blocked)
+        arm_thread(tid, 0);
+    struct reg_entry *e = blocked ? NULL : reg_find(tid);
+    if (e && !e->name[0])
+        memcpy(e->name, name, sizeof name);
+    spin_unlock(&reg_lock);
+    spin_unlock(&sigmask_lock);
+    pass->skipped += blocked;
+    return 0;
+}
+
+/* Arms every host thread that leaves the signal unblocked; returns how
+ * many were skipped because they block it. With only_unarmed, threads
+ * that already have a timer are passed over without a look at their mask:
+ * the rescan of a running profile (see cpu_profile_drain). */
+static int arm_existing_threads(int only_unarmed)
+{
+    struct arm_pass pass = {.only_unarmed = only_unarmed};
+    proc_list("/proc/self/task", arm_existing_thread, &pass);
+    return pass.skipped;
+}
+
+int cpu_profile_start(int hz)
+{
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&slot_taken, &expected, 1, 0,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return -EBUSY;
+    if (!reg) {
+        reg = arena_alloc(REG_SLOTS * sizeof *reg);
+        if (!reg) {
+            slot_taken = 0;
+            return -ENOMEM;
+        }
+    }
+    int sig = choose_signal();
+    if (sig < 0) {
+        slot_taken = 0;
+        return sig;
+    }
+    int err = cpu_ringbuf_reset();
+    if (err) {
+        slot_taken = 0;
+        return err;
+    }
+    memset(&cpu_counters, 0, sizeof cpu_counters);
+    phdr_cache_refresh(1);
+    cfi_tables_refresh();
+
+    cpu_signo = sig;
+    cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = cpu_signal_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &saved_action) != 0) {
+        err = -errno;
+        slot_taken = 0;
+        return err;
+    }
+    handler_installed = 1;
+    reg_full = 0;
+    timer_failures = 0;
+
+    /* Mask changes watched first (sigmask.c), then active, then the
+     * enumeration: a thread starting meanwhile arms itself in its start
+     * hook, and the registry resolves the race. */
+    sigmask_watch_begin();
+    __atomic_store_n(&cpu_active, 1, __ATOMIC_SEQ_CST);
+    /* A thread seen blocking the signal may only be passing through a
+     * window of the C library's own (pthread_create blocks every signal
+     * around clone, with raw system calls the mask interposers never
+     * see): a second look 20 ms later, then one at every drain. */
+    if (arm_existing_threads(0) > 0) {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        arm_existing_threads(1);
+    }
+    if (timer_failures || reg_full)
+        log_info("cpu profile: %ld threads without a timer (%ld failed, "
+                 "%ld over the registry)",
+                 timer_failures + reg_full, timer_failures, reg_full);
+    return 0;
+}
+
+void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
+                       void *arg)
+{
+    cpu_ringbuf_drain(fn, arg);
+    /* Threads that blocked the signal when last looked at, and have
+     * unblocked it through no interposed call since. */
+    if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        arm_existing_threads(1);
+    /* Objects loaded since the last drain: the unwinder learns about them
+     * here (dlopen is not interposed), the symbolizer from the objects
+     * generation the refresh bumps. */
+    phdr_cache_refresh(0);
+    cfi_tables_refresh();
+}
+
+void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
+                      void *arg)
+{
+    spin_lock(&reg_lock);
+    __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
+    for (size_t i = 0; i < REG_SLOTS; i++) {
+        if (reg[i].tid && reg[i].timer >= 0) {
+            timer_stop(reg[i].timer);
+            reg[i].timer = -1;
+        }
+    }
+    spin_unlock(&reg_lock);
+    sigmask_watch_end();
+
+    /* Ignoring a signal discards it where it is pending, so restoring the
+     * host's default afterwards cannot let a late expiry kill it. Leave
+     * the disposition alone when the host replaced our handler meanwhile. */
+    struct sigaction cur;
+    if (handler_installed && sigaction(cpu_signo, NULL, &cur) == 0 &&
+        handler_is(&cur)) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(cpu_signo, &ign, NULL);
+        sigaction(cpu_signo, &saved_action, NULL);
+    }
+    handler_installed = 0;
+    /* A handler still running on another thread finishes its sample. */
+    while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)
+        sched_yield();
+    cpu_ringbuf_drain(fn, arg);
+}
+
+void cpu_thread_name(int tid, char *out, size_t size)
+{
+    if (size == 0)
+        return;
+    out[0] = '\0';
+    struct reg_entry *e = reg ? reg_find((int)tid) : NULL;
+    if ((!e || !e->exited) && proc_thread_name(tid, out, size) > 0)
+        return;
+    if (e && e->name[0]) {
+        size_t n = strnlen(e->name, sizeof e->name);
+        if (n >= size)
+            n = size - 1;
+        memcpy(out, e->name, n);
+        out[n] = '\0';
+    }
+}
+
+void cpu_profile_release(void)
+{
+    if (reg) {
+        spin_lock(&reg_lock);
+        memset(reg, 0, REG_SLOTS * sizeof *reg);
+        spin_unlock(&reg_lock);
+    }
+    __atomic_store_n(&slot_taken, 0, __ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,251 @@
+/*
+ * The interposer of the C library's syscall() function, for the locks,
+ * condition variables, thread parkers and one-time initializations that
+ * programs build on the futex system call themselves (Rust's std,
+ * parking_lot, abseil, folly, C++20 atomic waits, hand-written C) and that
+ * never enter pthread_mutex_lock. The C library's own primitives issue
+ * their futex calls inline, never through the exported syscall(): they are
+ * seen by agent/locks/lock_hooks.c only, never counted twice.
+ *
+ * Entered on every host thread for every syscall() call, and possibly from
+ * the host's signal handlers: every number but SYS_futex and
+ * SYS_futex_waitv is forwarded at once, with nothing touched but the
+ * argument registers (async-signal-safe on that path). Futex calls:
+ *   waits (FUTEX_WAIT, FUTEX_WAIT_BITSET, FUTEX_LOCK_PI, FUTEX_LOCK_PI2,
+ *     FUTEX_WAIT_REQUEUE_PI, futex_waitv) are timed around the real call
+ *     and reach the block profile with the waiter's stack; one in
+ *     PPROF_MUTEX_FRACTION registers on its address (contention.c's
+ *     per-lock records) so that the thread that wakes it is charged.
+ *   wakes (FUTEX_WAKE, FUTEX_WAKE_BITSET, FUTEX_WAKE_OP, FUTEX_UNLOCK_PI,
+ *     the requeues) read one global (is any sampled futex waiter
+ *     registered?) and forward; when there is one, the waker takes the
+ *     delay its address's waiters accrued, after the real call.
+ * docs/contention.md explains the attribution and where it is approximate.
+ *
+ * Never changes what the host sees: the same return value and errno, the
+ * same blocking; the agent's own threads and calls made with the guard
+ * entered are only forwarded.
+ */
+#include "agent/contention.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+#ifndef FUTEX_LOCK_PI2
+#define FUTEX_LOCK_PI2 13
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef long (*syscall_fn)(long, ...);
+
+static long stub_syscall(long nr, ...);
+/* Starts at a stub (so the hot path never tests for NULL); set once by
+ * futex_hooks_init(), from the constructor. */
+static syscall_fn real_syscall = stub_syscall;
+
+/* The system call itself, as the C library's syscall() makes it: what the
+ * stub does before resolution (a constructor of another library, or a
+ * signal handler, may call syscall() before ours ran: no dlsym there on
+ * x86-64; elsewhere the stub has to look the next definition up). */
+static long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5,
+                        long a6)
+{
+#if defined(__x86_64__)
+    long r;
+    register long r10 __asm__("r10") = a4;
+    register long r8 __asm__("r8") = a5;
+    register long r9 __asm__("r9") = a6;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8),
+                       "r"(r9)
+                     : "rcx", "r11", "memory");
+    if ((unsigned long)r > -4096UL) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+#else
+    syscall_fn fn = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return fn(nr, a1, a2, a3, a4, a5, a6);
+#endif
+}
+
+/* The six arguments syscall(nr, ...) may carry: a caller passes as many as
+ * its call needs, the kernel reads six registers. */
+struct sys_args {
+    long a[6];
+};
+
+static struct sys_args take_args(va_list ap)
+{
+    struct sys_args r;
+    for (int i = 0; i < 6; i++)
+        r.a[i] = va_arg(ap, long);
+    return r;
+}
+
+static long stub_syscall(long nr, ...)
+{
+    va_list ap;
+    va_start(ap, nr);
+    struct sys_args x = take_args(ap);
+    va_end(ap);
+    return raw_syscall(nr, x.a[0], x.a[1], x.a[2], x.a[3], x.a[4], x.a[5]);
+}
+
+void futex_hooks_init(void)
+{
+    if (real_syscall != stub_syscall)
+        return;
+    guard_enter();
+    syscall_fn fn = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+    if (fn)
+        __atomic_store_n(&real_syscall, fn, __ATOMIC_RELEASE);
+    guard_leave();
+}
+
+/* 1 when this futex call must only be forwarded. */
+static inline int pass_through(void)
+{
+    return unlikely(!__atomic_load_n(&contention_on, __ATOMIC_RELAXED) ||
+                    guard_active());
+}
+
+/* ---- waits ---------------------------------------------------------------- */
+
+/*
+ * A futex wait: timed for the block profile and, when sampled for the mutex
+ * profile, registered on uaddr (NULL for futex_waitv, whose waker may be
+ * any of several addresses: block only). A wait that did not block (the
+ * word had already changed: EAGAIN) is not a wait.
+ */
+static __attribute__((noinline)) long wait_slow(const void *uaddr, long nr,
+                                                long a1, long a2, long a3,
+                                                long a4, long a5, long a6)
+{
+    int saved = errno;
+    int64_t t0 = contention_clock();
+    void *h = uaddr ? contention_futex_arrive(uaddr, t0) : NULL;
+    errno = saved;
+    long r = real_syscall(nr, a1, a2, a3, a4, a5, a6);
+    saved = errno;
+    int64_t t1 = contention_clock();
+    if (h)
+        contention_futex_leave(h, t1);
+    if (r >= 0 || saved != EAGAIN)
+        contention_block_event(t1 - t0);
+    errno = saved;
+    return r;
+}
+
+/* ---- wakes ---------------------------------------------------------------- */
+
+/*
+ * A wake while sampled futex waiters exist somewhere: after the real call
+ * (nothing added to the waker's critical section, if it is one), the waker
+ * is charged what uaddr's waiters accrued since the last charge, as an
+ * unlock is (contention_charge()). t was read just before the real call.
+ */
+static __attribute__((noinline)) long wake_slow(const void *uaddr, long nr,
+                                                long a1, long a2, long a3,
+                                                long a4, long a5, long a6)
+{
+    uint64_t t = contention_stamp();
+    long r = real_syscall(nr, a1, a2, a3, a4, a5, a6);
+    if (pass_through())
+        return r;
+    int saved = errno;
+    int64_t delay, count;
+    if (contention_charge(uaddr, t, &delay, &count))
+        contention_mutex_event_key(delay, count, CONTENTION_KEY_FUTEX_WAKE);
+    errno = saved;
+    return r;
+}
+
+static long futex(long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    const void *uaddr = (const void *)a1;
+    switch ((int)a2 & FUTEX_CMD_MASK) {
+    case FUTEX_WAIT:
+    case FUTEX_WAIT_BITSET:
+    case FUTEX_LOCK_PI:
+    case FUTEX_LOCK_PI2:
+    case FUTEX_WAIT_REQUEUE_PI:
+        if (pass_through())
+            break;
+        return wait_slow(uaddr, SYS_futex, a1, a2, a3, a4, a5, a6);
+    case FUTEX_WAKE:
+    case FUTEX_WAKE_BITSET:
+    case FUTEX_WAKE_OP:
+    case FUTEX_UNLOCK_PI:
+    case FUTEX_REQUEUE:
+    case FUTEX_CMP_REQUEUE:
+    case FUTEX_CMP_REQUEUE_PI:
+        if (likely(__atomic_load_n(&contention_futex_waiters,
+                                   __ATOMIC_RELAXED) == 0 ||
+                   !contention_followed(uaddr)))
+            break;
+        return wake_slow(uaddr, SYS_futex, a1, a2, a3, a4, a5, a6);
+    default:
+        break;
+    }
+    return real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
+}
+
+/*
+ * The C library declares syscall() variadic and, on x86-64, reads the
+ * number and six arguments from the registers and the first stack slot
+ * whatever the caller passed (its callers pass longs, or narrower integers
+ * and pointers in the same registers). Defined here with that fixed
+ * signature (under the assembler name syscall, as the C name would clash
+ * with the variadic declaration), the forward to the next definition is a
+ * plain call: va_arg spilled every register and cost 33 instructions per
+ * call, this costs a handful (docs/contention.md). Not a jump: a sibling
+ * call would store the sixth argument back into the slot it came from,
+ * which belongs to the caller's frame when it passed fewer (the value read
+ * is the value written, but a store into a frame we do not own is not
+ * ours to make). Elsewhere, the variadic form.
+ */
+#if defined(__x86_64__)
+long futex_hooks_syscall(long nr, long a1, long a2, long a3, long a4,
+                         long a5, long a6) __asm__("syscall");
+
+EXPORT __attribute__((optimize("no-optimize-sibling-calls"))) long
+futex_hooks_syscall(long nr, long a1, long a2, long a3, long a4, long a5,
+                    long a6)
+{
+    if (unlikely(nr == SYS_futex))
+        return futex(a1, a2, a3, a4, a5, a6);
+    if (unlikely(nr == SYS_futex_waitv) && !pass_through())
+        return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
+    return real_syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+#else
+EXPORT long syscall(long nr, ...)
+{
+    va_list ap;
+    va_start(ap, nr);
+    struct sys_args x = take_args(ap);
+    va_end(ap);
+    long a1 = x.a[0], a2 = x.a[1], a3 = x.a[2];
+    long a4 = x.a[3], a5 = x.a[4], a6 = x.a[5];
+    if (unlikely(nr == SYS_futex))
+        return futex(a1, a2, a3, a4, a5, a6);
+    if (unlikely(nr == SYS_futex_waitv) && !pass_through())
+        return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
+    return real_syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+#endif

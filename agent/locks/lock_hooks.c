@@ -1,0 +1,475 @@
+/*
+ * Interposers of the pthread lock, condition variable and semaphore waits
+ * that feed the block and mutex profiles (agent/locks/contention.c records).
+ *
+ * Entered on every host thread, for every lock operation: the fast path
+ * must stay a try-lock. A lock first tries the real try-lock; only when that
+ * reports the lock busy does the slow path take timestamps, register the
+ * waiter and call the real blocking lock. An unlock reads one global (are
+ * there followed waiters anywhere?) and, only when there are, the hint slot
+ * of its own address (contention_followed()); then it forwards. The agent's
+ * own threads and calls made while the guard is entered go straight to the
+ * real functions.
+ *
+ * Never changes what the host sees: the same return values and errno, the
+ * same blocking behaviour; a failure to record is counted, never reported
+ * to the caller. The holder's charge is taken after the real unlock, never
+ * inside the host's critical section.
+ *
+ * Versioned symbols. glibc has two pthread_cond_wait and
+ * pthread_cond_timedwait: @GLIBC_2.2.5 (compatibility, for binaries built
+ * before 2003, which treats the condition as a pointer to a lazily
+ * allocated one) and @@GLIBC_2.3.2 (current). The agent's version script is
+ * anonymous, so its one unversioned definition binds callers of both
+ * versions. Forwarding an old caller to the new code would mix the two
+ * layouts on one object (its signal/broadcast still go to the old code):
+ * a lost wake-up or a crash. So the hook finds which version the calling
+ * object asked for, from that object's own relocations and version needs
+ * (cached per object), and forwards to that version with dlvsym.
+ */
+#include "agent/contention.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <semaphore.h>
+#include <string.h>
+#include <sys/single_threaded.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int (*mutex_fn)(pthread_mutex_t *);
+typedef int (*mutex_timed_fn)(pthread_mutex_t *, const struct timespec *);
+typedef int (*rwlock_fn)(pthread_rwlock_t *);
+typedef int (*rwlock_timed_fn)(pthread_rwlock_t *, const struct timespec *);
+typedef int (*cond_wait_fn)(pthread_cond_t *, pthread_mutex_t *);
+typedef int (*cond_timed_fn)(pthread_cond_t *, pthread_mutex_t *,
+                             const struct timespec *);
+typedef int (*sem_fn)(sem_t *);
+typedef int (*sem_timed_fn)(sem_t *, const struct timespec *);
+
+/* Every real_* pointer starts at a stub that resolves them all and calls
+ * through, so the fast paths never test for NULL. */
+static int stub_mutex_lock(pthread_mutex_t *m);
+static int stub_mutex_trylock(pthread_mutex_t *m);
+static int stub_mutex_unlock(pthread_mutex_t *m);
+
+static mutex_fn real_pthread_mutex_lock = stub_mutex_lock;
+static mutex_fn real_pthread_mutex_trylock = stub_mutex_trylock;
+static mutex_fn real_pthread_mutex_unlock = stub_mutex_unlock;
+static mutex_timed_fn real_pthread_mutex_timedlock;
+static rwlock_fn real_pthread_rwlock_rdlock, real_pthread_rwlock_wrlock;
+static rwlock_fn real_pthread_rwlock_tryrdlock, real_pthread_rwlock_trywrlock;
+static rwlock_fn real_pthread_rwlock_unlock;
+static rwlock_timed_fn real_pthread_rwlock_timedrdlock;
+static rwlock_timed_fn real_pthread_rwlock_timedwrlock;
+static cond_wait_fn real_cond_wait_new, real_cond_wait_old;
+static cond_timed_fn real_cond_timedwait_new, real_cond_timedwait_old;
+static sem_fn real_sem_wait, real_sem_trywait;
+static sem_timed_fn real_sem_timedwait;
+
+static void *next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+void lock_hooks_init(void)
+{
+    if (real_pthread_rwlock_unlock)
+        return;
+    guard_enter();
+    /* Written before the stubs are replaced: a racing first call either
+     * sees a stub (which comes here again) or a resolved pointer. */
+    real_pthread_mutex_timedlock = next("pthread_mutex_timedlock");
+    real_pthread_rwlock_rdlock = next("pthread_rwlock_rdlock");
+    real_pthread_rwlock_wrlock = next("pthread_rwlock_wrlock");
+    real_pthread_rwlock_tryrdlock = next("pthread_rwlock_tryrdlock");
+    real_pthread_rwlock_trywrlock = next("pthread_rwlock_trywrlock");
+    real_pthread_rwlock_timedrdlock = next("pthread_rwlock_timedrdlock");
+    real_pthread_rwlock_timedwrlock = next("pthread_rwlock_timedwrlock");
+    real_cond_wait_new = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
+    if (!real_cond_wait_new)
+        real_cond_wait_new = next("pthread_cond_wait");
+    real_cond_wait_old = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.2.5");
+    real_cond_timedwait_new =
+        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+    if (!real_cond_timedwait_new)
+        real_cond_timedwait_new = next("pthread_cond_timedwait");
+    real_cond_timedwait_old =
+        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.2.5");
+    real_sem_wait = next("sem_wait");
+    real_sem_trywait = next("sem_trywait");
+    real_sem_timedwait = next("sem_timedwait");
+    mutex_fn lock = next("pthread_mutex_lock");
+    mutex_fn trylock = next("pthread_mutex_trylock");
+    mutex_fn unlock = next("pthread_mutex_unlock");
+    if (lock)
+        __atomic_store_n(&real_pthread_mutex_lock, lock, __ATOMIC_RELEASE);
+    if (trylock)
+        __atomic_store_n(&real_pthread_mutex_trylock, trylock,
+                         __ATOMIC_RELEASE);
+    if (unlock)
+        __atomic_store_n(&real_pthread_mutex_unlock, unlock,
+                         __ATOMIC_RELEASE);
+    rwlock_fn rwunlock = next("pthread_rwlock_unlock");
+    __atomic_store_n(&real_pthread_rwlock_unlock, rwunlock, __ATOMIC_RELEASE);
+    guard_leave();
+}
+
+/* The stubs only run before lock_hooks_init() finished; if resolution
+ * failed there is no real function to call, and the only honest answer is
+ * the error a lock can give. */
+static int stub_mutex_lock(pthread_mutex_t *m)
+{
+    lock_hooks_init();
+    return real_pthread_mutex_lock != stub_mutex_lock
+               ? real_pthread_mutex_lock(m)
+               : EINVAL;
+}
+
+static int stub_mutex_trylock(pthread_mutex_t *m)
+{
+    lock_hooks_init();
+    return real_pthread_mutex_trylock != stub_mutex_trylock
+               ? real_pthread_mutex_trylock(m)
+               : EINVAL;
+}
+
+static int stub_mutex_unlock(pthread_mutex_t *m)
+{
+    lock_hooks_init();
+    return real_pthread_mutex_unlock != stub_mutex_unlock
+               ? real_pthread_mutex_unlock(m)
+               : EINVAL;
+}
+
+/* 1 when this call must only be forwarded. */
+static inline int pass_through(void)
+{
+    return unlikely(!__atomic_load_n(&contention_on, __ATOMIC_RELAXED) ||
+                    guard_active());
+}
+
+/*
+ * glibc's own flag (2.32 and later): true while the process has never had
+ * a second thread. glibc then takes a process-private mutex with a plain
+ * store instead of a locked compare-exchange, and nothing can contend for
+ * it: the lock hook forwards at once rather than paying the try-lock's
+ * locked instruction (a process-shared mutex can be contended by another
+ * process and is measured). It turns false, for good, when the first
+ * thread is created: the host's, or the agent's own (the deferred start's
+ * thread, unless PPROF_ADDR=off). The agent needs glibc 2.34 anyway.
+ *
+ * Read only while contention_on is CONTENTION_ON_SINGLE, so that a
+ * multi-threaded process pays nothing for it: the first lock that finds
+ * glibc's flag false sets CONTENTION_ON. Returns 1 when the lock must be
+ * measured, 0 when it must only be forwarded (on is 0: profiles off).
+ */
+static inline int measure_when(int on, const pthread_mutex_t *m)
+{
+    if (on != CONTENTION_ON_SINGLE)
+        return on != 0;
+    if (__libc_single_threaded)
+        return (m->__data.__kind & 128 /* PTHREAD_MUTEX_PSHARED_BIT */) != 0;
+    int expected = CONTENTION_ON_SINGLE;
+    __atomic_compare_exchange_n(&contention_on, &expected, CONTENTION_ON, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* ---- waits ---------------------------------------------------------------- */
+
+/* The contended path of a lock: lock is the mutex or rwlock address (for
+ * the holder's charge), call performs the real blocking operation. */
+struct wait_op {
+    const void *lock;
+    int (*call)(const struct wait_op *);
+    void *obj;
+    const struct timespec *abstime;
+    mutex_timed_fn mutex_timed;
+    mutex_fn mutex;
+    rwlock_fn rw;
+    rwlock_timed_fn rw_timed;
+};
+
+static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
+{
+    int saved = errno;
+    int64_t t0 = contention_clock();
+    void *h = contention_arrive(op->lock, t0);
+    errno = saved;
+    int r = op->call(op);
+    saved = errno;
+    int64_t t1 = contention_clock();
+    if (h)
+        contention_leave(h, t1);
+    else if (r == 0 &&
+             __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+             contention_followed(op->lock))
+        contention_handover(op->lock);
+    if (r == 0)
+        contention_block_event(t1 - t0);
+    errno = saved;
+    return r;
+}
+
+static int call_mutex(const struct wait_op *op)
+{
+    return op->mutex(op->obj);
+}
+static int call_mutex_timed(const struct wait_op *op)
+{
+    return op->mutex_timed(op->obj, op->abstime);
+}
+static int call_rw(const struct wait_op *op)
+{
+    return op->rw(op->obj);
+}
+static int call_rw_timed(const struct wait_op *op)
+{
+    return op->rw_timed(op->obj, op->abstime);
+}
+
+/* Out of line, so that the fast path below needs no stack frame for op. */
+static __attribute__((noinline)) int mutex_lock_slow(pthread_mutex_t *m)
+{
+    struct wait_op op = {.lock = m, .call = call_mutex, .obj = m,
+                         .mutex = real_pthread_mutex_lock};
+    return wait_slow(&op);
+}
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    int on = __atomic_load_n(&contention_on, __ATOMIC_RELAXED);
+    if (unlikely(on != CONTENTION_ON) && !measure_when(on, m))
+        return real_pthread_mutex_lock(m);
+    if (unlikely(guard_active()))
+        return real_pthread_mutex_lock(m);
+    int r = real_pthread_mutex_trylock(m);
+    if (likely(r != EBUSY))
+        return r;
+    return mutex_lock_slow(m);
+}
+
+EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+    /* A try-lock never waits: nothing to record. */
+    return real_pthread_mutex_trylock(m);
+}
+
+EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
+                                   const struct timespec *abstime)
+{
+    if (!real_pthread_mutex_timedlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_mutex_timedlock(m, abstime);
+    int r = real_pthread_mutex_trylock(m);
+    if (likely(r != EBUSY))
+        return r;
+    struct wait_op op = {.lock = m, .call = call_mutex_timed, .obj = m,
+                         .abstime = abstime,
+                         .mutex_timed = real_pthread_mutex_timedlock};
+    return wait_slow(&op);
+}
+
+static int rw_lock(pthread_rwlock_t *l, rwlock_fn trylock, rwlock_fn lock)
+{
+    int r = trylock(l);
+    if (likely(r != EBUSY))
+        return r;
+    struct wait_op op = {.lock = l, .call = call_rw, .obj = l, .rw = lock};
+    return wait_slow(&op);
+}
+
+static int rw_timedlock(pthread_rwlock_t *l, const struct timespec *abstime,
+                        rwlock_fn trylock, rwlock_timed_fn lock)
+{
+    int r = trylock(l);
+    if (likely(r != EBUSY))
+        return r;
+    struct wait_op op = {.lock = l, .call = call_rw_timed, .obj = l,
+                         .abstime = abstime, .rw_timed = lock};
+    return wait_slow(&op);
+}
+
+EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_rdlock(l);
+    return rw_lock(l, real_pthread_rwlock_tryrdlock,
+                   real_pthread_rwlock_rdlock);
+}
+
+EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_wrlock(l);
+    return rw_lock(l, real_pthread_rwlock_trywrlock,
+                   real_pthread_rwlock_wrlock);
+}
+
+EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l,
+                                      const struct timespec *abstime)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_timedrdlock(l, abstime);
+    return rw_timedlock(l, abstime, real_pthread_rwlock_tryrdlock,
+                        real_pthread_rwlock_timedrdlock);
+}
+
+EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
+                                      const struct timespec *abstime)
+{
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return real_pthread_rwlock_timedwrlock(l, abstime);
+    return rw_timedlock(l, abstime, real_pthread_rwlock_trywrlock,
+                        real_pthread_rwlock_timedwrlock);
+}
+
+/* ---- unlocks: the holder is charged its waiters' delay -------------------- */
+
+/*
+ * Charges the unlocking thread its waiters' delay, after the real unlock:
+ * anything done before it would lengthen the critical section that the
+ * waiters are queued on (measured: the bookkeeping alone cost 9% of the
+ * contended benchmark when done before). A waiter woken by this unlock may
+ * take the lock over, unlock and be charged before this runs: the record
+ * keeps what accrued up to that hand-over for this charge (a stamp read
+ * before the real unlock tells which is which; clock_gettime there cost
+ * 6-10% of the contended benchmark, the TSC costs nothing measurable). `lock` is only a key, never dereferenced: the host may
+ * free it as soon as it is unlocked.
+ */
+static __attribute__((noinline)) void charge(const void *lock,
+                                            uint64_t unlocked_at)
+{
+    if (guard_active() || !__atomic_load_n(&contention_on, __ATOMIC_RELAXED))
+        return;
+    int saved = errno;
+    int64_t delay, count;
+    if (contention_charge(lock, unlocked_at, &delay, &count))
+        contention_mutex_event(delay, count);
+    errno = saved;
+}
+
+EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
+               !contention_followed(m)))
+        return real_pthread_mutex_unlock(m);
+    uint64_t t = contention_stamp();
+    int r = real_pthread_mutex_unlock(m);
+    charge(m, t);
+    return r;
+}
+
+EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+    if (unlikely(!real_pthread_rwlock_unlock))
+        lock_hooks_init();
+    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
+               !contention_followed(l)))
+        return real_pthread_rwlock_unlock(l);
+    uint64_t t = contention_stamp();
+    int r = real_pthread_rwlock_unlock(l);
+    charge(l, t);
+    return r;
+}
+
+/* ---- condition variables --------------------------------------------------- */
+
+static __attribute__((noinline)) void cond_release(pthread_mutex_t *m)
+{
+    /* The real wait unlocks m inside the C library, where no hook sees it:
+     * charge m's waiters' delay to this caller now. */
+    charge(m, contention_stamp());
+}
+
+static int cond_block_end(int r, int64_t t0)
+{
+    int saved = errno;
+    contention_block_event(contention_clock() - t0);
+    errno = saved;
+    return r;
+}
+
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    if (unlikely(!real_cond_wait_new))
+        lock_hooks_init();
+    cond_wait_fn fn = real_cond_wait_new;
+    if (real_cond_wait_old &&
+        cond_version_old((uintptr_t)__builtin_return_address(0)))
+        fn = real_cond_wait_old;
+    if (pass_through())
+        return fn(c, m);
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+        contention_followed(m))
+        cond_release(m);
+    int64_t t0 = contention_clock();
+    int r = fn(c, m);
+    return cond_block_end(r, t0);
+}
+
+EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                  const struct timespec *abstime)
+{
+    if (unlikely(!real_cond_timedwait_new))
+        lock_hooks_init();
+    cond_timed_fn fn = real_cond_timedwait_new;
+    if (real_cond_timedwait_old &&
+        cond_version_old((uintptr_t)__builtin_return_address(0)))
+        fn = real_cond_timedwait_old;
+    if (pass_through())
+        return fn(c, m, abstime);
+    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
+        contention_followed(m))
+        cond_release(m);
+    int64_t t0 = contention_clock();
+    int r = fn(c, m, abstime);
+    return cond_block_end(r, t0);
+}
+
+/* ---- semaphores ------------------------------------------------------------- */
+
+EXPORT int sem_wait(sem_t *s)
+{
+    if (unlikely(!real_sem_wait))
+        lock_hooks_init();
+    if (pass_through())
+        return real_sem_wait(s);
+    int saved = errno;
+    if (real_sem_trywait(s) == 0)
+        return 0;
+    if (errno != EAGAIN)
+        return real_sem_wait(s); /* let the real call report it */
+    errno = saved;
+    int64_t t0 = contention_clock();
+    int r = real_sem_wait(s);
+    return cond_block_end(r, t0);
+}
+
+EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+    if (unlikely(!real_sem_timedwait))
+        lock_hooks_init();
+    if (pass_through())
+        return real_sem_timedwait(s, abstime);
+    int saved = errno;
+    if (real_sem_trywait(s) == 0)
+        return 0;
+    if (errno != EAGAIN)
+        return real_sem_timedwait(s, abstime);
+    errno = saved;
+    int64_t t0 = contention_clock();
+    int r = real_sem_timedwait(s, abstime);
+    return cond_block_end(r, t0);
+}

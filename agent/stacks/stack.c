@@ -1,0 +1,96 @@
+/*
+ * Stack capture outside signal context: threadcreate, heap, contention and
+ * custom-profile samples call stack_capture() from inside an interposed
+ * call, on the host's thread, with the reentrancy guard entered. The walk
+ * is the table-driven one (agent/stacks/cfi_walk.c): no lock, no allocation, no
+ * system call, no call into the loader, so it is the same walk wherever
+ * the thread is (inside its allocator's locks, the loader's, a fork).
+ *
+ * The agent's own frames (the interposer and this file) are stripped, so a
+ * stack starts at the host's caller, and every frame is a return address
+ * turned into the call site (minus one), as pprof expects of a proto.
+ */
+#include "agent/agent.h"
+#include "agent/cfi.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+uintptr_t stack_self_start, stack_self_end;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t base = (uintptr_t)data;
+    if (info->dlpi_addr != base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            stack_self_start = base + ph->p_vaddr;
+            stack_self_end = stack_self_start + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void stack_init(void)
+{
+    cfi_stack_learn();
+    /* The first build of the unwind tables is the process shell's to
+     * schedule (init.c: now, or after the start delay). */
+    Dl_info info;
+    if (dladdr((void *)stack_init, &info) && info.dli_fbase)
+        dl_iterate_phdr(find_self, info.dli_fbase);
+}
+
+static inline int is_self(uintptr_t pc)
+{
+    return pc >= stack_self_start && pc < stack_self_end;
+}
+
+void stack_thread_prepare(void)
+{
+    cfi_stack_learn();
+}
+
+/* Returns 0 (no stack) when the thread's stack bounds are unknown and
+ * cannot be learnt here. */
+static int capture(uintptr_t *pcs, int max, int may_allocate)
+{
+    uintptr_t raw[STACK_MAX + 32];
+    int want = max + 32 < (int)(sizeof raw / sizeof raw[0])
+                   ? max + 32
+                   : (int)(sizeof raw / sizeof raw[0]);
+    /* Outside the allocator's locks (and the loader's), a thread the
+     * agent did not see start learns its stack, and code loaded since
+     * the last refresh gets its tables. */
+    if (may_allocate && !agent_tls.in_loader) {
+        cfi_stack_learn();
+        cfi_tables_maybe_refresh();
+    }
+    int full;
+    int n = cfi_walk_here(raw, want, &full);
+    if (n <= 0)
+        return 0;
+    int i = 0;
+    while (i < n && is_self(raw[i]))
+        i++;
+    int out = 0;
+    for (; i < n && out < max; i++)
+        pcs[out++] = raw[i] - 1;
+    if ((i < n || full) && out > 0)
+        pcs[out - 1] = FRAME_TRUNCATED;
+    return out;
+}
+
+int stack_capture(uintptr_t *pcs, int max)
+{
+    return capture(pcs, max, 1);
+}
+
+int stack_capture_no_alloc(uintptr_t *pcs, int max)
+{
+    return capture(pcs, max, 0);
+}

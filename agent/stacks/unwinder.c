@@ -1,0 +1,104 @@
+/*
+ * Loads libunwind privately: see agent/unwinder.h for why. The names are
+ * those libunwind.h maps the unw_* calls to for local-only unwinding
+ * (_ULx86_64_step, ...), taken from the header's own macros.
+ */
+#include "agent/unwinder.h"
+
+#include "agent/agent.h"
+#include "agent/fds.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+struct unwinder unwinder;
+
+#define NAME_OF(x) NAME_OF_(x)
+#define NAME_OF_(x) #x
+
+struct range {
+    uintptr_t base, lo, hi;
+};
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct range *r = data;
+    if (info->dlpi_addr != r->base)
+        return 0;
+    phdr_load_range(info, &r->lo, &r->hi);
+    return 1;
+}
+
+int unwinder_load(void)
+{
+    static int state; /* 0: not tried, 1: loaded, -1: failed */
+    if (state)
+        return state > 0 ? 0 : -1;
+    state = -1;
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        log_info("cannot load libunwind.so.8 (%s): stacks keep their "
+                 "sampled address only", dlerror());
+        return -1;
+    }
+    struct unwinder u;
+    u.backtrace = (int (*)(void **, int))dlsym(h, NAME_OF(unw_backtrace));
+    u.getcontext = (int (*)(unw_context_t *))dlsym(h, NAME_OF(unw_tdep_getcontext));
+    u.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(
+        h, NAME_OF(unw_init_local));
+    u.init_local2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(
+        h, NAME_OF(unw_init_local2));
+    u.step = (int (*)(unw_cursor_t *))dlsym(h, NAME_OF(unw_step));
+    u.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(
+        h, NAME_OF(unw_get_reg));
+    u.set_caching_policy = (int (*)(unw_addr_space_t, unw_caching_policy_t))
+        dlsym(h, NAME_OF(unw_set_caching_policy));
+    u.flush_cache = (void (*)(unw_addr_space_t, unw_word_t, unw_word_t))dlsym(
+        h, NAME_OF(unw_flush_cache));
+    u.local_addr_space = (unw_addr_space_t *)dlsym(
+        h, NAME_OF(unw_local_addr_space));
+    if (!u.backtrace || !u.getcontext || !u.init_local || !u.init_local2 ||
+        !u.step || !u.get_reg || !u.set_caching_policy || !u.flush_cache ||
+        !u.local_addr_space) {
+        log_info("libunwind.so.8 lacks the functions the agent needs: "
+                 "stacks keep their sampled address only");
+        return -1;
+    }
+    /* Its memory-validation pipe is the agent's own (agent/host/fds.c). */
+    fds_own_library((const void *)u.step);
+    Dl_info info;
+    struct range r = {0, 0, 0};
+    if (dladdr((void *)u.step, &info) && info.dli_fbase) {
+        r.base = (uintptr_t)info.dli_fbase;
+        dl_iterate_phdr(find_range, &r);
+    }
+    size_t module = 0;
+    if (dlinfo(h, RTLD_DI_TLS_MODID, &module) != 0)
+        module = 0;
+    u.tls_module = module;
+    if (r.lo < r.hi) {
+        u.lo = r.lo;
+        u.hi = r.hi;
+    } else {
+        u.lo = u.hi = 0; /* not found: owns nothing */
+    }
+    unwinder = u;
+    state = 1;
+    return 0;
+}
+
+/* The C library's entry for a general-dynamic TLS access: the address of
+ * (module, offset) in the calling thread's block, allocated if need be. */
+struct tls_index {
+    unsigned long module, offset;
+};
+extern void *__tls_get_addr(struct tls_index *ti);
+
+void unwinder_tls_prepare(void)
+{
+    if (unwinder.tls_module) {
+        struct tls_index ti = {unwinder.tls_module, 0};
+        __tls_get_addr(&ti);
+    }
+}

@@ -1,0 +1,590 @@
+/*
+ * symbols.c owns the symbolizer's state: the executable mappings of the
+ * process (main executable first), the cache of loaded objects keyed by
+ * path and build ID, demangling, and the composition of ELF names with
+ * DWARF frames into the answer of symbols_resolve().
+ *
+ * The agent's own threads (HTTP workers) enter it with symbols_lock() held.
+ * symbols_invalidate() is the one exception: the dlopen/dlclose
+ * interposers call it from any thread and context, so it only bumps an
+ * atomic counter. Nothing here may run in a signal handler: loading an
+ * object allocates and maps files.
+ */
+#include "agent/symbols.h"
+
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <libiberty/demangle.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Everything below is protected by `lock`. */
+struct slot {
+    struct sym_mapping pub;
+    struct sym_object *obj; /* NULL for [vsyscall] and unreadable objects */
+    uintptr_t bias;         /* runtime address minus file address */
+    int has_bias;
+};
+
+static struct slot *slots;
+static size_t nslots;
+static size_t *by_addr; /* slot indexes sorted by start, for lookups */
+static struct sym_object **objects;
+static size_t nobjects;
+static int refreshed;
+static unsigned seen_generation;
+static char *exe_path;
+
+struct name_cache_slot {
+    const char *mangled;
+    char *demangled;  /* NULL: not mangled, use the name as is */
+    char *short_name; /* PPROF_SYMBOLS=short; NULL: same as the full name */
+};
+
+const char *symbols_pseudo_name(uintptr_t pc)
+{
+    switch (pc) {
+    case FRAME_TRUNCATED:
+        return "[truncated]";
+    case FRAME_LOST:
+        return "[lost samples]";
+    case FRAME_UNAVAILABLE:
+        return "[stack unavailable]";
+    default:
+        return pc < FRAME_PSEUDO_MAX ? "[unknown]" : NULL;
+    }
+}
+
+void symbols_lock(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void symbols_unlock(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+char *symbols_demangle(const char *name)
+{
+    /* _Z: Itanium C++ and legacy Rust (which libiberty detects by its
+     * trailing hash); _R: Rust v0. Anything else is a C name. */
+    if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+        return NULL;
+    return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+}
+
+/* ---- per-object demangled-name cache ----------------------------------- */
+
+/* Names are keyed by the address of the mangled string, which lives in the
+ * object's mapped file or in libdw and so is stable while the object is. */
+static size_t name_hash(const char *p, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+
+static int names_grow(struct sym_object *o)
+{
+    size_t ncap = o->names_cap ? o->names_cap * 2 : 256;
+    struct name_cache_slot *nv = calloc(ncap, sizeof *nv);
+    if (!nv)
+        return -ENOMEM;
+    for (size_t i = 0; i < o->names_cap; i++) {
+        if (!o->names[i].mangled)
+            continue;
+        size_t j = name_hash(o->names[i].mangled, ncap);
+        while (nv[j].mangled)
+            j = (j + 1) & (ncap - 1);
+        nv[j] = o->names[i];
+    }
+    free(o->names);
+    o->names = nv;
+    o->names_cap = ncap;
+    return 0;
+}
+
+/* Sets f's name and system_name for a symbol-table or DWARF name: the
+ * demangled name and the mangled one, or with PPROF_SYMBOLS=short the short
+ * name and the full demangled one. Cached per object. */
+static void frame_names(struct sym_object *o, const char *mangled,
+                        struct sym_frame *f)
+{
+    f->name = f->system_name = mangled;
+    if (!mangled || (mangled[0] != '_' &&
+                     !(opt_symbols_short && strpbrk(mangled, "<( "))))
+        return;
+    if (2 * (o->names_count + 1) > o->names_cap && names_grow(o) != 0) {
+        /* Out of memory: the mangled name is still a correct answer. */
+        return;
+    }
+    size_t i = name_hash(mangled, o->names_cap);
+    while (o->names[i].mangled && o->names[i].mangled != mangled)
+        i = (i + 1) & (o->names_cap - 1);
+    struct name_cache_slot *slot = &o->names[i];
+    if (!slot->mangled) {
+        slot->mangled = mangled;
+        slot->demangled = symbols_demangle(mangled);
+        if (opt_symbols_short) {
+            const char *full = slot->demangled ? slot->demangled : mangled;
+            size_t len = strlen(full);
+            char *sn = malloc(len + 1);
+            if (sn && symbols_short_name(full, sn, len + 1) > 0 &&
+                strcmp(sn, full) != 0)
+                slot->short_name = sn;
+            else
+                free(sn);
+        }
+        o->names_count++;
+    }
+    const char *full = slot->demangled ? slot->demangled : mangled;
+    f->name = slot->short_name ? slot->short_name : full;
+    if (opt_symbols_short)
+        f->system_name = full;
+}
+
+static void names_free(struct sym_object *o)
+{
+    for (size_t i = 0; i < o->names_cap; i++) {
+        free(o->names[i].demangled);
+        free(o->names[i].short_name);
+    }
+    free(o->names);
+    o->names = NULL;
+    o->names_cap = o->names_count = 0;
+}
+
+/* ---- objects ---------------------------------------------------------- */
+
+static void object_free(struct sym_object *o)
+{
+    if (!o)
+        return;
+    /* DWARF and the debug file read the object's ELF: closed first. */
+    symbols_dwarf_close(o);
+    symbols_debug_close(o);
+    symbols_elf_close(o);
+    names_free(o);
+    free(o->path);
+    free(o->build_id);
+    free(o);
+}
+
+/* Finds a cached object for a maps entry. The same path on the same inode
+ * is the same file without opening it; otherwise the file is opened and
+ * matched by path and build ID (a library replaced on disk gets a new
+ * object). */
+static struct sym_object *object_for(const struct maps_entry *e)
+{
+    for (size_t i = 0; i < nobjects; i++) {
+        struct sym_object *o = objects[i];
+        if (o->inode == e->inode && o->dev == e->dev &&
+            strcmp(o->path, e->path) == 0)
+            return o;
+    }
+
+    struct sym_object *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    o->path = strdup(e->path);
+    o->dev = e->dev;
+    o->inode = e->inode;
+    if (!o->path)
+        goto fail;
+    if (strcmp(e->path, "[vdso]") == 0) {
+        const void *image = (const void *)getauxval(AT_SYSINFO_EHDR);
+        if (image)
+            symbols_elf_open_memory(o, image, e->limit - e->start);
+    } else if (e->path[0] == '/') {
+        /* A deleted file's path may now name another file; the kernel
+         * still offers the mapped one through map_files. */
+        char alt[64];
+        snprintf(alt, sizeof alt, "/proc/self/map_files/%lx-%lx",
+                 (unsigned long)e->start, (unsigned long)e->limit);
+        if (e->deleted)
+            symbols_elf_open(o, alt, e->path);
+        else
+            symbols_elf_open(o, e->path, alt);
+    }
+    if (!o->build_id)
+        o->build_id = strdup("");
+    if (!o->build_id)
+        goto fail;
+
+    for (size_t i = 0; i < nobjects; i++) {
+        struct sym_object *c = objects[i];
+        if (strcmp(c->path, o->path) == 0 && *o->build_id &&
+            strcmp(c->build_id, o->build_id) == 0) {
+            object_free(o);
+            return c;
+        }
+    }
+    struct sym_object **nv = realloc(objects, (nobjects + 1) * sizeof *nv);
+    if (!nv)
+        goto fail;
+    objects = nv;
+    objects[nobjects++] = o;
+    return o;
+fail:
+    object_free(o);
+    return NULL;
+}
+
+/* ---- refresh ---------------------------------------------------------- */
+
+static void cache_clear(void);
+
+static int cmp_by_start(const void *a, const void *b)
+{
+    uintptr_t x = slots[*(const size_t *)a].pub.start;
+    uintptr_t y = slots[*(const size_t *)b].pub.start;
+    return x < y ? -1 : x > y;
+}
+
+static void resolve_exe_path(void)
+{
+    if (exe_path)
+        return;
+    char buf[PATH_MAX];
+    if (realpath("/proc/self/exe", buf))
+        exe_path = strdup(buf);
+}
+
+/* Moves the main executable's entries to the front, keeping maps order
+ * among the rest; without a known path the first entry stays first, which
+ * is the executable for every ordinary (non-ld.so-launched) process. */
+static void main_first(struct maps_entry *e, size_t n)
+{
+    if (!exe_path)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(e[i].path, exe_path) != 0)
+            continue;
+        struct maps_entry t = e[i];
+        memmove(&e[k + 1], &e[k], (i - k) * sizeof *e);
+        e[k++] = t;
+    }
+}
+
+static void clear_slots(void)
+{
+    free(slots);
+    free(by_addr);
+    slots = NULL;
+    by_addr = NULL;
+    nslots = 0;
+}
+
+int symbols_refresh(void)
+{
+    /* Read the loaded-objects generation before the maps: a dlclose that
+     * finishes during the read bumps it again and forces the next
+     * refresh. */
+    unsigned gen = objects_generation();
+    if (refreshed && gen == seen_generation)
+        return 0;
+    resolve_exe_path();
+
+    struct maps_entry *e = NULL;
+    size_t n = 0;
+    int err = maps_read(&e, &n);
+    if (err)
+        return err;
+    main_first(e, n);
+
+    struct slot *ns = calloc(n ? n : 1, sizeof *ns);
+    size_t *nidx = calloc(n ? n : 1, sizeof *nidx);
+    if (!ns || !nidx) {
+        free(ns);
+        free(nidx);
+        maps_free(e, n);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < nobjects; i++)
+        objects[i]->mark = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct sym_object *o = object_for(&e[i]);
+        struct slot *s = &ns[i];
+        s->obj = o;
+        s->pub.start = e[i].start;
+        s->pub.limit = e[i].limit;
+        s->pub.offset = e[i].offset;
+        if (o) {
+            o->mark = 1;
+            s->pub.path = o->path;
+            s->pub.build_id = o->build_id;
+            s->pub.has_symbols = o->has_symbols;
+            s->has_bias =
+                symbols_elf_bias(o, e[i].start, e[i].offset, &s->bias) == 0;
+        } else {
+            /* Out of memory for this object: keep the mapping, nameless. */
+            s->pub.path = "";
+            s->pub.build_id = "";
+        }
+        nidx[i] = i;
+    }
+    maps_free(e, n);
+
+    /* Objects no longer mapped are dropped with their tables and names;
+     * strings handed out before this refresh are documented to die here. */
+    size_t kept = 0;
+    for (size_t i = 0; i < nobjects; i++) {
+        if (objects[i]->mark)
+            objects[kept++] = objects[i];
+        else
+            object_free(objects[i]);
+    }
+    nobjects = kept;
+
+    /* Cached answers name slots' objects and were made against the old
+     * list; an address may now belong to a different object. */
+    cache_clear();
+    clear_slots();
+    slots = ns;
+    by_addr = nidx;
+    nslots = n;
+    qsort(by_addr, nslots, sizeof *by_addr, cmp_by_start);
+    refreshed = 1;
+    seen_generation = gen;
+    return 0;
+}
+
+size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
+                                       const char *build_id,
+                                       int exported_only),
+                            void *arg)
+{
+    size_t listed = 0;
+    symbols_lock();
+    symbols_refresh();
+    for (size_t i = 0; i < nobjects; i++) {
+        struct sym_object *o = objects[i];
+        /* Pseudo objects ([vdso], [vsyscall]) are the kernel's. */
+        if (o->path[0] != '/')
+            continue;
+        symbols_debug_find(o);
+        if (o->source >= SYM_SOURCE_MINIDEBUG)
+            continue;
+        fn(arg, o->path, o->build_id, o->source == SYM_SOURCE_DYNAMIC);
+        listed++;
+    }
+    symbols_unlock();
+    return listed;
+}
+
+size_t symbols_mapping_count(void)
+{
+    return nslots;
+}
+
+const struct sym_mapping *symbols_mapping_at(size_t i)
+{
+    return i < nslots ? &slots[i].pub : NULL;
+}
+
+int symbols_mapping_index(uintptr_t addr)
+{
+    size_t lo = 0, hi = nslots;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (slots[by_addr[mid]].pub.start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    size_t i = by_addr[lo - 1];
+    return addr < slots[i].pub.limit ? (int)i : -1;
+}
+
+/* ---- resolve ---------------------------------------------------------- */
+
+#define MAX_DWARF_FRAMES 32
+
+static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
+{
+    int mi = symbols_mapping_index(addr);
+    if (mi < 0 || max <= 0)
+        return 0;
+    struct slot *s = &slots[mi];
+    struct sym_object *o = s->obj;
+    if (!o || !o->elf || !s->has_bias)
+        return 0;
+    if (!o->loaded) {
+        /* What o lacks (a debug file, MiniDebugInfo) is found first: the
+         * symbol table is loaded from whichever source that chose. */
+        symbols_debug_find(o);
+        symbols_elf_load(o);
+        symbols_dwarf_load(o);
+        /* Objects that appear in a profile are the ones worth a line. */
+        symbols_debug_report(o);
+    }
+    uint64_t fa = (uint64_t)(addr - s->bias);
+    const struct sym_func *f = symbols_elf_lookup(o, fa);
+    uintptr_t sym_start = f ? (uintptr_t)f->addr + s->bias : 0;
+
+    struct dwarf_frame df[MAX_DWARF_FRAMES];
+    int nd = symbols_dwarf_frames(o, fa, df,
+                                  max < MAX_DWARF_FRAMES ? max
+                                                         : MAX_DWARF_FRAMES);
+    if (nd == 0) {
+        if (!f)
+            return 0;
+        out[0] = (struct sym_frame){.sym_start = sym_start};
+        frame_names(o, f->name, &out[0]);
+        return 1;
+    }
+
+    int n = 0;
+    for (int i = 0; i < nd; i++) {
+        const char *sys = df[i].name;
+        /* The outermost frame is the physical function: its symbol-table
+         * name is the one addr2line and disassemblers print, so it wins
+         * over the DWARF name (they differ for aliases and clones). */
+        if (!df[i].inlined && f)
+            sys = f->name;
+        if (!sys)
+            continue;
+        out[n] = (struct sym_frame){
+            .file = df[i].file,
+            .line = df[i].line,
+            .start_line = df[i].decl_line,
+            .sym_start = sym_start,
+        };
+        frame_names(o, sys, &out[n++]);
+    }
+    return n;
+}
+
+/*
+ * Results by runtime address. libdw walks a unit's DIEs under its internal
+ * locks for every lookup (about 20 us for a libc address), and each profile
+ * request asks again for mostly the same hot addresses. Entries point into
+ * objects, so the whole cache is dropped whenever a refresh changes the
+ * mappings, and when it grows past CACHE_MAX (a bound on the agent's own
+ * memory, not a working-set estimate).
+ */
+#define CACHE_MAX 65536
+
+struct cache_entry {
+    uintptr_t addr; /* 0: empty slot */
+    int n;
+    struct sym_frame *frames;
+};
+
+static struct cache_entry *cache;
+static size_t cache_cap;
+static size_t cache_count;
+
+static size_t addr_hash(uintptr_t a, size_t cap)
+{
+    return (size_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+static void cache_clear(void)
+{
+    for (size_t i = 0; i < cache_cap; i++)
+        free(cache[i].frames);
+    free(cache);
+    cache = NULL;
+    cache_cap = cache_count = 0;
+}
+
+static int cache_grow(void)
+{
+    if (cache_count >= CACHE_MAX)
+        cache_clear();
+    size_t ncap = cache_cap ? cache_cap * 2 : 1024;
+    struct cache_entry *nv = calloc(ncap, sizeof *nv);
+    if (!nv)
+        return -ENOMEM;
+    for (size_t i = 0; i < cache_cap; i++) {
+        if (!cache[i].addr)
+            continue;
+        size_t j = addr_hash(cache[i].addr, ncap);
+        while (nv[j].addr)
+            j = (j + 1) & (ncap - 1);
+        nv[j] = cache[i];
+    }
+    free(cache);
+    cache = nv;
+    cache_cap = ncap;
+    return 0;
+}
+
+static int copy_out(const struct cache_entry *e, struct sym_frame *out,
+                    int max)
+{
+    int n = e->n < max ? e->n : max;
+    if (n > 0) /* frames is NULL for an address without a name */
+        memcpy(out, e->frames, (size_t)n * sizeof *out);
+    return n;
+}
+
+int symbols_resolve(uintptr_t addr, struct sym_frame *out, int max)
+{
+    if (max <= 0 || addr == 0)
+        return 0;
+    if (cache_cap) {
+        size_t i = addr_hash(addr, cache_cap);
+        while (cache[i].addr && cache[i].addr != addr)
+            i = (i + 1) & (cache_cap - 1);
+        if (cache[i].addr)
+            return copy_out(&cache[i], out, max);
+    }
+
+    struct sym_frame tmp[MAX_DWARF_FRAMES];
+    int n = resolve_uncached(addr, tmp, MAX_DWARF_FRAMES);
+    struct sym_frame *frames = NULL;
+    if (n > 0) {
+        frames = malloc((size_t)n * sizeof *frames);
+        if (frames)
+            memcpy(frames, tmp, (size_t)n * sizeof *frames);
+    }
+    /* Without memory for the cache the answer is still correct. */
+    if ((n == 0 || frames) &&
+        (2 * (cache_count + 1) <= cache_cap || cache_grow() == 0)) {
+        size_t i = addr_hash(addr, cache_cap);
+        while (cache[i].addr)
+            i = (i + 1) & (cache_cap - 1);
+        cache[i] = (struct cache_entry){addr, n, frames};
+        cache_count++;
+    } else {
+        free(frames);
+    }
+    n = n < max ? n : max;
+    memcpy(out, tmp, (size_t)n * sizeof *out);
+    return n;
+}
+
+void symbols_fork_child(void)
+{
+    guard_enter();
+    int busy = pthread_mutex_trylock(&lock) != 0;
+    if (!busy)
+        pthread_mutex_unlock(&lock);
+    guard_leave();
+    if (!busy)
+        return;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&lock, &fresh, sizeof lock);
+    slots = NULL;
+    nslots = 0;
+    by_addr = NULL;
+    objects = NULL;
+    nobjects = 0;
+    refreshed = 0;
+    seen_generation = 0;
+    exe_path = NULL;
+    cache = NULL;
+    cache_cap = cache_count = 0;
+}

@@ -1,0 +1,392 @@
+/*
+ * symbols_elf.c owns what the symbolizer reads from ELF files: the GNU
+ * build ID, the executable PT_LOAD segments (to turn runtime addresses into
+ * file addresses), and the function table, built from the best symbol
+ * table symbols_debug.c found (the object's own .symtab, its separate
+ * debug file's, or its MiniDebugInfo's) merged with .dynsym. Files are
+ * mapped by libelf (ELF_C_READ_MMAP), so symbol names point into the mapped
+ * file and cost no copy.
+ *
+ * Entered only from the agent's own threads under the symbolizer lock;
+ * never from a signal handler. A corrupt or unreadable file must only ever
+ * mean fewer names: every libelf result is checked.
+ */
+#include "agent/symbols.h"
+
+#include "agent/fds.h"
+
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+static void init_version(void)
+{
+    elf_version(EV_CURRENT);
+}
+
+/* Opens an ELF file through a libelf mmap and closes the descriptor: the
+ * mapping keeps the data, and hundreds of libraries must not cost hundreds
+ * of descriptors. */
+Elf *symbols_elf_open_file(const char *path)
+{
+    pthread_once(&version_once, init_version);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    if (elf && elf_kind(elf) != ELF_K_ELF) {
+        elf_end(elf);
+        elf = NULL;
+    }
+    if (elf)
+        elf_cntl(elf, ELF_C_FDDONE);
+    fds_close(fd);
+    return elf;
+}
+
+static char *hex(const unsigned char *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *s = malloc(2 * n + 1);
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        s[2 * i] = digits[p[i] >> 4];
+        s[2 * i + 1] = digits[p[i] & 15];
+    }
+    s[2 * n] = '\0';
+    return s;
+}
+
+char *symbols_elf_build_id(Elf *elf)
+{
+    const void *id = NULL;
+    ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+    if (n <= 0 || !id)
+        return strdup("");
+    return hex(id, (size_t)n);
+}
+
+int symbols_elf_has_type(Elf *elf, unsigned type)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn))) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) && sh.sh_type == type && sh.sh_size > 0)
+            return 1;
+    }
+    return 0;
+}
+
+Elf_Scn *symbols_elf_section(Elf *elf, const char *name)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return NULL;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh))
+            continue;
+        const char *n = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (n && strcmp(n, name) == 0)
+            return scn;
+    }
+    return NULL;
+}
+
+/* Records the executable PT_LOAD segments and the build ID. */
+static int describe(struct sym_object *o)
+{
+    size_t nph = 0;
+    if (elf_getphdrnum(o->elf, &nph) != 0)
+        nph = 0;
+    o->segs = calloc(nph ? nph : 1, sizeof *o->segs);
+    if (!o->segs)
+        return -ENOMEM;
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(o->elf, (int)i, &ph))
+            continue;
+        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+            continue;
+        o->segs[o->nsegs++] = (struct sym_segment){
+            .vaddr = ph.p_vaddr,
+            .memsz = ph.p_memsz,
+            .offset = ph.p_offset,
+            .filesz = ph.p_filesz,
+        };
+    }
+    free(o->build_id);
+    o->build_id = symbols_elf_build_id(o->elf);
+    if (!o->build_id)
+        return -ENOMEM;
+    o->has_symbols =
+        symbols_elf_has_type(o->elf, SHT_SYMTAB) ||
+        symbols_elf_has_type(o->elf, SHT_DYNSYM);
+    return 0;
+}
+
+int symbols_elf_open(struct sym_object *o, const char *path,
+                     const char *alt_path)
+{
+    o->elf = symbols_elf_open_file(path);
+    if (!o->elf && alt_path)
+        o->elf = symbols_elf_open_file(alt_path);
+    if (!o->elf)
+        return -ENOENT;
+    return describe(o);
+}
+
+int symbols_elf_open_memory(struct sym_object *o, const void *image,
+                            size_t size)
+{
+    pthread_once(&version_once, init_version);
+    /* libelf wants a writable image; the vdso is read-only and tiny. */
+    o->image = malloc(size);
+    if (!o->image)
+        return -ENOMEM;
+    memcpy(o->image, image, size);
+    o->elf = elf_memory(o->image, size);
+    if (o->elf && elf_kind(o->elf) != ELF_K_ELF) {
+        elf_end(o->elf);
+        o->elf = NULL;
+    }
+    if (!o->elf)
+        return -ENOENT;
+    return describe(o);
+}
+
+int symbols_elf_bias(const struct sym_object *o, uintptr_t start,
+                     uintptr_t offset, uintptr_t *bias)
+{
+    const struct sym_segment *seg = NULL;
+    for (size_t i = 0; i < o->nsegs; i++) {
+        const struct sym_segment *s = &o->segs[i];
+        if (offset >= s->offset && offset < s->offset + s->filesz) {
+            seg = s;
+            break;
+        }
+    }
+    /* A mapping whose offset no segment covers (odd linkers) still gets the
+     * first executable segment rather than no names at all. */
+    if (!seg && o->nsegs)
+        seg = &o->segs[0];
+    if (!seg)
+        return -ENOENT;
+    *bias = start - offset + (uintptr_t)seg->offset - (uintptr_t)seg->vaddr;
+    return 0;
+}
+
+static int binding_rank(unsigned char info)
+{
+    switch (GELF_ST_BIND(info)) {
+    case STB_GLOBAL:
+        return 0;
+    case STB_WEAK:
+        return 1;
+    default:
+        return 2;
+    }
+}
+
+/* Sorting key for aliases at one address: sized, global, then the name
+ * with the fewest leading underscores (qsort rather than __qsort), so the
+ * choice is the one a reader expects and stable across runs. */
+struct func_tmp {
+    struct sym_func f;
+    int rank;
+};
+
+static int leading_underscores(const char *s)
+{
+    int n = 0;
+    while (s[n] == '_')
+        n++;
+    return n;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+    const struct func_tmp *x = a, *y = b;
+    if (x->f.addr != y->f.addr)
+        return x->f.addr < y->f.addr ? -1 : 1;
+    if ((x->f.size == 0) != (y->f.size == 0))
+        return x->f.size == 0 ? 1 : -1;
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    int ux = leading_underscores(x->f.name), uy = leading_underscores(y->f.name);
+    if (ux != uy)
+        return ux - uy;
+    return strcmp(x->f.name, y->f.name);
+}
+
+/* Appends the functions of every section of `type` in elf. */
+static int collect(Elf *elf, Elf64_Word type, struct func_tmp **v,
+                   size_t *n, size_t *cap)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != type ||
+            sh.sh_entsize == 0)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        if (!data)
+            continue;
+        size_t count = sh.sh_size / sh.sh_entsize;
+        for (size_t i = 0; i < count; i++) {
+            GElf_Sym sym;
+            if (!gelf_getsym(data, (int)i, &sym))
+                break;
+            int t = GELF_ST_TYPE(sym.st_info);
+            if (t != STT_FUNC && t != STT_GNU_IFUNC)
+                continue;
+            if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+                continue;
+            const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
+            if (!name || !*name)
+                continue;
+            if (*n == *cap) {
+                size_t ncap = *cap ? *cap * 2 : 1024;
+                struct func_tmp *nv = realloc(*v, ncap * sizeof *nv);
+                if (!nv)
+                    return -ENOMEM;
+                *v = nv;
+                *cap = ncap;
+            }
+            (*v)[(*n)++] = (struct func_tmp){
+                .f = {sym.st_value, sym.st_size, name},
+                .rank = binding_rank(sym.st_info),
+            };
+        }
+    }
+    return 0;
+}
+
+/* Sorts, keeps one symbol per address, and drops unsized symbols that sit
+ * inside a sized function (local labels typed FUNC in assembly), which
+ * would otherwise steal the rest of that function. */
+static void build_table(struct sym_object *o, struct func_tmp *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_func);
+    o->funcs = malloc((n ? n : 1) * sizeof *o->funcs);
+    if (!o->funcs)
+        return;
+    size_t out = 0;
+    uint64_t covered_to = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out && o->funcs[out - 1].addr == v[i].f.addr)
+            continue;
+        if (v[i].f.size == 0 && v[i].f.addr < covered_to)
+            continue;
+        o->funcs[out++] = v[i].f;
+        if (v[i].f.addr + v[i].f.size > covered_to)
+            covered_to = v[i].f.addr + v[i].f.size;
+    }
+    o->nfuncs = out;
+}
+
+void symbols_elf_load(struct sym_object *o)
+{
+    if (o->loaded)
+        return;
+    o->loaded = 1;
+    if (!o->elf)
+        return;
+
+    Elf *full = NULL;
+    switch (o->source) {
+    case SYM_SOURCE_OWN:
+        full = o->elf;
+        break;
+    case SYM_SOURCE_DEBUG_FILE:
+        full = o->debug_elf;
+        break;
+    case SYM_SOURCE_MINIDEBUG:
+        full = o->mini_elf;
+        break;
+    default:
+        break;
+    }
+    struct func_tmp *v = NULL;
+    size_t n = 0, cap = 0;
+    int err = 0;
+    if (full)
+        err = collect(full, SHT_SYMTAB, &v, &n, &cap);
+    /* .dynsym is a subset of a full .symtab, but MiniDebugInfo leaves the
+     * exported functions out on purpose: merging is cheap and covers both. */
+    if (!err)
+        err = collect(o->elf, SHT_DYNSYM, &v, &n, &cap);
+    if (n)
+        build_table(o, v, n);
+    free(v);
+}
+
+static const struct sym_segment *segment_of(const struct sym_object *o,
+                                            uint64_t addr)
+{
+    for (size_t i = 0; i < o->nsegs; i++)
+        if (addr >= o->segs[i].vaddr &&
+            addr < o->segs[i].vaddr + o->segs[i].memsz)
+            return &o->segs[i];
+    return NULL;
+}
+
+const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
+                                          uint64_t addr)
+{
+    size_t lo = 0, hi = o->nfuncs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->funcs[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    size_t i = lo - 1;
+    const struct sym_func *f = &o->funcs[i];
+    if (f->size == 0) {
+        /* An unsized symbol runs to the next symbol, but never across the
+         * end of its segment (into padding or another section's code). */
+        const struct sym_segment *s = segment_of(o, f->addr);
+        if (!s || s != segment_of(o, addr))
+            return NULL;
+        return f;
+    }
+    /* Nested sized symbols are rare; a short look back finds an enclosing
+     * function when addr is past the end of a small inner one. */
+    for (size_t k = 0; k < 4; k++) {
+        f = &o->funcs[i];
+        if (f->size && addr < f->addr + f->size)
+            return f;
+        if (i == 0)
+            break;
+        i--;
+    }
+    return NULL;
+}
+
+void symbols_elf_close(struct sym_object *o)
+{
+    if (o->elf)
+        elf_end(o->elf);
+    free(o->image);
+    free(o->funcs);
+    free(o->segs);
+    o->elf = NULL;
+    o->image = NULL;
+    o->funcs = NULL;
+    o->segs = NULL;
+}

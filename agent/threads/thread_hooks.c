@@ -1,0 +1,165 @@
+/*
+ * pthread_create interposer: records the creating stack for the
+ * threadcreate profile and marks threads created by the agent itself (the
+ * HTTP server's) so that they are never sampled or listed as the host's.
+ *
+ * Runs on the host's threads inside pthread_create; allocates one small
+ * start record through the host's allocator with the guard entered, and
+ * forwards everything else to the real pthread_create unchanged. The start
+ * wrapper also gives each host thread its CPU-profile timer while a profile
+ * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
+ * own threads are recorded so the profiler never samples them.
+ */
+#include "agent/agent.h"
+#include "agent/cpu.h"
+#include "agent/labels.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+
+int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
+                           void *(*)(void *), void *);
+
+struct stack_table *threadcreate_table;
+long threads_created;
+
+struct start_record {
+    void *(*fn)(void *);
+    void *arg;
+    int agent_thread;
+    const struct pprof_label_set *labels; /* the creator's, inherited */
+};
+
+void thread_hooks_init(void)
+{
+    if (!real_pthread_create)
+        real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+}
+
+/* Runs when a host thread ends, by return or pthread_exit/cancel. */
+static void thread_exit(void *unused)
+{
+    (void)unused;
+    guard_enter();
+    cpu_thread_exiting();
+    guard_leave();
+}
+
+static void *thread_start(void *p)
+{
+    struct start_record r = *(struct start_record *)p;
+    guard_enter();
+    free(p);
+    guard_leave();
+    labels_current = r.labels; /* as a goroutine inherits its creator's */
+    if (r.agent_thread) {
+        agent_tls.agent_thread = 1;
+        cpu_agent_thread();
+        /* Its stack is the agent's memory, for /debug/memory. */
+        void *stack = NULL;
+        size_t stack_size = 0;
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            pthread_attr_getstack(&attr, &stack, &stack_size);
+            pthread_attr_destroy(&attr);
+        }
+        own_memory_add_stack(stack, stack_size);
+        void *ret = r.fn(r.arg);
+        own_memory_remove(stack, stack_size);
+        return ret;
+    }
+    /* A CPU profile running now gives this thread its timer; its samples
+     * in locks may walk fast. */
+    guard_enter();
+    cpu_thread_started();
+    stack_thread_prepare();
+    guard_leave();
+    void *ret;
+    pthread_cleanup_push(thread_exit, NULL);
+    ret = r.fn(r.arg);
+    pthread_cleanup_pop(1);
+    return ret;
+}
+
+static void record_creation(void)
+{
+    uintptr_t pcs[STACK_MAX];
+    int n = stack_capture_no_alloc(pcs, STACK_MAX);
+    if (n == 0) {
+        pcs[0] = FRAME_UNKNOWN;
+        n = 1;
+    }
+    struct stack_entry *e = stack_table_get(threadcreate_table, pcs, n, 0);
+    if (e)
+        stack_entry_add(e, 0, 1);
+    __atomic_fetch_add(&threads_created, 1, __ATOMIC_RELAXED);
+}
+
+#define AGENT_STACK_MIN (2u << 20)
+
+/* A copy of attr's detach state with at least AGENT_STACK_MIN of stack.
+ * Returns 0 or an error number (then attr is used as it is). */
+static int own_thread_attr(const pthread_attr_t *attr, pthread_attr_t *out)
+{
+    int detach = PTHREAD_CREATE_JOINABLE;
+    size_t size = 0;
+    if (attr) {
+        pthread_attr_getdetachstate(attr, &detach);
+        pthread_attr_getstacksize(attr, &size);
+    }
+    if (size >= AGENT_STACK_MIN)
+        return EINVAL;
+    int err = pthread_attr_init(out);
+    if (err)
+        return err;
+    pthread_attr_setdetachstate(out, detach);
+    pthread_attr_setstacksize(out, AGENT_STACK_MIN);
+    return 0;
+}
+
+__attribute__((visibility("default"))) int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+               void *(*fn)(void *), void *arg)
+{
+    if (unlikely(!real_pthread_create)) {
+        thread_hooks_init();
+        if (!real_pthread_create)
+            return EAGAIN;
+    }
+    if (!agent_ready)
+        return real_pthread_create(thread, attr, fn, arg);
+
+    int agent = guard_active();
+    guard_enter();
+    if (!agent)
+        record_creation();
+    struct start_record *r = malloc(sizeof *r);
+    guard_leave();
+    if (!r)
+        return real_pthread_create(thread, attr, fn, arg);
+    r->fn = fn;
+    r->arg = arg;
+    r->agent_thread = agent;
+    r->labels = agent ? NULL : labels_current;
+    /* The agent's own threads (civetweb asks for 100 KiB) get room for
+     * symbolization: libdw recurses deeply on large compile units. */
+    pthread_attr_t big;
+    if (agent && own_thread_attr(attr, &big) == 0) {
+        int err = real_pthread_create(thread, &big, thread_start, r);
+        pthread_attr_destroy(&big);
+        if (err) {
+            guard_enter();
+            free(r);
+            guard_leave();
+        }
+        return err;
+    }
+    int err = real_pthread_create(thread, attr, thread_start, r);
+    if (err) {
+        guard_enter();
+        free(r);
+        guard_leave();
+    }
+    return err;
+}

@@ -1,0 +1,38 @@
+/*
+ * http/'s face for the process shell (process/start.c, children.c): start
+ * the server, and the two things a fork and a privilege drop need. The
+ * shell decides the policy (a second address when the first is taken, the
+ * announcement in the run directory, whether to write the port file) and
+ * passes it in; the server never calls back up except through these
+ * pointers.
+ */
+#ifndef PPROF_HTTP_SERVER_H
+#define PPROF_HTTP_SERVER_H
+
+#include <stddef.h>
+
+struct server_listen {
+    /* Where to listen, civetweb's syntax ("host:port" or "port"), in a
+     * buffer of addr_size bytes. */
+    char *addr;
+    size_t addr_size;
+    /* Called when addr cannot be bound: may rewrite addr (port 0 on the
+     * same host) and return 1 for one more try. NULL: no second try. */
+    int (*fallback)(char *addr, size_t addr_size);
+    /* Called once the server listens, with its port. NULL: nothing. */
+    void (*on_listening)(int port);
+};
+
+/* Starts the server as how says. On failure logs one line and returns
+ * -errno; the host goes on. Not async-signal-safe. */
+int server_start(const struct server_listen *how);
+/* Creates PPROF_PORT_FILE (empty) now, while the process may: it is filled
+ * by server_write_port_file(). Not async-signal-safe. */
+void server_reserve_port_file(void);
+/* Writes "host:port" to PPROF_PORT_FILE (when set). Not async-signal-safe. */
+void server_write_port_file(int port);
+/* In a fork child (the only thread): forgets the parent's server, so that
+ * server_start() can start the child's own. Async-signal-safe. */
+void server_fork_child(void);
+
+#endif

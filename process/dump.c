@@ -1,0 +1,381 @@
+/*
+ * Profiles to files (PPROF_DUMP_DIR), for batch jobs and programs that
+ * live seconds: a CPU profile of the whole run (started here, at load) and
+ * a heap profile, written at exit (exit() and return from main), whenever
+ * the operator sends PPROF_DUMP_SIGNAL, and every PPROF_DUMP_INTERVAL
+ * seconds. Files are named <program>-<pid>-<UTC time>.<cpu|heap>.pb.gz and
+ * appear whole: each is written under a temporary name in the same folder,
+ * flushed, then renamed.
+ *
+ * Contexts: dump_start() in the constructor (or a forked child's starter
+ * thread); the signal handler anywhere (it only writes a byte to a pipe);
+ * the dump thread, one of the agent's, drains the CPU samples once a second
+ * and writes the signal and interval dumps; the exit dump runs in the
+ * host's exit path, on the thread that called exit(). dump_lock keeps the
+ * dump thread and the exit path apart; it is never taken in signal context.
+ *
+ * The CPU profile occupies the agent's one CPU profile slot for the whole
+ * run, so /debug/pprof/profile answers "already in use" meanwhile. The
+ * signal is never taken from the host: the handler is installed only when
+ * the signal is at its default disposition, and a host that installs its
+ * own later simply replaces it (the dump thread notices and says so once).
+ */
+#include "process/process.h"
+
+#include "agent/agent.h"
+#include "agent/fds.h"
+#include "agent/cpu.h"
+#include "agent/heap.h"
+#include "encoder/encoder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+long dump_files_written;
+
+static spinlock_t dump_lock;
+static int started;          /* dump_start() ran in this process */
+static int cpu_running;      /* the whole-run CPU profile is ours */
+static struct cpu_agg *cpu_agg;
+static int64_t cpu_start_ns;
+static int exit_registered;
+static int exited;           /* the exit dump was written */
+
+/* The signal handler and the pipe it writes to (dump_wake_pipe, both ends
+ * non-blocking) are in dump_signal.c. */
+static struct sigaction host_action; /* what the signal had before us */
+static int handler_installed;
+
+static int handler_is_ours(void)
+{
+    struct sigaction cur;
+    return sigaction(opt_dump_signal, NULL, &cur) == 0 &&
+           !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == dump_on_signal;
+}
+
+static void install_signal(void)
+{
+    if (!opt_dump_signal || dump_wake_pipe[1] < 0)
+        return;
+    struct sigaction cur;
+    if (sigaction(opt_dump_signal, NULL, &cur) != 0)
+        return;
+    if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) {
+        if (cur.sa_handler != dump_on_signal)
+            log_info("PPROF_DUMP_SIGNAL: the program already handles or "
+                     "ignores signal %d; it is left to the program and no "
+                     "dumps are written on it",
+                     opt_dump_signal);
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = dump_on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(opt_dump_signal, &sa, &host_action) == 0)
+        handler_installed = 1;
+}
+
+/* ---- writing files --------------------------------------------------------- */
+
+/* "<dir>/<program>-<pid>-<YYYYmmddTHHMMSS.mmmZ>" into out. */
+static void file_stem(char *out, size_t size)
+{
+    char program[64];
+    rundir_program(program, sizeof program);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    /* The agent's formatter has no field widths: strftime pads. */
+    char when[32];
+    strftime(when, sizeof when, "%Y%m%dT%H%M%S", &tm);
+    int ms = (int)(ts.tv_nsec / 1000000);
+    log_snprintf(out, size, "%s/%s-%d-%s.%c%c%cZ", opt_dump_dir, program,
+                 (int)getpid(), when, '0' + ms / 100, '0' + ms / 10 % 10,
+                 '0' + ms % 10);
+}
+
+/* Writes data to path atomically: a temporary file in the same folder,
+ * fsync'ed, renamed over path. Returns 0 or -errno. */
+static int write_atomic(const char *path, const struct pbuf *data)
+{
+    char tmp[1400];
+    log_snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    /* O_EXCL and O_NOFOLLOW: in a folder others can write to, a link
+     * planted under our temporary name must not make us write elsewhere. */
+    int fd = fds_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0644);
+    if (fd < 0)
+        return -errno;
+    size_t off = 0;
+    int err = 0;
+    while (off < data->len) {
+        ssize_t w = write(fd, data->data + off, data->len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            err = -errno;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (!err && fsync(fd) != 0)
+        err = -errno;
+    if (fds_close(fd) != 0 && !err)
+        err = -errno;
+    if (!err && rename(tmp, path) != 0)
+        err = -errno;
+    if (err)
+        unlink(tmp);
+    return err;
+}
+
+static int save(const char *stem, const char *kind, const struct pbuf *gz)
+{
+    char path[1300];
+    log_snprintf(path, sizeof path, "%s.%s.pb.gz", stem, kind);
+    int err = write_atomic(path, gz);
+    if (err) {
+        log_info("cannot write %s: %s", path, strerror(-err));
+        return 0;
+    }
+    log_debug("wrote %s (%zu bytes)", path, gz->len);
+    __atomic_fetch_add(&dump_files_written, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* ---- profiles -------------------------------------------------------------- */
+
+static int encode_cpu(struct pbuf *out)
+{
+    if (!cpu_agg)
+        return -ENOENT;
+    int64_t now = agent_now_ns();
+    char comment[256];
+    log_snprintf(comment, sizeof comment,
+                 "pprofagent: whole-run CPU profile at %d Hz per thread "
+                 "(signal %d); %llu samples, lost %llu",
+                 opt_cpu_hz, cpu_signo,
+                 (unsigned long long)cpu_counters.handled,
+                 (unsigned long long)cpu_counters.lost);
+    return cpu_profile_proto(cpu_agg, cpu_period_ns, cpu_start_ns,
+                             now - cpu_start_ns, (int64_t)cpu_counters.lost,
+                             cpu_thread_name, comment, out);
+}
+
+/* The heap profile as /debug/pprof/heap serves it (http/heap.c). */
+static int encode_heap(struct pbuf *out)
+{
+    if (!heap_buckets)
+        return -ENOENT;
+    struct stack_snapshot snap;
+    if (stack_table_snapshot(heap_buckets, &snap) != 0)
+        return -ENOMEM;
+    struct heap_record *recs = malloc((snap.n ? snap.n : 1) * sizeof *recs);
+    if (!recs) {
+        stack_snapshot_free(&snap);
+        return -ENOMEM;
+    }
+    size_t n = heap_records_from_snapshot(&snap, 0, recs);
+    struct heap_stats st;
+    heap_table_stats(&st);
+    char comment[200];
+    log_snprintf(comment, sizeof comment,
+                 "pprofagent heap: rate=%ld sampled=%ld live=%ld lost=%ld",
+                 opt_heap_rate, st.sampled, st.live, st.lost);
+    int err = heap_profile_proto(recs, n, opt_heap_rate, NULL,
+                                 agent_now_ns(), 0, comment, out);
+    free(recs);
+    stack_snapshot_free(&snap);
+    return err;
+}
+
+/* dump_lock held. */
+static int dump_locked(const char *reason, int final)
+{
+    char stem[1200];
+    file_stem(stem, sizeof stem);
+    int written = 0;
+    if (cpu_running) {
+        if (final) {
+            cpu_profile_stop(cpu_agg_add, cpu_agg);
+            cpu_running = 0;
+        } else {
+            cpu_profile_drain(cpu_agg_add, cpu_agg);
+        }
+        struct pbuf gz = {0};
+        if (encode_cpu(&gz) == 0 && !gz.oom)
+            written += save(stem, "cpu", &gz);
+        pbuf_free(&gz);
+        if (final)
+            cpu_profile_release();
+    }
+    if (opt_heap_rate > 0) {
+        struct pbuf gz = {0};
+        if (encode_heap(&gz) == 0 && !gz.oom)
+            written += save(stem, "heap", &gz);
+        pbuf_free(&gz);
+    }
+    log_debug("dump (%s): %d files as %s.*", reason, written, stem);
+    return written;
+}
+
+int dump_now(const char *reason)
+{
+    if (!started)
+        return 0;
+    guard_enter();
+    spin_lock(&dump_lock);
+    int n = exited ? 0 : dump_locked(reason, 0);
+    spin_unlock(&dump_lock);
+    guard_leave();
+    return n;
+}
+
+/* Runs in the host's exit path (exit() or return from main), after the
+ * host's own atexit handlers registered after the agent loaded. */
+static void dump_at_exit(void)
+{
+    if (!started)
+        return;
+    guard_enter();
+    spin_lock(&dump_lock);
+    if (!exited) {
+        exited = 1;
+        dump_locked("exit", 1);
+    }
+    spin_unlock(&dump_lock);
+    guard_leave();
+}
+
+/* ---- the dump thread --------------------------------------------------------- */
+
+static void *dump_thread(void *unused)
+{
+    (void)unused;
+    int64_t next = opt_dump_interval > 0
+                       ? agent_now_ns() + opt_dump_interval * 1000000000LL
+                       : 0;
+    int replaced_logged = 0;
+    for (;;) {
+        /* The program cannot close or replace the pipe (agent/fds.c)
+         * except by raw system calls: then it is dropped, not read. */
+        if (dump_wake_pipe[0] >= 0 && fds_check(dump_wake_pipe[0]) != 0)
+            dump_wake_pipe[0] = -1;
+        struct pollfd p = {.fd = dump_wake_pipe[0], .events = POLLIN};
+        int r = poll(&p, dump_wake_pipe[0] >= 0 ? 1 : 0, 1000);
+        int signalled = 0;
+        if (r > 0 && (p.revents & POLLIN)) {
+            char buf[64];
+            while (read(dump_wake_pipe[0], buf, sizeof buf) > 0)
+                signalled = 1;
+        }
+        spin_lock(&dump_lock);
+        if (exited) {
+            spin_unlock(&dump_lock);
+            return NULL;
+        }
+        if (cpu_running)
+            cpu_profile_drain(cpu_agg_add, cpu_agg);
+        int64_t now = agent_now_ns();
+        if (signalled) {
+            dump_locked("signal", 0);
+        } else if (next && now >= next) {
+            dump_locked("interval", 0);
+            next = now + opt_dump_interval * 1000000000LL;
+        }
+        spin_unlock(&dump_lock);
+        if (handler_installed && !replaced_logged && !handler_is_ours()) {
+            replaced_logged = 1;
+            log_info("PPROF_DUMP_SIGNAL: the program installed its own "
+                     "handler for signal %d; no more dumps on it",
+                     opt_dump_signal);
+        }
+    }
+}
+
+void dump_fork_child(void)
+{
+    /* The dump thread and the CPU profile stay with the parent; the
+     * handler is inherited and works again once the child's own dump
+     * thread runs (children.c starts it). */
+    dump_lock.locked = 0;
+    /* The pipe is shared with the parent: a signal to either would wake
+     * either's dump thread. The child makes its own in dump_start(). */
+    if (dump_wake_pipe[0] >= 0) {
+        fds_close(dump_wake_pipe[0]);
+        fds_close(dump_wake_pipe[1]);
+    }
+    dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
+    started = 0;
+    cpu_running = 0;
+    cpu_agg = NULL; /* the parent's samples: not this child's */
+    exited = 0;
+}
+
+void dump_start(void)
+{
+    if (!opt_dump_dir[0] || started)
+        return;
+    guard_enter();
+    if (mkdir(opt_dump_dir, 0755) != 0 && errno != EEXIST)
+        log_info("cannot create PPROF_DUMP_DIR %s: %s", opt_dump_dir,
+                 strerror(errno));
+    else if (access(opt_dump_dir, W_OK) != 0)
+        log_info("PPROF_DUMP_DIR %s is not writable: %s", opt_dump_dir,
+                 strerror(errno));
+
+    cpu_agg = cpu_agg_new();
+    int err = cpu_agg ? cpu_profile_start(opt_cpu_hz) : -ENOMEM;
+    if (err == 0) {
+        cpu_running = 1;
+        cpu_start_ns = agent_now_ns();
+    } else {
+        log_info("PPROF_DUMP_DIR: no CPU profile of the run (%s)",
+                 err == -EBUSY    ? "a CPU profile is already running"
+                 : err == -EAGAIN ? "no free signal"
+                                  : strerror(-err));
+        cpu_agg_free(cpu_agg);
+        cpu_agg = NULL;
+    }
+
+    if (dump_wake_pipe[0] < 0 &&
+        fds_pipe(dump_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
+    }
+    install_signal();
+    started = 1;
+    if (!exit_registered) {
+        /* Inherited by forked children, which dump on their own exit. */
+        exit_registered = 1;
+        atexit(dump_at_exit);
+    }
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    pthread_attr_t attr;
+    err = pthread_attr_init(&attr);
+    if (err == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        err = pthread_create(&t, &attr, dump_thread, NULL);
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err)
+        log_info("PPROF_DUMP_DIR: cannot start the dump thread (%s); "
+                 "profiles are written at exit only",
+                 strerror(err));
+    guard_leave();
+}

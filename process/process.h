@@ -1,0 +1,106 @@
+/*
+ * The process shell: what sits on top of every layer and decides for the
+ * process as a whole (docs/layout.md).
+ *
+ * - Children (children.c): the fork policy. A child forked without exec
+ *   (nginx and PostgreSQL workers, prefork servers) gets a server of its
+ *   own on port 0, started a moment after the fork by a small agent thread,
+ *   and announces it in the run directory.
+ * - The deferred start (start.c) and the credential hooks (cred_hooks.c).
+ * - Dumps (dump.c, dump_signal.c): profiles written to files
+ *   (PPROF_DUMP_DIR) at exit, on a signal the operator chooses and at an
+ *   interval, for batch jobs and programs that live seconds.
+ *
+ * Contexts: the init functions run in the constructor; the fork handlers
+ * run in the forking thread (prepare, parent) and in the child's only
+ * thread (child); the dump signal handler runs anywhere; everything else
+ * runs on the agent's own threads or in the host's exit path.
+ */
+#ifndef PPROF_PROCESS_H
+#define PPROF_PROCESS_H
+
+#include "agent/ops.h"
+
+#include <stddef.h>
+
+/* ---- children (children.c) ------------------------------------------------ */
+
+/* Reads the family id and registers the exit hook. Called once by the
+ * constructor. Not async-signal-safe. */
+void children_init(void);
+/* The shell's fork steps (in agent/core/fork.c's list, through fork_init):
+ * prepare notes the forking pid; child marks this process forked, resets
+ * the dumper and the server, lets the parent's listening socket go, and
+ * starts the child's own (PPROF_CHILDREN). Not async-signal-safe. */
+void children_fork_prepare(void);
+void children_fork_child(void);
+
+/* 1 in a process that was forked (without exec) from one under the agent. */
+extern int children_is_forked;
+
+/* Whether this process writes PPROF_PORT_FILE: yes unless it is a forked
+ * child whose parent still lives (the file names the parent; a daemon
+ * whose parent exited takes it over). Not async-signal-safe. */
+int children_port_file(void);
+
+/* When the configured port cannot be had and a run directory is in use,
+ * rewrites addr (civetweb's syntax) to port 0 on the same host and returns
+ * 1; otherwise 0. Not async-signal-safe. */
+int children_port0(char *addr, size_t size);
+
+/* Called by the server once it listens on port: announces this process in
+ * the run directory (reserving its file first when not done yet).
+ * Not async-signal-safe. */
+void children_announce(int port);
+
+/* ---- deferred start (start.c) ------------------------------------------- */
+
+/* Creates the agent thread that, after opt_start_delay_ms, starts the dumps
+ * (when dumps is set: a forked child's) and the server (unless serving is
+ * off, or this is a forked child and PPROF_CHILDREN=off). Returns 0 or
+ * -errno (no thread). Not async-signal-safe; may be called in a fork
+ * child handler. */
+int start_later(int dumps);
+
+/* Starts the server now, unless it was started already in this process.
+ * Not async-signal-safe. */
+void start_now(void);
+
+/* Called by the credential hooks before the host changes its user or group
+ * while it is root: creates the announcement file and the port file while
+ * the process may, unless the server started already. Once per process;
+ * nothing in a forked child. Not async-signal-safe. */
+void start_before_drop(void);
+
+/* ---- dumps (dump.c) ------------------------------------------------------- */
+
+/* When PPROF_DUMP_DIR is set: starts the whole-run CPU profile, installs
+ * the dump signal's handler (unless the host handles that signal), starts
+ * the dump thread and registers the exit dump. Also called in a forked
+ * child (children.c) to start that child's own dumps. Not
+ * async-signal-safe. */
+void dump_start(void);
+
+/* Resets the dumper's state in a fork child (the dump thread is gone).
+ * Async-signal-safe. */
+void dump_fork_child(void);
+
+/* Writes every dump profile now, on the calling thread (the dump thread or
+ * the exit path). reason is "exit", "signal" or "interval". Returns the
+ * number of files written. Not async-signal-safe. */
+int dump_now(const char *reason);
+
+/* Files written since start (read with a relaxed atomic load). */
+extern long dump_files_written;
+
+/* ---- the dump signal (dump_signal.c) ------------------------------------- */
+
+/* The pipe from the dump signal's handler (writes one byte to [1]) to the
+ * dump thread (reads [0]); -1 when closed. Owned by dump.c. */
+extern int dump_wake_pipe[2];
+
+/* The PPROF_DUMP_SIGNAL handler: one write to dump_wake_pipe[1], errno
+ * kept. Async-signal-safe. */
+void dump_on_signal(int sig);
+
+#endif

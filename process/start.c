@@ -1,0 +1,133 @@
+/*
+ * The deferred start: the server starts in one small agent thread once the
+ * process has lived opt_start_delay_ms (PPROF_START_DELAY_MS, 1000 by
+ * default), not in the constructor.
+ *
+ * Most processes that load the agent through an inherited LD_PRELOAD live
+ * for milliseconds: a compiler driver and the programs it runs, a shell
+ * running a command, a wrapper (a pyenv shim, env, nice) that execs the
+ * real program. Such a process that execs or exits before the delay pays
+ * one thread creation and nothing else: no server threads, no listening
+ * socket, no announcement file, no port file and no line on stderr. A
+ * service lives longer and is served a moment later.
+ *
+ * The same thread starts a forked child's server and dumps (children.c).
+ *
+ * A service started as root often gives up root within that second
+ * (memcached -u, dnsmasq): the credential hooks (cred_hooks.c) call
+ * start_before_drop() first, which creates what needs root's rights, the
+ * announcement file and the port file (empty until the server listens);
+ * the server itself still starts when the delay ends, so a wrapper that
+ * drops root and execs (su, gosu) binds no port and prints nothing.
+ *
+ * Contexts: start_later() in the constructor or in a fork child handler
+ * (the child's only thread); the thread itself is the agent's, created
+ * with the guard entered (thread_hooks.c marks it) and every signal
+ * blocked (the host's signals and the profiler's never land on it, and
+ * the server's threads it creates inherit that mask).
+ */
+#include "process/process.h"
+
+#include "agent/agent.h"
+#include "agent/cfi.h"
+#include "http/server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+/* Serializes the server's start with start_before_drop(). Taken by the
+ * starter and by a host thread inside setuid() and the like; never held
+ * across anything but the start itself. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* 1 once the server was started (or its start attempted) in this process,
+ * or what needs root was prepared. Under start_lock. */
+static int started, prepared;
+
+/* The server listens: announce this process, then write the port file
+ * (in that order: a script that waits for the port file finds the process
+ * announced too). A forked child writes it only once it is no longer its
+ * forking parent's (children_port_file). */
+static void on_listening(int port)
+{
+    children_announce(port);
+    if (children_port_file())
+        server_write_port_file(port);
+}
+
+void start_now(void)
+{
+    pthread_mutex_lock(&start_lock);
+    if (!started) {
+        started = 1;
+        /* The address taken: children_port0 decides whether port 0 will
+         * do (with a run directory to be found in, or in a forked child). */
+        struct server_listen how = {
+            .addr = opt_addr,
+            .addr_size = sizeof opt_addr,
+            .fallback = children_port0,
+            .on_listening = on_listening,
+        };
+        server_start(&how);
+    }
+    pthread_mutex_unlock(&start_lock);
+}
+
+void start_before_drop(void)
+{
+    if (children_is_forked || !opt_serve)
+        return; /* a forked child reserved its file in the fork handler */
+    guard_enter(); /* the lock below is the agent's, not the host's */
+    pthread_mutex_lock(&start_lock);
+    if (!started && !prepared) {
+        prepared = 1;
+        if (opt_run_dir[0])
+            rundir_reserve();
+        server_reserve_port_file();
+    }
+    pthread_mutex_unlock(&start_lock);
+    guard_leave();
+}
+
+static void *starter(void *arg)
+{
+    int dumps = arg != NULL;
+    long ms = opt_start_delay_ms;
+    struct timespec nap = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+        ;
+    /* The process lived the delay: the unwind tables (deferred by
+     * stack_init) are built here, off the host's threads. */
+    cfi_tables_refresh();
+    if (dumps)
+        dump_start();
+    if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))
+        start_now();
+    return NULL;
+}
+
+int start_later(int dumps)
+{
+    /* A forked child starts afresh: the parent's state came along with
+     * the fork, the parent's server did not. */
+    started = 0;
+    prepared = 0;
+    pthread_mutex_init(&start_lock, NULL);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    guard_enter();
+    pthread_t t;
+    pthread_attr_t attr;
+    int err = pthread_attr_init(&attr);
+    if (err == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        err = pthread_create(&t, &attr, starter, dumps ? (void *)1 : NULL);
+        pthread_attr_destroy(&attr);
+    }
+    guard_leave();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -err;
+}
