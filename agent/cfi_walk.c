@@ -310,14 +310,23 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             *clean = 1;
             goto done;
         }
+        /* A save slot below the stack pointer was popped in an epilogue
+         * the frame is still in (GCC does not describe the pop as a
+         * restore): the register holds that value again. libunwind reads
+         * the slot, which the kernel's red zone keeps intact; reading
+         * below the stack pointer is not allowed here. */
         switch (row->fp) {
         case CFI_FP_SAME: break;
         case CFI_FP_AT_CFA:
+            if (cfa + row->fp_off < sp)
+                break;
             if (!peek(&b, cfa + row->fp_off, &fp))
                 goto done;
             fp_ok = 1;
             break;
         case CFI_FP_AT_SP:
+            if (sp + row->fp_off < sp)
+                break;
             if (!peek(&b, sp + row->fp_off, &fp))
                 goto done;
             fp_ok = 1;
