@@ -1,5 +1,5 @@
 /*
- * Table-driven stack walking (x86-64): unwind tables compiled from each
+ * Table-driven stack walking: unwind tables compiled from each
  * loaded object's call-frame information ahead of time (cfi_parse.c,
  * cfi_tables.c), and a walker that needs nothing but those tables and the
  * thread's stack (cfi_walk.c): no lock, no allocation, no system call, no
@@ -7,9 +7,11 @@
  * bounds. See docs/unwind-tables.md for the design and its costs.
  *
  * The row layout names registers by role (stack pointer, frame pointer,
- * return address) rather than by DWARF number, so that another
- * architecture needs its own parser and its own signal-frame reader, not a
- * new walker.
+ * return address) rather than by DWARF number; what is particular to an
+ * architecture (register numbers, the return address's place, the PLT's
+ * expression, the signal frame's layout, a call's encoding) is in one
+ * header per architecture, agent/cfi_x86_64.h today, chosen by
+ * agent/cfi_arch.h.
  */
 #ifndef PPROF_CFI_H
 #define PPROF_CFI_H
@@ -40,8 +42,9 @@ enum cfi_fp {
 };
 
 /* One row: the rules from start (an offset from the object's load base)
- * up to the next row's start. The return address is always at cfa - 8 (a
- * frame whose information says otherwise is CFI_CFA_UNKNOWN). 12 bytes. */
+ * up to the next row's start. The return address is always at
+ * cfa + CFI_RA_AT_CFA, -8 on x86-64 (a frame whose information says
+ * otherwise is CFI_CFA_UNKNOWN). 12 bytes. */
 struct cfi_row {
     uint32_t start;
     uint8_t cfa;    /* enum cfi_cfa */
@@ -91,11 +94,22 @@ int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo, uintptr_t text_hi,
 #define CFI_BUCKET_SHIFT 6
 #define CFI_BUCKET (1u << CFI_BUCKET_SHIFT)
 
+/* Each object also has a small direct-mapped cache of the rows last found,
+ * filled by walks (any thread, any context): one 64-bit word an entry,
+ * (offset + 1) << 32 | row number, so an entry is written and read whole
+ * and a race between two walks costs a miss, never a wrong row. Profiles
+ * walk the same return addresses again and again; a hit replaces the
+ * bucket scan (see docs/unwind-tables.md for the figures). */
+#define CFI_CACHE_MIN 64
+#define CFI_CACHE_MAX 4096
+
 struct cfi_object {
     uintptr_t lo, hi; /* the object's executable range */
     uintptr_t base;   /* its load bias: row starts are offsets from it */
     const struct cfi_row *rows;
     const uint32_t *index; /* (hi - lo) / CFI_BUCKET + 2 entries */
+    uint64_t *cache;       /* cache_mask + 1 entries, or NULL */
+    uint32_t cache_mask;
     uint32_t nrows;
 };
 

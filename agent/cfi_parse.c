@@ -2,7 +2,9 @@
  * Compiles an object's DWARF call-frame information (.eh_frame, found
  * through .eh_frame_hdr's sorted search table) into the rows of
  * agent/cfi.h: for each address range, how to find the caller's stack
- * pointer, return address and frame pointer on x86-64.
+ * pointer, return address and frame pointer. What is particular to the
+ * architecture (register numbers, the return address's place, the PLT's
+ * expression) comes from agent/cfi_arch.h.
  *
  * Runs in normal context only (cfi_tables.c), reading the object's own
  * loaded sections; it never allocates through malloc (rows go where the
@@ -15,13 +17,14 @@
 #include "agent/cfi.h"
 
 #include "agent/agent.h"
+#include "agent/cfi_arch.h"
 
 #include <string.h>
 
-/* DWARF register numbers on x86-64. */
-#define REG_FP 6
-#define REG_SP 7
-#define REG_RA 16
+/* DWARF register numbers (agent/cfi_arch.h). */
+#define REG_FP CFI_DWARF_FP
+#define REG_SP CFI_DWARF_SP
+#define REG_RA CFI_DWARF_RA
 
 /* Pointer encodings (DW_EH_PE_*). */
 #define PE_OMIT 0xff
@@ -206,22 +209,6 @@ static int parse_cie(const uint8_t *at, const uint8_t *limit, struct cie *out)
     return 0;
 }
 
-/* The PLT's CFA expression as the GNU linkers write it:
- * rsp + 8 + ((rip & 15) >= N) << 3. Returns N, or -1. */
-static int plt_threshold(const uint8_t *e, size_t len)
-{
-    static const uint8_t head[] = {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a};
-    static const uint8_t tail[] = {0x2a, 0x33, 0x24, 0x22};
-    if (len != sizeof head + 1 + sizeof tail ||
-        memcmp(e, head, sizeof head) != 0 ||
-        memcmp(e + sizeof head + 1, tail, sizeof tail) != 0)
-        return -1;
-    uint8_t lit = e[sizeof head];
-    if (lit < 0x30 || lit > 0x4f)
-        return -1;
-    return lit - 0x30;
-}
-
 /* An expression that is one DW_OP_bregN (N = the stack or frame pointer)
  * with an offset, optionally followed by DW_OP_deref. Sets *reg, *off,
  * *deref; returns 0, or -1 for anything else. */
@@ -255,7 +242,7 @@ static struct cfi_row compile(const struct state *s, int signal)
         r.cfa = CFI_CFA_END;
         return r;
     }
-    if (s->ra.how != OFFSET || s->ra.off != -8)
+    if (s->ra.how != OFFSET || s->ra.off != CFI_RA_AT_CFA)
         return r;
     if (!s->cfa_expr) {
         if (!fits32(s->cfa_off))
@@ -270,7 +257,7 @@ static struct cfi_row compile(const struct state *s, int signal)
     } else {
         int reg, deref;
         int64_t off;
-        int n = plt_threshold(s->expr, s->len);
+        int n = cfi_arch_plt_threshold(s->expr, s->len);
         if (n >= 0) {
             r.cfa = CFI_CFA_PLT;
             r.cfa_off = n;

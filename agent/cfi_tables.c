@@ -42,11 +42,13 @@ struct owned {
     uint64_t name_hash;
     struct cfi_row *rows;
     uint32_t *index;
-    size_t map_bytes, index_bytes;
-    uint32_t nrows;
+    uint64_t *cache;
+    size_t map_bytes, index_bytes, cache_bytes;
+    uint32_t nrows, cache_mask;
 };
 
 static int writer_lock; /* 1 while a writer runs */
+static const uint64_t empty_cache[1];
 static struct owned *owned;   /* the published set's objects, same order */
 static size_t owned_n, owned_map_bytes;
 static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
@@ -137,6 +139,9 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
             o->map_bytes = owned[j].map_bytes;
             o->index = owned[j].index;
             o->index_bytes = owned[j].index_bytes;
+            o->cache = owned[j].cache;
+            o->cache_bytes = owned[j].cache_bytes;
+            o->cache_mask = owned[j].cache_mask;
             return 0;
         }
     }
@@ -199,11 +204,35 @@ static void compile_object(struct owned *o)
             r++;
         index[b] = (uint32_t)r;
     }
+    /* The row cache: about one entry for every 8 rows, a power of two
+     * within [CFI_CACHE_MIN, CFI_CACHE_MAX]. Zeroed by mmap: every entry
+     * empty. Without it the object gets no table (walks never check for
+     * a missing cache). */
+    size_t entries = CFI_CACHE_MIN;
+    while (entries < CFI_CACHE_MAX && entries * 8 < out.n)
+        entries *= 2;
+    uint64_t *cache = map(entries * sizeof *cache);
+    if (!cache) {
+        munmap(out.rows, page_round(out.cap * sizeof *out.rows));
+        munmap(index, page_round(nb * sizeof *index));
+        return;
+    }
     o->rows = out.rows;
     o->nrows = (uint32_t)out.n;
     o->map_bytes = page_round(out.cap * sizeof *out.rows);
     o->index = index;
     o->index_bytes = page_round(nb * sizeof *index);
+    o->cache = cache;
+    o->cache_mask = (uint32_t)(entries - 1);
+    o->cache_bytes = page_round(entries * sizeof *cache);
+}
+
+/* Unmaps what compile_object mapped for o. */
+static void unmap_tables(struct owned *o)
+{
+    munmap(o->rows, o->map_bytes);
+    munmap(o->index, o->index_bytes);
+    munmap(o->cache, o->cache_bytes);
 }
 
 /* Unmaps o's rows unless the published set uses them. */
@@ -212,10 +241,8 @@ static void drop_rows(struct owned *o)
     for (size_t j = 0; j < owned_n; j++)
         if (owned[j].rows == o->rows)
             return;
-    if (o->rows) {
-        munmap(o->rows, o->map_bytes);
-        munmap(o->index, o->index_bytes);
-    }
+    if (o->rows)
+        unmap_tables(o);
     o->rows = NULL;
 }
 
@@ -295,6 +322,10 @@ static int rebuild(void)
         c->base = f.to[i].base;
         c->rows = f.to[i].rows;
         c->index = f.to[i].index;
+        /* An object without rows: a shared empty cache, never written
+         * (find_row stops at nrows == 0 before filling an entry). */
+        c->cache = f.to[i].cache ? f.to[i].cache : (uint64_t *)empty_cache;
+        c->cache_mask = f.to[i].cache ? f.to[i].cache_mask : 0;
         c->nrows = f.to[i].nrows;
     }
     struct cfi_set *old_set =
@@ -307,10 +338,8 @@ static int rebuild(void)
         int still = 0;
         for (size_t i = 0; i < f.n && !still; i++)
             still = f.to[i].rows == owned[j].rows;
-        if (owned[j].rows && !still) {
-            munmap(owned[j].rows, owned[j].map_bytes);
-            munmap(owned[j].index, owned[j].index_bytes);
-        }
+        if (owned[j].rows && !still)
+            unmap_tables(&owned[j]);
     }
     if (owned)
         munmap(owned, owned_map_bytes);
@@ -322,7 +351,8 @@ static int rebuild(void)
         text += f.to[i].hi - f.to[i].lo;
         if (f.to[i].rows) {
             with_rows++;
-            bytes += f.to[i].nrows * sizeof(struct cfi_row) + f.to[i].index_bytes;
+            bytes += f.to[i].nrows * sizeof(struct cfi_row) +
+                     f.to[i].index_bytes + f.to[i].cache_bytes;
         }
     }
     log_debug("unwind tables: %zu of %zu objects, %zu KiB for %zu KiB of "
@@ -386,7 +416,10 @@ size_t cfi_tables_bytes(void)
         if (set->objects[i].nrows)
             bytes += (size_t)set->objects[i].nrows * sizeof(struct cfi_row) +
                      (((set->objects[i].hi - set->objects[i].lo) >>
-                       CFI_BUCKET_SHIFT) + 2) * sizeof(uint32_t);
+                       CFI_BUCKET_SHIFT) + 2) * sizeof(uint32_t) +
+                     (set->objects[i].cache
+                          ? ((size_t)set->objects[i].cache_mask + 1) * 8
+                          : 0);
     return bytes;
 }
 
