@@ -114,13 +114,19 @@ $(BUILD)/test/unit/%: test/unit/%.c test/unit/harness.h $(UNIT_LIB)
 # Shared objects test_cfi_walk dlopens: one source, -O2 with and without
 # frame pointers (late: loaded after the tables were built).
 $(BUILD)/test/unit/test_cfi_walk: $(BUILD)/test/unit/libwalk_nofp.so \
-        $(BUILD)/test/unit/libwalk_fp.so $(BUILD)/test/unit/libwalk_late.so
+        $(BUILD)/test/unit/libwalk_fp.so $(BUILD)/test/unit/libwalk_late.so \
+        $(BUILD)/test/unit/libwalk_dbg.so
 $(BUILD)/test/unit/libwalk_nofp.so: test/unit/walk_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -fPIC -shared $< -o $@
 $(BUILD)/test/unit/libwalk_late.so: test/unit/walk_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -fPIC -shared $< -o $@
+# No unwind tables: call-frame information in .debug_frame only.
+$(BUILD)/test/unit/libwalk_dbg.so: test/unit/walk_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables \
+	    -fno-unwind-tables -fPIC -shared $< -o $@
 $(BUILD)/test/unit/libwalk_fp.so: test/unit/walk_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fno-omit-frame-pointer -fPIC -shared $< -o $@

@@ -30,6 +30,9 @@ enum cfi_cfa {
     CFI_CFA_PLT,         /* sp + 8, + 8 more when (pc & 15) >= off */
     CFI_CFA_SIGNAL,      /* a signal trampoline: registers in a ucontext at sp */
     CFI_CFA_END,         /* return address undefined: the outermost frame */
+    CFI_CFA_SP_RA_REG,   /* sp + off, the return address in DWARF register
+                          * fp_off (fp unchanged): usable only in a frame
+                          * whose registers all came from a ucontext */
 };
 
 /* Where the caller's frame pointer is. */
@@ -75,6 +78,18 @@ struct cfi_out {
 int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
                            uintptr_t text_lo, uintptr_t text_hi,
                            struct cfi_out *out);
+
+/*
+ * cfi_parse_eh_frame_hdr with, in addition, the object's .debug_frame
+ * section [dbg, dbg + dbg_size) as read from its file (NULL when it has
+ * none): descriptions found only there (code built without unwind tables,
+ * some hand-written assembly) get rows too. Either hdr or dbg may be NULL;
+ * returns -1 when neither gives a description. Maps memory for its work
+ * (never malloc). Not async-signal-safe.
+ */
+int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
+                     uintptr_t base, uintptr_t text_lo, uintptr_t text_hi,
+                     struct cfi_out *out);
 
 /*
  * The rules in force at pc, found directly in the object's .eh_frame_hdr
@@ -162,8 +177,13 @@ extern int cfi_readers[2];
 
 /* ---- walking (cfi_walk.c) ------------------------------------------------ */
 
+/* Where a walk starts. uc: the ucontext_t the registers came from (a
+ * signal handler's third argument), or NULL; with it, a leaf frame whose
+ * return address is still in a register (a jump to an exception's
+ * landing pad) is walked too. */
 struct cfi_regs {
     uintptr_t pc, sp, fp;
+    const void *uc;
 };
 
 /* Walk statistics, for tests and the benchmark. */
@@ -173,6 +193,7 @@ struct cfi_walk_counters {
     uint64_t no_bounds;   /* walks from a thread whose stack is unknown */
     uint64_t fp_found;    /* cfi_walk_copy: frame pointers found by scanning */
     uint64_t fp_lost;     /* cfi_walk_copy: walks ended for want of one */
+    uint64_t cache_misses; /* rows not in the row cache (found by the scan) */
 };
 extern struct cfi_walk_counters cfi_walk_counters;
 

@@ -24,12 +24,15 @@
 #include "agent/agent.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct cfi_set *cfi_current;
 unsigned cfi_epoch;
@@ -97,7 +100,7 @@ struct found {
     size_t n, cap, needed;
 };
 
-static void compile_object(struct owned *o);
+static void compile_object(struct owned *o, const char *name);
 static int same_object(const struct owned *a, const struct owned *b);
 
 static int collect(struct dl_phdr_info *info, size_t size, void *data)
@@ -145,7 +148,7 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
             return 0;
         }
     }
-    compile_object(o);
+    compile_object(o, info->dlpi_name);
     return 0;
 }
 
@@ -177,15 +180,118 @@ static int same_object(const struct owned *a, const struct owned *b)
            a->hdr == b->hdr && a->name_hash == b->name_hash;
 }
 
-/* Compiles o's rows (o->rows stays NULL when it has none usable). */
-static void compile_object(struct owned *o)
+/* 1 when the ELF file mapped at m (bytes long) has its executable
+ * segments over [lo, hi) (link-time addresses): the file is the object
+ * loaded, not one put in its place since. */
+static int same_code(const uint8_t *m, size_t bytes, uintptr_t lo,
+                     uintptr_t hi)
 {
-    if (!o->hdr || o->hi - o->base > UINT32_MAX || o->lo < o->base)
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+    if (eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff > bytes ||
+        eh->e_phnum > (bytes - eh->e_phoff) / sizeof(ElfW(Phdr)))
+        return 0;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(m + eh->e_phoff);
+    uintptr_t flo = UINTPTR_MAX, fhi = 0;
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+            continue;
+        if (ph[i].p_vaddr < flo)
+            flo = ph[i].p_vaddr;
+        if (ph[i].p_vaddr + ph[i].p_memsz > fhi)
+            fhi = ph[i].p_vaddr + ph[i].p_memsz;
+    }
+    return flo == lo && fhi == hi;
+}
+
+/*
+ * The .debug_frame section of the file the object named name (the main
+ * program: "") was loaded from, mapped read-only (*map, *map_bytes; to
+ * unmap), or NULL: no such file (the vDSO), a file whose code is not the
+ * object's [lo, hi) (link-time addresses), no such section, or one
+ * compressed (SHF_COMPRESSED is left: inflating needs an allocator). A
+ * relative name is taken from the current directory, as the loader did
+ * (the code check catches a directory changed since).
+ */
+static const uint8_t *map_debug_frame(const char *name, uintptr_t lo,
+                                      uintptr_t hi, size_t *size,
+                                      void **map, size_t *map_bytes)
+{
+    char exe[4096];
+    if (!name || !*name) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+            return NULL;
+        exe[n] = 0;
+        name = exe;
+    }
+    if (!strchr(name, '/'))
+        return NULL;
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (size_t)st.st_size < sizeof(ElfW(Ehdr))) {
+        close(fd);
+        return NULL;
+    }
+    size_t bytes = (size_t)st.st_size;
+    const uint8_t *m = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return NULL;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || !same_code(m, bytes, lo, hi) ||
+        eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > bytes ||
+        eh->e_shnum > (bytes - eh->e_shoff) / sizeof(ElfW(Shdr)) ||
+        eh->e_shstrndx >= eh->e_shnum ||
+        sh[eh->e_shstrndx].sh_offset > bytes ||
+        sh[eh->e_shstrndx].sh_size > bytes - sh[eh->e_shstrndx].sh_offset)
+        goto none;
+    const char *names = (const char *)m + sh[eh->e_shstrndx].sh_offset;
+    size_t names_size = sh[eh->e_shstrndx].sh_size;
+    static const char want[] = ".debug_frame";
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_name >= names_size ||
+            names_size - sh[i].sh_name < sizeof want ||
+            memcmp(names + sh[i].sh_name, want, sizeof want) != 0)
+            continue;
+        if (sh[i].sh_type != SHT_PROGBITS || (sh[i].sh_flags & SHF_COMPRESSED) ||
+            sh[i].sh_offset > bytes || sh[i].sh_size > bytes - sh[i].sh_offset ||
+            sh[i].sh_size == 0)
+            break;
+        *size = sh[i].sh_size;
+        *map = (void *)m;
+        *map_bytes = bytes;
+        return m + sh[i].sh_offset;
+    }
+none:
+    munmap((void *)m, bytes);
+    return NULL;
+}
+
+/* Compiles o's rows (o->rows stays NULL when it has none usable), from
+ * its .eh_frame and, for code that has no description there, from the
+ * .debug_frame of its file (name, as the loader knows it). */
+static void compile_object(struct owned *o, const char *name)
+{
+    if (o->hi - o->base > UINT32_MAX || o->lo < o->base)
+        return;
+    size_t dbg_size = 0, dbg_map_bytes = 0;
+    void *dbg_map = NULL;
+    const uint8_t *dbg = map_debug_frame(name, o->lo - o->base,
+                                         o->hi - o->base, &dbg_size,
+                                         &dbg_map, &dbg_map_bytes);
+    if (!o->hdr && !dbg)
         return;
     struct cfi_out out = {NULL, 0, 0, grow};
-    if (cfi_parse_eh_frame_hdr((const uint8_t *)o->hdr, o->base, o->lo,
-                               o->hi, &out) != 0 ||
-        out.n == 0) {
+    int parsed = cfi_parse_tables((const uint8_t *)o->hdr, dbg, dbg_size,
+                                  o->base, o->lo, o->hi, &out);
+    if (dbg_map)
+        munmap(dbg_map, dbg_map_bytes);
+    if (parsed != 0 || out.n == 0) {
         if (out.rows)
             munmap(out.rows, page_round(out.cap * sizeof *out.rows));
         return;

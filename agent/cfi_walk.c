@@ -96,8 +96,10 @@ static inline PPROF_SIGNAL_SAFE uint64_t *cache_slot(const struct cfi_object *o,
 }
 
 static __attribute__((noinline)) PPROF_SIGNAL_SAFE const struct cfi_row *
-find_row_slow(const struct cfi_object *o, uintptr_t pc, uint32_t off)
+find_row_slow(const struct cfi_object *o, uintptr_t pc, uint32_t off,
+              uint64_t *misses)
 {
+    ++*misses;
     if (!o->nrows)
         return NULL;
     size_t b = (pc - o->lo) >> CFI_BUCKET_SHIFT;
@@ -116,13 +118,13 @@ find_row_slow(const struct cfi_object *o, uintptr_t pc, uint32_t off)
 /* o->cache is never NULL (cfi_tables.c: an object without rows has a
  * shared empty one that is never written). */
 static inline PPROF_SIGNAL_SAFE const struct cfi_row *
-find_row(const struct cfi_object *o, uintptr_t pc)
+find_row(const struct cfi_object *o, uintptr_t pc, uint64_t *misses)
 {
     uint32_t off = (uint32_t)(pc - o->base);
     uint64_t e = __atomic_load_n(cache_slot(o, off), __ATOMIC_RELAXED);
     if (likely((uint32_t)(e >> 32) == off + 1))
         return &o->rows[(uint32_t)e];
-    return find_row_slow(o, pc, off);
+    return find_row_slow(o, pc, off, misses);
 }
 
 /*
@@ -242,7 +244,7 @@ static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
             return 0;
         if (!code_at(set, ra) || !called_into(set, o, at, ra))
             continue;
-        struct cfi_regs r = {ra, a + 16, saved};
+        struct cfi_regs r = {ra, a + 16, saved, NULL};
         if (trial_walk(&r, b)) {
             *fp = a;
             return 1;
@@ -269,7 +271,13 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
     uint64_t fp_frames = 0, no_table = 0, fp_found = 0, fp_lost = 0;
+    uint64_t misses = 0;
     const struct cfi_object *o = NULL, *o2 = NULL;
+    /* The ucontext that frame number uc_n (counted from 1) has all its
+     * registers in: the caller's (read directly) or a signal frame's on
+     * the stack (read within the bounds). */
+    uintptr_t uc = (uintptr_t)r.uc;
+    int uc_n = uc ? 1 : 0, uc_direct = 1;
     for (;;) {
         if (n == max) {
             *full = 1;
@@ -289,7 +297,7 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
                 o = set ? find_object(set, at) : NULL;
             o2 = t;
         }
-        const struct cfi_row *row = o ? find_row(o, at) : NULL;
+        const struct cfi_row *row = o ? find_row(o, at, &misses) : NULL;
         struct cfi_row found;
         uintptr_t sp = r.sp, cfa, ra, fp = r.fp;
         exact = 0;
@@ -326,11 +334,38 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             *clean = 1;
             goto done;
         case CFI_CFA_SIGNAL:
+            uc = sp; /* the ucontext, on the stack: read through peek */
             if (!from_signal_frame(&b, &r))
                 goto done;
             exact = 1;
             fp_ok = 1;
+            uc_n = n + 1;
+            uc_direct = 0;
             continue;
+        case CFI_CFA_SP_RA_REG: {
+            /* The return address in a register: the ucontext has it. The
+             * stack pointer need not grow (the CFA may be sp itself); a
+             * ucontext comes only at the start or after a signal frame,
+             * whose stack pointer did. */
+            long off = uc_n == n ? cfi_arch_uc_reg((unsigned)row->fp_off)
+                                 : -1;
+            if (off < 0)
+                goto done;
+            if (uc_direct)
+                ra = *(const uintptr_t *)(uc + (uintptr_t)off);
+            else if (!peek(&b, uc + (uintptr_t)off, &ra))
+                goto done;
+            cfa = sp + (intptr_t)row->cfa_off;
+            if (cfa < sp)
+                goto done;
+            if (ra == 0) {
+                *clean = 1;
+                goto done;
+            }
+            r.pc = ra;
+            r.sp = cfa;
+            continue;
+        }
         case CFI_CFA_UNKNOWN:
             fp_frames++;
             if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
@@ -421,6 +456,9 @@ done:
     if (fp_found)
         __atomic_fetch_add(&cfi_walk_counters.fp_found, fp_found,
                            __ATOMIC_RELAXED);
+    if (misses)
+        __atomic_fetch_add(&cfi_walk_counters.cache_misses, misses,
+                           __ATOMIC_RELAXED);
     if (fp_lost)
         __atomic_fetch_add(&cfi_walk_counters.fp_lost, fp_lost,
                            __ATOMIC_RELAXED);
@@ -472,7 +510,7 @@ cfi_walk_here(uintptr_t *pcs, int max, int *full)
     /* This function keeps a frame pointer (the agent is built with
      * them): the caller's registers are one frame up. */
     const uintptr_t *frame = __builtin_frame_address(0);
-    struct cfi_regs r = {frame[1], (uintptr_t)(frame + 2), frame[0]};
+    struct cfi_regs r = {frame[1], (uintptr_t)(frame + 2), frame[0], NULL};
     if (r.sp < lo || r.sp >= hi)
         return 0;
     int n = cfi_walk(&r, 0, r.sp, hi, pcs, max, full);

@@ -51,6 +51,20 @@ static inline int cfi_arch_plt_threshold(const uint8_t *e, size_t len)
 #define CFI_UC_SP offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])
 #define CFI_UC_FP offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP])
 
+/* Where in a ucontext_t the general register with DWARF number reg is,
+ * or -1 (not one the kernel saves there). */
+static inline long cfi_arch_uc_reg(unsigned reg)
+{
+    static const signed char greg[17] = {
+        REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP,
+        REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13,
+        REG_R14, REG_R15, REG_RIP};
+    if (reg >= sizeof greg)
+        return -1;
+    return (long)(offsetof(ucontext_t, uc_mcontext.gregs) +
+                  (size_t)greg[reg] * sizeof(greg_t));
+}
+
 /* The direct call that ends just before return address ra, decoded from
  * the call's bytes code[0..CFI_CALL_BYTES) (e8 rel32): 1 with *target, or
  * 0 when it is not one (an indirect call). */
