@@ -139,7 +139,7 @@ WALKCHECK := $(BUILD)/test/libwalkcheck.so
 WALKCHECK_OBJS := $(filter %/cfi_parse.o %/cfi_tables.o %/cfi_walk.o,$(OBJS))
 $(WALKCHECK): test/walkcheck/walkcheck.c $(WALKCHECK_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g -fPIC -shared -D_GNU_SOURCE -pthread -I. $(WARN) \
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,-z,defs -D_GNU_SOURCE -pthread -I. $(WARN) \
 	    $< $(WALKCHECK_OBJS) -o $@ -ldl -lrt
 test-bins: $(WALKCHECK)
 $(BUILD)/test/programs/walk_cxx: PROG_CXXFLAGS = -O2 -fomit-frame-pointer -finline-functions

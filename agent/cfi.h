@@ -59,11 +59,17 @@ struct cfi_row {
 /* ---- compiling (cfi_parse.c) --------------------------------------------- */
 
 /* Where compiled rows go: a buffer the caller grows. grow() is called
- * with the number of rows needed and returns 0 or -1 (out of memory). */
+ * with the number of rows needed and returns 0 or -1 (out of memory).
+ * scratch() and unscratch() give and take back memory for the parser's
+ * own work (the sorted list of .debug_frame's descriptions); scratch may
+ * be NULL (then .debug_frame is not read). The parser itself never maps
+ * memory: part of it runs in signal handlers. */
 struct cfi_out {
     struct cfi_row *rows;
     size_t n, cap;
     int (*grow)(struct cfi_out *out, size_t need);
+    void *(*scratch)(size_t bytes);
+    void (*unscratch)(void *p, size_t bytes);
 };
 
 /*
@@ -84,8 +90,8 @@ int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
  * section [dbg, dbg + dbg_size) as read from its file (NULL when it has
  * none): descriptions found only there (code built without unwind tables,
  * some hand-written assembly) get rows too. Either hdr or dbg may be NULL;
- * returns -1 when neither gives a description. Maps memory for its work
- * (never malloc). Not async-signal-safe.
+ * returns -1 when neither gives a description. Takes memory for its work
+ * from out->scratch (never malloc). Not async-signal-safe.
  */
 int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
                      uintptr_t base, uintptr_t text_lo, uintptr_t text_hi,

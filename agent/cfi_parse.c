@@ -20,7 +20,6 @@
 #include "agent/cfi_arch.h"
 
 #include <string.h>
-#include <sys/mman.h>
 
 /* DWARF register numbers (agent/cfi_arch.h). */
 #define REG_FP CFI_DWARF_FP
@@ -635,7 +634,7 @@ static void sort_fdes(struct dbg_fde *a, size_t n)
 static struct dbg_fde *debug_fdes(const uint8_t *sec, size_t size,
                                   uintptr_t bias, uintptr_t text_lo,
                                   uintptr_t text_hi, size_t *n,
-                                  size_t *bytes)
+                                  size_t *bytes, const struct cfi_out *out)
 {
     *n = 0;
     *bytes = 0;
@@ -645,10 +644,9 @@ static struct dbg_fde *debug_fdes(const uint8_t *sec, size_t size,
         if (pass == 1) {
             if (count == 0)
                 return NULL;
-            *bytes = (count * sizeof *list + 4095) & ~(size_t)4095;
-            list = mmap(NULL, *bytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (list == MAP_FAILED)
+            *bytes = count * sizeof *list;
+            list = out->scratch(*bytes);
+            if (!list)
                 return NULL;
         }
         size_t k = 0;
@@ -710,9 +708,10 @@ int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
             count = 0;
     }
     size_t ndbg = 0, dbg_bytes = 0;
-    struct dbg_fde *fdes = dbg ? debug_fdes(dbg, dbg_size, base, text_lo,
-                                            text_hi, &ndbg, &dbg_bytes)
-                               : NULL;
+    struct dbg_fde *fdes =
+        dbg && out->scratch ? debug_fdes(dbg, dbg_size, base, text_lo,
+                                         text_hi, &ndbg, &dbg_bytes, out)
+                            : NULL;
     if (count == 0 && ndbg == 0)
         return -1;
     struct emitter em = {out, base, 0, 0, {0, 0, 0, 0, 0}, 0};
@@ -741,7 +740,7 @@ int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
         }
     }
     if (fdes)
-        munmap(fdes, dbg_bytes);
+        out->unscratch(fdes, dbg_bytes);
     return em.oom ? -1 : 0;
 }
 

@@ -68,6 +68,11 @@ static void *map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+static void unmap(void *p, size_t bytes)
+{
+    munmap(p, page_round(bytes));
+}
+
 static int grow(struct cfi_out *out, size_t need)
 {
     size_t cap = out->cap ? out->cap * 2 : 4096;
@@ -286,7 +291,7 @@ static void compile_object(struct owned *o, const char *name)
                                          &dbg_map, &dbg_map_bytes);
     if (!o->hdr && !dbg)
         return;
-    struct cfi_out out = {NULL, 0, 0, grow};
+    struct cfi_out out = {NULL, 0, 0, grow, map, unmap};
     int parsed = cfi_parse_tables((const uint8_t *)o->hdr, dbg, dbg_size,
                                   o->base, o->lo, o->hi, &out);
     if (dbg_map)
