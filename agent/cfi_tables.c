@@ -8,7 +8,9 @@
  * table); one at a time: a writer that finds another at work leaves the
  * refresh to a later one rather than wait (it may hold the loader lock the
  * other waits for). Each object is compiled inside the C library's
- * dl_iterate_phdr callback, so it cannot be unloaded while it is read. Readers are walks, in any context including
+ * dl_iterate_phdr callback, so it cannot be unloaded while it is read (its
+ * file is opened and mapped there too, once, for a .debug_frame section).
+ * Readers are walks, in any context including
  * signal handlers: they never wait for a writer. Publication is one
  * pointer swap; an old set (and the rows of objects gone) is unmapped only
  * after two flips of an epoch, each waiting until no walk that could have
