@@ -140,16 +140,35 @@ $(BUILD)/test/unit/%: test/unit/%.c $(UNIT_LIB)
 # Shared objects test_cfi_walk dlopens: one source, -O2 with and without
 # frame pointers (late: loaded after the tables were built).
 $(BUILD)/test/unit/test_cfi_walk: $(BUILD)/test/unit/libwalk_nofp.so \
-        $(BUILD)/test/unit/libwalk_fp.so $(BUILD)/test/unit/libwalk_late.so
+        $(BUILD)/test/unit/libwalk_fp.so $(BUILD)/test/unit/libwalk_late.so \
+        $(BUILD)/test/unit/libwalk_dbg.so
 $(BUILD)/test/unit/libwalk_nofp.so: test/unit/walk_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -fPIC -shared $< -o $@
 $(BUILD)/test/unit/libwalk_late.so: test/unit/walk_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -fPIC -shared $< -o $@
+# No unwind tables: call-frame information in .debug_frame only.
+$(BUILD)/test/unit/libwalk_dbg.so: test/unit/walk_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables \
+	    -fno-unwind-tables -fPIC -shared $< -o $@
 $(BUILD)/test/unit/libwalk_fp.so: test/unit/walk_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fno-omit-frame-pointer -fPIC -shared $< -o $@
+
+# Walker truth harness (test-only, never part of the agent): a preload
+# library with the agent's table-driven walker that compares it with
+# libunwind in a SIGPROF handler (test/integration/walk_truth.sh). The
+# C++ program for it is built as release code is: -O2, no frame pointers.
+WALKCHECK := $(BUILD)/test/libwalkcheck.so
+WALKCHECK_OBJS := $(filter %/cfi_parse.o %/cfi_tables.o %/cfi_walk.o,$(OBJS))
+$(WALKCHECK): test/walkcheck/walkcheck.c $(WALKCHECK_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -Wl,-z,defs -D_GNU_SOURCE -pthread -I. $(WARN) \
+	    $< $(WALKCHECK_OBJS) -o $@ -ldl -lrt
+test-bins: $(WALKCHECK)
+$(BUILD)/test/programs/walk_cxx: PROG_CXXFLAGS = -O2 -fomit-frame-pointer -finline-functions
 
 # Test programs: plain host programs, built with symbols and frame pointers
 # the way a typical service is; they never link against the agent.

@@ -1,5 +1,5 @@
 /*
- * Table-driven stack walking (x86-64): unwind tables compiled from each
+ * Table-driven stack walking: unwind tables compiled from each
  * loaded object's call-frame information ahead of time (cfi_parse.c,
  * cfi_tables.c), and a walker that needs nothing but those tables and the
  * thread's stack (cfi_walk.c): no lock, no allocation, no system call, no
@@ -7,9 +7,11 @@
  * bounds. See docs/unwind-tables.md for the design and its costs.
  *
  * The row layout names registers by role (stack pointer, frame pointer,
- * return address) rather than by DWARF number, so that another
- * architecture needs its own parser and its own signal-frame reader, not a
- * new walker.
+ * return address) rather than by DWARF number; what is particular to an
+ * architecture (register numbers, the return address's place, the PLT's
+ * expression, the signal frame's layout, a call's encoding) is in one
+ * header per architecture, agent/cfi_x86_64.h today, chosen by
+ * agent/cfi_arch.h.
  */
 #ifndef PPROF_CFI_H
 #define PPROF_CFI_H
@@ -28,6 +30,9 @@ enum cfi_cfa {
     CFI_CFA_PLT,         /* sp + 8, + 8 more when (pc & 15) >= off */
     CFI_CFA_SIGNAL,      /* a signal trampoline: registers in a ucontext at sp */
     CFI_CFA_END,         /* return address undefined: the outermost frame */
+    CFI_CFA_SP_RA_REG,   /* sp + off, the return address in DWARF register
+                          * fp_off (fp unchanged): usable only in a frame
+                          * whose registers all came from a ucontext */
 };
 
 /* Where the caller's frame pointer is. */
@@ -40,8 +45,9 @@ enum cfi_fp {
 };
 
 /* One row: the rules from start (an offset from the object's load base)
- * up to the next row's start. The return address is always at cfa - 8 (a
- * frame whose information says otherwise is CFI_CFA_UNKNOWN). 12 bytes. */
+ * up to the next row's start. The return address is always at
+ * cfa + CFI_RA_AT_CFA, -8 on x86-64 (a frame whose information says
+ * otherwise is CFI_CFA_UNKNOWN). 12 bytes. */
 struct cfi_row {
     uint32_t start;
     uint8_t cfa;    /* enum cfi_cfa */
@@ -53,11 +59,17 @@ struct cfi_row {
 /* ---- compiling (cfi_parse.c) --------------------------------------------- */
 
 /* Where compiled rows go: a buffer the caller grows. grow() is called
- * with the number of rows needed and returns 0 or -1 (out of memory). */
+ * with the number of rows needed and returns 0 or -1 (out of memory).
+ * scratch() and unscratch() give and take back memory for the parser's
+ * own work (the sorted list of .debug_frame's descriptions); scratch may
+ * be NULL (then .debug_frame is not read). The parser itself never maps
+ * memory: part of it runs in signal handlers. */
 struct cfi_out {
     struct cfi_row *rows;
     size_t n, cap;
     int (*grow)(struct cfi_out *out, size_t need);
+    void *(*scratch)(size_t bytes);
+    void (*unscratch)(void *p, size_t bytes);
 };
 
 /*
@@ -72,6 +84,18 @@ struct cfi_out {
 int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
                            uintptr_t text_lo, uintptr_t text_hi,
                            struct cfi_out *out);
+
+/*
+ * cfi_parse_eh_frame_hdr with, in addition, the object's .debug_frame
+ * section [dbg, dbg + dbg_size) as read from its file (NULL when it has
+ * none): descriptions found only there (code built without unwind tables,
+ * some hand-written assembly) get rows too. Either hdr or dbg may be NULL;
+ * returns -1 when neither gives a description. Takes memory for its work
+ * from out->scratch (never malloc). Not async-signal-safe.
+ */
+int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
+                     uintptr_t base, uintptr_t text_lo, uintptr_t text_hi,
+                     struct cfi_out *out);
 
 /*
  * The rules in force at pc, found directly in the object's .eh_frame_hdr
@@ -91,11 +115,22 @@ int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo, uintptr_t text_hi,
 #define CFI_BUCKET_SHIFT 6
 #define CFI_BUCKET (1u << CFI_BUCKET_SHIFT)
 
+/* Each object also has a small direct-mapped cache of the rows last found,
+ * filled by walks (any thread, any context): one 64-bit word an entry,
+ * (offset + 1) << 32 | row number, so an entry is written and read whole
+ * and a race between two walks costs a miss, never a wrong row. Profiles
+ * walk the same return addresses again and again; a hit replaces the
+ * bucket scan (see docs/unwind-tables.md for the figures). */
+#define CFI_CACHE_MIN 64
+#define CFI_CACHE_MAX 4096
+
 struct cfi_object {
     uintptr_t lo, hi; /* the object's executable range */
     uintptr_t base;   /* its load bias: row starts are offsets from it */
     const struct cfi_row *rows;
     const uint32_t *index; /* (hi - lo) / CFI_BUCKET + 2 entries */
+    uint64_t *cache;       /* cache_mask + 1 entries, or NULL */
+    uint32_t cache_mask;
     uint32_t nrows;
 };
 
@@ -148,8 +183,13 @@ extern int cfi_readers[2];
 
 /* ---- walking (cfi_walk.c) ------------------------------------------------ */
 
+/* Where a walk starts. uc: the ucontext_t the registers came from (a
+ * signal handler's third argument), or NULL; with it, a leaf frame whose
+ * return address is still in a register (a jump to an exception's
+ * landing pad) is walked too. */
 struct cfi_regs {
     uintptr_t pc, sp, fp;
+    const void *uc;
 };
 
 /* Walk statistics, for tests and the benchmark. */
@@ -159,6 +199,7 @@ struct cfi_walk_counters {
     uint64_t no_bounds;   /* walks from a thread whose stack is unknown */
     uint64_t fp_found;    /* cfi_walk_copy: frame pointers found by scanning */
     uint64_t fp_lost;     /* cfi_walk_copy: walks ended for want of one */
+    uint64_t cache_misses; /* rows not in the row cache (found by the scan) */
 };
 extern struct cfi_walk_counters cfi_walk_counters;
 

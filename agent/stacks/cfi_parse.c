@@ -2,7 +2,9 @@
  * Compiles an object's DWARF call-frame information (.eh_frame, found
  * through .eh_frame_hdr's sorted search table) into the rows of
  * agent/cfi.h: for each address range, how to find the caller's stack
- * pointer, return address and frame pointer on x86-64.
+ * pointer, return address and frame pointer. What is particular to the
+ * architecture (register numbers, the return address's place, the PLT's
+ * expression) comes from agent/cfi_arch.h.
  *
  * Runs in normal context only (cfi_tables.c), reading the object's own
  * loaded sections; it never allocates through malloc (rows go where the
@@ -15,13 +17,14 @@
 #include "agent/cfi.h"
 
 #include "agent/agent.h"
+#include "agent/cfi_arch.h"
 
 #include <string.h>
 
-/* DWARF register numbers on x86-64. */
-#define REG_FP 6
-#define REG_SP 7
-#define REG_RA 16
+/* DWARF register numbers (agent/cfi_arch.h). */
+#define REG_FP CFI_DWARF_FP
+#define REG_SP CFI_DWARF_SP
+#define REG_RA CFI_DWARF_RA
 
 /* Pointer encodings (DW_EH_PE_*). */
 #define PE_OMIT 0xff
@@ -115,7 +118,7 @@ static uintptr_t encoded(struct cursor *c, uint8_t enc, uintptr_t datarel)
 }
 
 /* A register's rule, as far as the walker cares. */
-enum how { SAME, UNDEF, OFFSET, EXPR, OTHER };
+enum how { SAME, UNDEF, OFFSET, EXPR, INREG, OTHER };
 
 struct rule {
     uint8_t how;
@@ -133,7 +136,18 @@ struct state {
     struct rule fp, ra;
 };
 
+/* Where a frame description comes from: .eh_frame (loaded, pointers as
+ * its encodings say) or .debug_frame (read from the file: a CIE's id is
+ * all ones, an FDE points to its CIE by offset from the section's start,
+ * addresses are link-time ones, to be moved by the load bias). */
+struct source {
+    int debug;
+    const uint8_t *section; /* .debug_frame's first byte */
+    uintptr_t bias;         /* added to .debug_frame's addresses */
+};
+
 struct cie {
+    uintptr_t loc_bias; /* added to DW_CFA_set_loc's addresses */
     uint64_t code_align;
     int64_t data_align;
     uint64_t ra_reg;
@@ -143,16 +157,21 @@ struct cie {
     const uint8_t *insns, *end;
 };
 
-static int parse_cie(const uint8_t *at, const uint8_t *limit, struct cie *out)
+static int parse_cie(const uint8_t *at, const uint8_t *limit, struct cie *out,
+                     const struct source *src)
 {
     struct cursor c = {at, limit, 0};
     uint64_t len = fixed(&c, 4);
-    if (len == 0xffffffff)
+    if (len == 0xffffffff) {
+        if (src->debug)
+            return -1; /* 64-bit DWARF: not written for x86-64 code */
         len = fixed(&c, 8);
+    }
     if (c.bad || len > (uint64_t)(limit - c.p))
         return -1;
     c.end = c.p + len;
-    if (fixed(&c, 4) != 0) /* a CIE's id is 0 in .eh_frame */
+    /* A CIE's id is 0 in .eh_frame, all ones in .debug_frame. */
+    if (fixed(&c, 4) != (src->debug ? 0xffffffffu : 0))
         return -1;
     uint8_t version = (uint8_t)fixed(&c, 1);
     if (version != 1 && version != 3 && version != 4)
@@ -165,6 +184,7 @@ static int parse_cie(const uint8_t *at, const uint8_t *limit, struct cie *out)
     if (version == 4)
         c.p += 2; /* address and segment sizes */
     memset(out, 0, sizeof *out);
+    out->loc_bias = src->debug ? src->bias : 0;
     out->code_align = uleb(&c);
     out->data_align = sleb(&c);
     out->ra_reg = version == 1 ? fixed(&c, 1) : uleb(&c);
@@ -206,22 +226,6 @@ static int parse_cie(const uint8_t *at, const uint8_t *limit, struct cie *out)
     return 0;
 }
 
-/* The PLT's CFA expression as the GNU linkers write it:
- * rsp + 8 + ((rip & 15) >= N) << 3. Returns N, or -1. */
-static int plt_threshold(const uint8_t *e, size_t len)
-{
-    static const uint8_t head[] = {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a};
-    static const uint8_t tail[] = {0x2a, 0x33, 0x24, 0x22};
-    if (len != sizeof head + 1 + sizeof tail ||
-        memcmp(e, head, sizeof head) != 0 ||
-        memcmp(e + sizeof head + 1, tail, sizeof tail) != 0)
-        return -1;
-    uint8_t lit = e[sizeof head];
-    if (lit < 0x30 || lit > 0x4f)
-        return -1;
-    return lit - 0x30;
-}
-
 /* An expression that is one DW_OP_bregN (N = the stack or frame pointer)
  * with an offset, optionally followed by DW_OP_deref. Sets *reg, *off,
  * *deref; returns 0, or -1 for anything else. */
@@ -255,7 +259,17 @@ static struct cfi_row compile(const struct state *s, int signal)
         r.cfa = CFI_CFA_END;
         return r;
     }
-    if (s->ra.how != OFFSET || s->ra.off != -8)
+    /* The return address in a register (libgcc's jump to a landing
+     * pad): the CFA from the stack pointer, the frame pointer as it is. */
+    if (s->ra.how == INREG && !s->cfa_expr && s->cfa_reg == REG_SP &&
+        fits32(s->cfa_off) && s->fp.how == SAME && s->ra.off >= 0 &&
+        s->ra.off <= INT16_MAX) {
+        r.cfa = CFI_CFA_SP_RA_REG;
+        r.cfa_off = (int32_t)s->cfa_off;
+        r.fp_off = (int16_t)s->ra.off;
+        return r;
+    }
+    if (s->ra.how != OFFSET || s->ra.off != CFI_RA_AT_CFA)
         return r;
     if (!s->cfa_expr) {
         if (!fits32(s->cfa_off))
@@ -270,7 +284,7 @@ static struct cfi_row compile(const struct state *s, int signal)
     } else {
         int reg, deref;
         int64_t off;
-        int n = plt_threshold(s->expr, s->len);
+        int n = cfi_arch_plt_threshold(s->expr, s->len);
         if (n >= 0) {
             r.cfa = CFI_CFA_PLT;
             r.cfa_off = n;
@@ -415,7 +429,7 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *cie,
         case 0x01: /* set_loc */
             if (em && emit(em, *loc, compile(s, signal)) != 0)
                 return -1;
-            *loc = encoded(&c, cie->fde_enc, 0);
+            *loc = encoded(&c, cie->fde_enc, 0) + cie->loc_bias;
             break;
         case 0x02: delta = fixed(&c, 1); goto advance;
         case 0x03: delta = fixed(&c, 2); goto advance;
@@ -431,8 +445,8 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *cie,
         case 0x08: reg = uleb(&c); set_rule(s, reg, r); break;
         case 0x09: /* register */
             reg = uleb(&c);
-            uleb(&c);
-            r.how = OTHER;
+            r.how = INREG;
+            r.off = (int64_t)uleb(&c);
             set_rule(s, reg, r);
             break;
         case 0x0a:
@@ -526,23 +540,35 @@ struct cie_cache {
  * or none) or memory ran out (em->oom). */
 static int fde_rows(const uint8_t *fde, const uint8_t *limit,
                     struct cie_cache *cc, struct emitter *em,
-                    uintptr_t text_lo, uintptr_t text_hi)
+                    uintptr_t text_lo, uintptr_t text_hi,
+                    const struct source *src)
 {
     struct cursor c = {fde, limit, 0};
     uint64_t len = fixed(&c, 4);
-    if (len == 0xffffffff)
+    if (len == 0xffffffff) {
+        if (src->debug)
+            return -1;
         len = fixed(&c, 8);
+    }
     if (c.bad || len == 0 || len > (uint64_t)(limit - c.p))
         return -1;
     c.end = c.p + len;
     const uint8_t *id_at = c.p;
     uint32_t id = (uint32_t)fixed(&c, 4);
-    if (id == 0 || id > (uintptr_t)id_at)
-        return -1; /* a CIE, not an FDE */
-    const uint8_t *cie_at = id_at - id;
+    const uint8_t *cie_at;
+    if (src->debug) {
+        /* The CIE's offset in the section (all ones: a CIE). */
+        if (id == 0xffffffffu || id >= (uintptr_t)(limit - src->section))
+            return -1;
+        cie_at = src->section + id;
+    } else {
+        if (id == 0 || id > (uintptr_t)id_at)
+            return -1; /* a CIE, not an FDE */
+        cie_at = id_at - id;
+    }
     if (cc->at != cie_at) {
         cc->at = NULL;
-        if (parse_cie(cie_at, limit, &cc->cie) != 0)
+        if (parse_cie(cie_at, limit, &cc->cie, src) != 0)
             return -1;
         memset(&cc->init, 0, sizeof cc->init);
         uintptr_t loc = 0;
@@ -552,7 +578,7 @@ static int fde_rows(const uint8_t *fde, const uint8_t *limit,
         cc->at = cie_at;
     }
     const struct cie *cie = &cc->cie;
-    uintptr_t begin = encoded(&c, cie->fde_enc, 0);
+    uintptr_t begin = encoded(&c, cie->fde_enc, 0) + cie->loc_bias;
     uintptr_t range = encoded(&c, cie->fde_enc & PE_FORMAT, 0);
     if (cie->has_aug_data) {
         uint64_t n = uleb(&c);
@@ -578,40 +604,151 @@ static int fde_rows(const uint8_t *fde, const uint8_t *limit,
     return emit(em, begin + range, gap);
 }
 
+/* A frame description of .debug_frame, by the address it starts at. */
+struct dbg_fde {
+    uintptr_t begin;
+    const uint8_t *at;
+};
+
+/* Shell sort (no allocation: qsort may call malloc). */
+static void sort_fdes(struct dbg_fde *a, size_t n)
+{
+    static const size_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
+    for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+        size_t gap = gaps[g];
+        for (size_t i = gap; i < n; i++) {
+            struct dbg_fde v = a[i];
+            size_t j = i;
+            while (j >= gap && a[j - gap].begin > v.begin) {
+                a[j] = a[j - gap];
+                j -= gap;
+            }
+            a[j] = v;
+        }
+    }
+}
+
+/* The FDEs of .debug_frame [sec, sec + size) that start in
+ * [text_lo, text_hi) (link-time addresses moved by bias), sorted, in
+ * memory mapped here (*bytes of it; NULL when there are none). */
+static struct dbg_fde *debug_fdes(const uint8_t *sec, size_t size,
+                                  uintptr_t bias, uintptr_t text_lo,
+                                  uintptr_t text_hi, size_t *n,
+                                  size_t *bytes, const struct cfi_out *out)
+{
+    *n = 0;
+    *bytes = 0;
+    size_t count = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        struct dbg_fde *list = NULL;
+        if (pass == 1) {
+            if (count == 0)
+                return NULL;
+            *bytes = count * sizeof *list;
+            list = out->scratch(*bytes);
+            if (!list)
+                return NULL;
+        }
+        size_t k = 0;
+        struct cursor c = {sec, sec + size, 0};
+        while (c.p + 4 <= c.end) {
+            const uint8_t *entry = c.p;
+            uint64_t len = fixed(&c, 4);
+            if (len == 0xffffffff || len > (uint64_t)(c.end - c.p))
+                break; /* 64-bit DWARF or a torn section */
+            const uint8_t *next = c.p + len;
+            if (len >= 4 + 8) {
+                uint32_t id = (uint32_t)fixed(&c, 4);
+                uintptr_t begin = (uintptr_t)fixed(&c, 8) + bias;
+                if (id != 0xffffffffu && begin >= text_lo && begin < text_hi) {
+                    if (pass == 1 && k < count) {
+                        list[k].begin = begin;
+                        list[k].at = entry;
+                    }
+                    k++;
+                }
+            }
+            c.p = next;
+        }
+        if (pass == 0) {
+            count = k;
+        } else {
+            *n = k < count ? k : count;
+            sort_fdes(list, *n);
+            return list;
+        }
+    }
+    return NULL;
+}
+
+int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
+                     uintptr_t base, uintptr_t text_lo, uintptr_t text_hi,
+                     struct cfi_out *out)
+{
+    const int32_t *table = NULL;
+    uintptr_t count = 0;
+    if (hdr) {
+        /* The header has no length of its own; 16 MiB bounds the search
+         * table's reads and .eh_frame's (sizes are checked field by
+         * field). */
+        struct cursor c = {hdr, hdr + (16u << 20), 0};
+        if (fixed(&c, 1) == 1) {
+            uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
+            uint8_t count_enc = (uint8_t)fixed(&c, 1);
+            uint8_t table_enc = (uint8_t)fixed(&c, 1);
+            encoded(&c, ptr_enc, (uintptr_t)hdr);
+            count = encoded(&c, count_enc, (uintptr_t)hdr);
+            /* The search table: (initial location, FDE address) pairs,
+             * sorted, both relative to the header (what the GNU linkers
+             * and lld write). */
+            if (!c.bad && table_enc == 0x3b && count > 0 && count <= (1u << 24))
+                table = (const int32_t *)c.p;
+        }
+        if (!table)
+            count = 0;
+    }
+    size_t ndbg = 0, dbg_bytes = 0;
+    struct dbg_fde *fdes =
+        dbg && out->scratch ? debug_fdes(dbg, dbg_size, base, text_lo,
+                                         text_hi, &ndbg, &dbg_bytes, out)
+                            : NULL;
+    if (count == 0 && ndbg == 0)
+        return -1;
+    struct emitter em = {out, base, 0, 0, {0, 0, 0, 0, 0}, 0};
+    struct cie_cache cc, cc_dbg;
+    memset(&cc, 0, sizeof cc);
+    memset(&cc_dbg, 0, sizeof cc_dbg);
+    const struct source eh = {0, NULL, 0}, debug = {1, dbg, base};
+    out->n = 0;
+    /* Both lists in address order: rows are emitted in order. Where
+     * descriptions overlap, the one that starts first keeps its rows. */
+    uintptr_t i = 0;
+    size_t j = 0;
+    while ((i < count || j < ndbg) && !em.oom) {
+        if (i < count &&
+            (j == ndbg || (uintptr_t)(hdr + table[2 * i]) <= fdes[j].begin)) {
+            /* Descriptions live after the header in the same segment (the
+             * GNU linkers put .eh_frame right after .eh_frame_hdr) or
+             * before it. */
+            const uint8_t *fde = hdr + table[2 * i + 1];
+            fde_rows(fde, fde + (1u << 20), &cc, &em, text_lo, text_hi, &eh);
+            i++;
+        } else {
+            fde_rows(fdes[j].at, dbg + dbg_size, &cc_dbg, &em, text_lo,
+                     text_hi, &debug);
+            j++;
+        }
+    }
+    if (fdes)
+        out->unscratch(fdes, dbg_bytes);
+    return em.oom ? -1 : 0;
+}
+
 int cfi_parse_eh_frame_hdr(const uint8_t *hdr, uintptr_t base,
                            uintptr_t text_lo, uintptr_t text_hi,
                            struct cfi_out *out)
 {
-    /* The header has no length of its own; 16 MiB bounds the search
-     * table's reads and .eh_frame's (sizes are checked field by field). */
-    const uint8_t *limit = hdr + (16u << 20);
-    struct cursor c = {hdr, limit, 0};
-    if (fixed(&c, 1) != 1)
-        return -1;
-    uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
-    uint8_t count_enc = (uint8_t)fixed(&c, 1);
-    uint8_t table_enc = (uint8_t)fixed(&c, 1);
-    encoded(&c, ptr_enc, (uintptr_t)hdr);
-    uintptr_t count = encoded(&c, count_enc, (uintptr_t)hdr);
-    /* The search table: (initial location, FDE address) pairs, sorted,
-     * both relative to the header (what the GNU linkers and lld write). */
-    if (c.bad || table_enc != 0x3b || count == 0 || count > (1u << 24))
-        return -1;
-    const int32_t *table = (const int32_t *)c.p;
-    struct emitter em = {out, base, 0, 0, {0, 0, 0, 0, 0}, 0};
-    struct cie_cache cc;
-    memset(&cc, 0, sizeof cc);
-    out->n = 0;
-    /* Descriptions live after the header in the same segment (the GNU
-     * linkers put .eh_frame right after .eh_frame_hdr) or before it. */
-    for (uintptr_t i = 0; i < count; i++) {
-        const uint8_t *fde = hdr + table[2 * i + 1];
-        const uint8_t *fde_limit = fde + (1u << 20);
-        fde_rows(fde, fde_limit, &cc, &em, text_lo, text_hi);
-        if (em.oom)
-            return -1;
-    }
-    return 0;
+    return cfi_parse_tables(hdr, NULL, 0, base, text_lo, text_hi, out);
 }
 
 /* In signal context too (the walker's rule for new code): reads only,
@@ -647,7 +784,8 @@ PPROF_SIGNAL_SAFE int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo,
     struct emitter em = {NULL, 0, 0, pc, {0, 0, 0, 0, 0}, 0};
     struct cie_cache cc;
     memset(&cc, 0, sizeof cc);
-    if (fde_rows(fde, fde + (1u << 20), &cc, &em, text_lo, text_hi) != 0 ||
+    const struct source eh = {0, NULL, 0};
+    if (fde_rows(fde, fde + (1u << 20), &cc, &em, text_lo, text_hi, &eh) != 0 ||
         !em.have || em.found.cfa == CFI_CFA_UNKNOWN)
         return -1;
     *out = em.found;

@@ -8,7 +8,9 @@
  * table); one at a time: a writer that finds another at work leaves the
  * refresh to a later one rather than wait (it may hold the loader lock the
  * other waits for). Each object is compiled inside the C library's
- * dl_iterate_phdr callback, so it cannot be unloaded while it is read. Readers are walks, in any context including
+ * dl_iterate_phdr callback, so it cannot be unloaded while it is read (its
+ * file is opened and mapped there too, once, for a .debug_frame section).
+ * Readers are walks, in any context including
  * signal handlers: they never wait for a writer. Publication is one
  * pointer swap; an old set (and the rows of objects gone) is unmapped only
  * after two flips of an epoch, each waiting until no walk that could have
@@ -24,12 +26,15 @@
 #include "agent/agent.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct cfi_set *cfi_current;
 unsigned cfi_epoch;
@@ -42,11 +47,13 @@ struct owned {
     uint64_t name_hash;
     struct cfi_row *rows;
     uint32_t *index;
-    size_t map_bytes, index_bytes;
-    uint32_t nrows;
+    uint64_t *cache;
+    size_t map_bytes, index_bytes, cache_bytes;
+    uint32_t nrows, cache_mask;
 };
 
 static int writer_lock; /* 1 while a writer runs */
+static const uint64_t empty_cache[1];
 static struct owned *owned;   /* the published set's objects, same order */
 static size_t owned_n, owned_map_bytes;
 static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
@@ -61,6 +68,11 @@ static void *map(size_t bytes)
     void *p = mmap(NULL, page_round(bytes), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
+}
+
+static void unmap(void *p, size_t bytes)
+{
+    munmap(p, page_round(bytes));
 }
 
 static int grow(struct cfi_out *out, size_t need)
@@ -95,7 +107,7 @@ struct found {
     size_t n, cap, needed;
 };
 
-static void compile_object(struct owned *o);
+static void compile_object(struct owned *o, const char *name);
 static int same_object(const struct owned *a, const struct owned *b);
 
 static int collect(struct dl_phdr_info *info, size_t size, void *data)
@@ -137,10 +149,13 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
             o->map_bytes = owned[j].map_bytes;
             o->index = owned[j].index;
             o->index_bytes = owned[j].index_bytes;
+            o->cache = owned[j].cache;
+            o->cache_bytes = owned[j].cache_bytes;
+            o->cache_mask = owned[j].cache_mask;
             return 0;
         }
     }
-    compile_object(o);
+    compile_object(o, info->dlpi_name);
     return 0;
 }
 
@@ -172,15 +187,118 @@ static int same_object(const struct owned *a, const struct owned *b)
            a->hdr == b->hdr && a->name_hash == b->name_hash;
 }
 
-/* Compiles o's rows (o->rows stays NULL when it has none usable). */
-static void compile_object(struct owned *o)
+/* 1 when the ELF file mapped at m (bytes long) has its executable
+ * segments over [lo, hi) (link-time addresses): the file is the object
+ * loaded, not one put in its place since. */
+static int same_code(const uint8_t *m, size_t bytes, uintptr_t lo,
+                     uintptr_t hi)
 {
-    if (!o->hdr || o->hi - o->base > UINT32_MAX || o->lo < o->base)
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+    if (eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff > bytes ||
+        eh->e_phnum > (bytes - eh->e_phoff) / sizeof(ElfW(Phdr)))
+        return 0;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(m + eh->e_phoff);
+    uintptr_t flo = UINTPTR_MAX, fhi = 0;
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+            continue;
+        if (ph[i].p_vaddr < flo)
+            flo = ph[i].p_vaddr;
+        if (ph[i].p_vaddr + ph[i].p_memsz > fhi)
+            fhi = ph[i].p_vaddr + ph[i].p_memsz;
+    }
+    return flo == lo && fhi == hi;
+}
+
+/*
+ * The .debug_frame section of the file the object named name (the main
+ * program: "") was loaded from, mapped read-only (*map, *map_bytes; to
+ * unmap), or NULL: no such file (the vDSO), a file whose code is not the
+ * object's [lo, hi) (link-time addresses), no such section, or one
+ * compressed (SHF_COMPRESSED is left: inflating needs an allocator). A
+ * relative name is taken from the current directory, as the loader did
+ * (the code check catches a directory changed since).
+ */
+static const uint8_t *map_debug_frame(const char *name, uintptr_t lo,
+                                      uintptr_t hi, size_t *size,
+                                      void **map, size_t *map_bytes)
+{
+    char exe[4096];
+    if (!name || !*name) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+            return NULL;
+        exe[n] = 0;
+        name = exe;
+    }
+    if (!strchr(name, '/'))
+        return NULL;
+    int fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (size_t)st.st_size < sizeof(ElfW(Ehdr))) {
+        close(fd);
+        return NULL;
+    }
+    size_t bytes = (size_t)st.st_size;
+    const uint8_t *m = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return NULL;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || !same_code(m, bytes, lo, hi) ||
+        eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > bytes ||
+        eh->e_shnum > (bytes - eh->e_shoff) / sizeof(ElfW(Shdr)) ||
+        eh->e_shstrndx >= eh->e_shnum ||
+        sh[eh->e_shstrndx].sh_offset > bytes ||
+        sh[eh->e_shstrndx].sh_size > bytes - sh[eh->e_shstrndx].sh_offset)
+        goto none;
+    const char *names = (const char *)m + sh[eh->e_shstrndx].sh_offset;
+    size_t names_size = sh[eh->e_shstrndx].sh_size;
+    static const char want[] = ".debug_frame";
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_name >= names_size ||
+            names_size - sh[i].sh_name < sizeof want ||
+            memcmp(names + sh[i].sh_name, want, sizeof want) != 0)
+            continue;
+        if (sh[i].sh_type != SHT_PROGBITS || (sh[i].sh_flags & SHF_COMPRESSED) ||
+            sh[i].sh_offset > bytes || sh[i].sh_size > bytes - sh[i].sh_offset ||
+            sh[i].sh_size == 0)
+            break;
+        *size = sh[i].sh_size;
+        *map = (void *)m;
+        *map_bytes = bytes;
+        return m + sh[i].sh_offset;
+    }
+none:
+    munmap((void *)m, bytes);
+    return NULL;
+}
+
+/* Compiles o's rows (o->rows stays NULL when it has none usable), from
+ * its .eh_frame and, for code that has no description there, from the
+ * .debug_frame of its file (name, as the loader knows it). */
+static void compile_object(struct owned *o, const char *name)
+{
+    if (o->hi - o->base > UINT32_MAX || o->lo < o->base)
         return;
-    struct cfi_out out = {NULL, 0, 0, grow};
-    if (cfi_parse_eh_frame_hdr((const uint8_t *)o->hdr, o->base, o->lo,
-                               o->hi, &out) != 0 ||
-        out.n == 0) {
+    size_t dbg_size = 0, dbg_map_bytes = 0;
+    void *dbg_map = NULL;
+    const uint8_t *dbg = map_debug_frame(name, o->lo - o->base,
+                                         o->hi - o->base, &dbg_size,
+                                         &dbg_map, &dbg_map_bytes);
+    if (!o->hdr && !dbg)
+        return;
+    struct cfi_out out = {NULL, 0, 0, grow, map, unmap};
+    int parsed = cfi_parse_tables((const uint8_t *)o->hdr, dbg, dbg_size,
+                                  o->base, o->lo, o->hi, &out);
+    if (dbg_map)
+        munmap(dbg_map, dbg_map_bytes);
+    if (parsed != 0 || out.n == 0) {
         if (out.rows)
             munmap(out.rows, page_round(out.cap * sizeof *out.rows));
         return;
@@ -199,11 +317,35 @@ static void compile_object(struct owned *o)
             r++;
         index[b] = (uint32_t)r;
     }
+    /* The row cache: about one entry for every 8 rows, a power of two
+     * within [CFI_CACHE_MIN, CFI_CACHE_MAX]. Zeroed by mmap: every entry
+     * empty. Without it the object gets no table (walks never check for
+     * a missing cache). */
+    size_t entries = CFI_CACHE_MIN;
+    while (entries < CFI_CACHE_MAX && entries * 8 < out.n)
+        entries *= 2;
+    uint64_t *cache = map(entries * sizeof *cache);
+    if (!cache) {
+        munmap(out.rows, page_round(out.cap * sizeof *out.rows));
+        munmap(index, page_round(nb * sizeof *index));
+        return;
+    }
     o->rows = out.rows;
     o->nrows = (uint32_t)out.n;
     o->map_bytes = page_round(out.cap * sizeof *out.rows);
     o->index = index;
     o->index_bytes = page_round(nb * sizeof *index);
+    o->cache = cache;
+    o->cache_mask = (uint32_t)(entries - 1);
+    o->cache_bytes = page_round(entries * sizeof *cache);
+}
+
+/* Unmaps what compile_object mapped for o. */
+static void unmap_tables(struct owned *o)
+{
+    munmap(o->rows, o->map_bytes);
+    munmap(o->index, o->index_bytes);
+    munmap(o->cache, o->cache_bytes);
 }
 
 /* Unmaps o's rows unless the published set uses them. */
@@ -212,10 +354,8 @@ static void drop_rows(struct owned *o)
     for (size_t j = 0; j < owned_n; j++)
         if (owned[j].rows == o->rows)
             return;
-    if (o->rows) {
-        munmap(o->rows, o->map_bytes);
-        munmap(o->index, o->index_bytes);
-    }
+    if (o->rows)
+        unmap_tables(o);
     o->rows = NULL;
 }
 
@@ -295,6 +435,10 @@ static int rebuild(void)
         c->base = f.to[i].base;
         c->rows = f.to[i].rows;
         c->index = f.to[i].index;
+        /* An object without rows: a shared empty cache, never written
+         * (find_row stops at nrows == 0 before filling an entry). */
+        c->cache = f.to[i].cache ? f.to[i].cache : (uint64_t *)empty_cache;
+        c->cache_mask = f.to[i].cache ? f.to[i].cache_mask : 0;
         c->nrows = f.to[i].nrows;
     }
     struct cfi_set *old_set =
@@ -307,10 +451,8 @@ static int rebuild(void)
         int still = 0;
         for (size_t i = 0; i < f.n && !still; i++)
             still = f.to[i].rows == owned[j].rows;
-        if (owned[j].rows && !still) {
-            munmap(owned[j].rows, owned[j].map_bytes);
-            munmap(owned[j].index, owned[j].index_bytes);
-        }
+        if (owned[j].rows && !still)
+            unmap_tables(&owned[j]);
     }
     if (owned)
         munmap(owned, owned_map_bytes);
@@ -322,7 +464,8 @@ static int rebuild(void)
         text += f.to[i].hi - f.to[i].lo;
         if (f.to[i].rows) {
             with_rows++;
-            bytes += f.to[i].nrows * sizeof(struct cfi_row) + f.to[i].index_bytes;
+            bytes += f.to[i].nrows * sizeof(struct cfi_row) +
+                     f.to[i].index_bytes + f.to[i].cache_bytes;
         }
     }
     log_debug("unwind tables: %zu of %zu objects, %zu KiB for %zu KiB of "
@@ -386,7 +529,10 @@ size_t cfi_tables_bytes(void)
         if (set->objects[i].nrows)
             bytes += (size_t)set->objects[i].nrows * sizeof(struct cfi_row) +
                      (((set->objects[i].hi - set->objects[i].lo) >>
-                       CFI_BUCKET_SHIFT) + 2) * sizeof(uint32_t);
+                       CFI_BUCKET_SHIFT) + 2) * sizeof(uint32_t) +
+                     (set->objects[i].cache
+                          ? ((size_t)set->objects[i].cache_mask + 1) * 8
+                          : 0);
     return bytes;
 }
 

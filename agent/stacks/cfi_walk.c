@@ -1,5 +1,5 @@
 /*
- * The table-driven stack walker (x86-64). Entered from signal handlers,
+ * The table-driven stack walker. Entered from signal handlers,
  * interposed calls (malloc, pthread_mutex_lock, pthread_create) and the
  * agent's API, on any thread and in any state: it takes no lock, never
  * allocates, makes no system call and never calls into the loader. It
@@ -17,6 +17,7 @@
 #include "agent/cfi.h"
 
 #include "agent/agent.h"
+#include "agent/cfi_arch.h"
 #include "agent/cpu.h"
 
 #include <dlfcn.h>
@@ -33,19 +34,38 @@ struct cfi_walk_counters cfi_walk_counters;
  * address sanitizer to judge (the bounds are checked here). */
 #define STACK_READER __attribute__((no_sanitize("address")))
 
-/* The stack [lo, hi), as the thread sees it; its bytes are at addr + delta
- * (0 for a walk of the live stack, the copy's offset for cfi_walk_copy). */
+/* The stack [lo, lo + span + 8), as the thread sees it; its bytes are at
+ * addr + delta (0 for a walk of the live stack, the copy's offset for
+ * cfi_walk_copy). One unsigned comparison checks both ends. */
 struct bounds {
-    uintptr_t lo, hi;
+    uintptr_t lo, span;
     uintptr_t delta;
 };
 
-/* Reads the word at addr if it lies on the stack. */
+static inline PPROF_SIGNAL_SAFE struct bounds make_bounds(uintptr_t lo,
+                                                          uintptr_t hi,
+                                                          uintptr_t delta)
+{
+    struct bounds b = {lo, hi - lo - sizeof(uintptr_t), delta};
+    if (hi < lo + sizeof(uintptr_t) || lo + sizeof(uintptr_t) < lo) {
+        /* No stack: the only address that passes is a word of ours. */
+        static const uintptr_t nothing;
+        b.lo = (uintptr_t)&nothing;
+        b.span = 0;
+        b.delta = 0;
+    }
+    return b;
+}
+
+/* Reads the word at addr if it lies on the stack. An unaligned address
+ * inside the bounds is read as it is (x86-64 and AArch64 load unaligned
+ * words from ordinary memory); every slot real code saves is aligned, so a
+ * garbage stack gains nothing from it, and the check cost 4 instructions
+ * a read. */
 static inline STACK_READER PPROF_SIGNAL_SAFE int peek(const struct bounds *b,
                                          uintptr_t addr, uintptr_t *out)
 {
-    if (addr < b->lo || addr > b->hi - sizeof(uintptr_t) ||
-        (addr & (sizeof(uintptr_t) - 1)))
+    if (addr - b->lo > b->span)
         return 0;
     *out = *(const uintptr_t *)(addr + b->delta);
     return 1;
@@ -67,19 +87,44 @@ find_object(const struct cfi_set *set, uintptr_t pc)
     return NULL;
 }
 
-static inline PPROF_SIGNAL_SAFE const struct cfi_row *
-find_row(const struct cfi_object *o, uintptr_t pc)
+/* The row cache's slot for offset off (multiplicative hashing: return
+ * addresses of one function differ in their low bits). */
+static inline PPROF_SIGNAL_SAFE uint64_t *cache_slot(const struct cfi_object *o,
+                                                     uint32_t off)
 {
+    return &o->cache[((off * 0x9e3779b1u) >> 16) & o->cache_mask];
+}
+
+static __attribute__((noinline)) PPROF_SIGNAL_SAFE const struct cfi_row *
+find_row_slow(const struct cfi_object *o, uintptr_t pc, uint32_t off,
+              uint64_t *misses)
+{
+    ++*misses;
     if (!o->nrows)
         return NULL;
-    uint32_t off = (uint32_t)(pc - o->base);
     size_t b = (pc - o->lo) >> CFI_BUCKET_SHIFT;
     uint32_t lo = o->index[b], hi = o->index[b + 1];
-    /* The last row in [lo, hi] whose start is <= off: one or two rows
-     * at most in a bucket of code, so a scan. */
+    /* The last row in [lo, hi] whose start is <= off: a few rows at
+     * most in a bucket of code, so a scan. */
     while (lo < hi && o->rows[lo + 1].start <= off)
         lo++;
-    return o->rows[lo].start <= off ? &o->rows[lo] : NULL;
+    if (o->rows[lo].start > off)
+        return NULL;
+    __atomic_store_n(cache_slot(o, off), (uint64_t)(off + 1) << 32 | lo,
+                     __ATOMIC_RELAXED);
+    return &o->rows[lo];
+}
+
+/* o->cache is never NULL (cfi_tables.c: an object without rows has a
+ * shared empty one that is never written). */
+static inline PPROF_SIGNAL_SAFE const struct cfi_row *
+find_row(const struct cfi_object *o, uintptr_t pc, uint64_t *misses)
+{
+    uint32_t off = (uint32_t)(pc - o->base);
+    uint64_t e = __atomic_load_n(cache_slot(o, off), __ATOMIC_RELAXED);
+    if (likely((uint32_t)(e >> 32) == off + 1))
+        return &o->rows[(uint32_t)e];
+    return find_row_slow(o, pc, off, misses);
 }
 
 /*
@@ -128,10 +173,8 @@ static inline STACK_READER PPROF_SIGNAL_SAFE int from_signal_frame(const struct 
                                                       struct cfi_regs *r)
 {
     uintptr_t uc = r->sp, pc, sp, fp;
-    const size_t g = offsetof(ucontext_t, uc_mcontext.gregs);
-    if (!peek(b, uc + g + REG_RIP * 8, &pc) ||
-        !peek(b, uc + g + REG_RSP * 8, &sp) ||
-        !peek(b, uc + g + REG_RBP * 8, &fp))
+    if (!peek(b, uc + CFI_UC_PC, &pc) || !peek(b, uc + CFI_UC_SP, &sp) ||
+        !peek(b, uc + CFI_UC_FP, &fp))
         return 0;
     if (sp <= r->sp)
         return 0;
@@ -165,7 +208,7 @@ static int trial_walk(const struct cfi_regs *regs, const struct bounds *b);
  * record's address, the frame's rbp).
  */
 /* 0 when the call just before return address ra is a direct call
- * (e8 rel32) whose target does not lie in object o at or below at: then ra
+ * (cfi_arch_direct_call) whose target does not lie in object o at or below at: then ra
  * was not pushed by a call into the frame being walked, and the record is
  * a stale one (main's uninitialized locals hold records of the calls made
  * before main, whose chains also end at _start). Indirect calls, and code
@@ -177,15 +220,14 @@ static PPROF_SIGNAL_SAFE int called_into(const struct cfi_set *set,
                                          const struct cfi_object *o,
                                          uintptr_t at, uintptr_t ra)
 {
-    unsigned char code[5];
+    unsigned char code[CFI_CALL_BYTES];
+    uintptr_t target;
     struct iovec local = {code, sizeof code};
-    struct iovec remote = {(void *)(ra - 5), sizeof code};
+    struct iovec remote = {(void *)(ra - CFI_CALL_BYTES), sizeof code};
     if (syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
-                1L, 0L) != (long)sizeof code || code[0] != 0xe8)
+                1L, 0L) != (long)sizeof code ||
+        !cfi_arch_direct_call(code, ra, &target))
         return 1;
-    int32_t rel;
-    memcpy(&rel, code + 1, sizeof rel);
-    uintptr_t target = ra + (uintptr_t)(intptr_t)rel;
     return o && find_object(set, target) == o && target <= at;
 }
 
@@ -202,7 +244,7 @@ static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
             return 0;
         if (!code_at(set, ra) || !called_into(set, o, at, ra))
             continue;
-        struct cfi_regs r = {ra, a + 16, saved};
+        struct cfi_regs r = {ra, a + 16, saved, NULL};
         if (trial_walk(&r, b)) {
             *fp = a;
             return 1;
@@ -229,7 +271,13 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
     uint64_t fp_frames = 0, no_table = 0, fp_found = 0, fp_lost = 0;
-    const struct cfi_object *o = NULL;
+    uint64_t misses = 0;
+    const struct cfi_object *o = NULL, *o2 = NULL;
+    /* The ucontext that frame number uc_n (counted from 1) has all its
+     * registers in: the caller's (read directly) or a signal frame's on
+     * the stack (read within the bounds). */
+    uintptr_t uc = (uintptr_t)r.uc;
+    int uc_n = uc ? 1 : 0, uc_direct = 1;
     for (;;) {
         if (n == max) {
             *full = 1;
@@ -239,9 +287,17 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         /* A return address is the instruction after the call: its frame's
          * rules are those of the call, one byte before. */
         uintptr_t at = exact ? r.pc : r.pc - 1;
-        if (!o || at < o->lo || at >= o->hi)
-            o = set ? find_object(set, at) : NULL;
-        const struct cfi_row *row = o ? find_row(o, at) : NULL;
+        /* Stacks go back and forth between two objects (a library and
+         * its caller): the last two are tried before the search. */
+        if (!o || at < o->lo || at >= o->hi) {
+            const struct cfi_object *t = o;
+            if (o2 && at >= o2->lo && at < o2->hi)
+                o = o2;
+            else
+                o = set ? find_object(set, at) : NULL;
+            o2 = t;
+        }
+        const struct cfi_row *row = o ? find_row(o, at, &misses) : NULL;
         struct cfi_row found;
         uintptr_t sp = r.sp, cfa, ra, fp = r.fp;
         exact = 0;
@@ -265,16 +321,51 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
                 goto done;
             }
         }
+        if (likely(kind == CFI_CFA_SP)) {
+            cfa = sp + (intptr_t)row->cfa_off;
+            goto have_cfa;
+        }
+        if (kind == CFI_CFA_FP && fp_ok) {
+            cfa = fp + (intptr_t)row->cfa_off;
+            goto have_cfa;
+        }
         switch (kind) {
         case CFI_CFA_END:
             *clean = 1;
             goto done;
         case CFI_CFA_SIGNAL:
+            uc = sp; /* the ucontext, on the stack: read through peek */
             if (!from_signal_frame(&b, &r))
                 goto done;
             exact = 1;
             fp_ok = 1;
+            uc_n = n + 1;
+            uc_direct = 0;
             continue;
+        case CFI_CFA_SP_RA_REG: {
+            /* The return address in a register: the ucontext has it. The
+             * stack pointer need not grow (the CFA may be sp itself); a
+             * ucontext comes only at the start or after a signal frame,
+             * whose stack pointer did. */
+            long off = uc_n == n ? cfi_arch_uc_reg((unsigned)row->fp_off)
+                                 : -1;
+            if (off < 0)
+                goto done;
+            if (uc_direct)
+                ra = *(const uintptr_t *)(uc + (uintptr_t)off);
+            else if (!peek(&b, uc + (uintptr_t)off, &ra))
+                goto done;
+            cfa = sp + (intptr_t)row->cfa_off;
+            if (cfa < sp)
+                goto done;
+            if (ra == 0) {
+                *clean = 1;
+                goto done;
+            }
+            r.pc = ra;
+            r.sp = cfa;
+            continue;
+        }
         case CFI_CFA_UNKNOWN:
             fp_frames++;
             if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
@@ -304,20 +395,37 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         default:
             goto done;
         }
-        if (cfa <= sp || !peek(&b, cfa - 8, &ra))
+    have_cfa:
+        if (cfa <= sp || !peek(&b, cfa + CFI_RA_AT_CFA, &ra))
             goto done;
         if (ra == 0) {
             *clean = 1;
             goto done;
         }
+        /* A save slot below the stack pointer was popped in an epilogue
+         * the frame is still in (GCC does not describe the pop as a
+         * restore): the register holds that value again. libunwind reads
+         * the slot, which the kernel's red zone keeps intact; reading
+         * below the stack pointer is not allowed here. */
+        if (row->fp == CFI_FP_SAME)
+            goto have_fp;
+        if (likely(row->fp == CFI_FP_AT_CFA) && cfa + row->fp_off >= sp) {
+            if (!peek(&b, cfa + row->fp_off, &fp))
+                goto done;
+            fp_ok = 1;
+            goto have_fp;
+        }
         switch (row->fp) {
-        case CFI_FP_SAME: break;
         case CFI_FP_AT_CFA:
+            if (cfa + row->fp_off < sp)
+                break;
             if (!peek(&b, cfa + row->fp_off, &fp))
                 goto done;
             fp_ok = 1;
             break;
         case CFI_FP_AT_SP:
+            if (sp + row->fp_off < sp)
+                break;
             if (!peek(&b, sp + row->fp_off, &fp))
                 goto done;
             fp_ok = 1;
@@ -330,6 +438,7 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             fp_ok = 0;
             break;
         }
+    have_fp:
         r.pc = ra;
         r.sp = cfa;
         r.fp = fp;
@@ -346,6 +455,9 @@ done:
                            __ATOMIC_RELAXED);
     if (fp_found)
         __atomic_fetch_add(&cfi_walk_counters.fp_found, fp_found,
+                           __ATOMIC_RELAXED);
+    if (misses)
+        __atomic_fetch_add(&cfi_walk_counters.cache_misses, misses,
                            __ATOMIC_RELAXED);
     if (fp_lost)
         __atomic_fetch_add(&cfi_walk_counters.fp_lost, fp_lost,
@@ -368,7 +480,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
                                uintptr_t stack_lo, uintptr_t stack_hi,
                                uintptr_t *pcs, int max, int *full)
 {
-    struct bounds b = {stack_lo, stack_hi, 0};
+    struct bounds b = make_bounds(stack_lo, stack_hi, 0);
     int clean;
     return walk(regs, exact, 1, 0, &b, pcs, max, full, &clean);
 }
@@ -380,7 +492,8 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
                                                  uintptr_t *pcs, int max,
                                                  int *full)
 {
-    struct bounds b = {stack_lo, stack_hi, (uintptr_t)copy - stack_lo};
+    struct bounds b = make_bounds(stack_lo, stack_hi,
+                                  (uintptr_t)copy - stack_lo);
     int clean;
     return walk(regs, 1, 0, 1, &b, pcs, max, full, &clean);
 }
@@ -397,7 +510,7 @@ cfi_walk_here(uintptr_t *pcs, int max, int *full)
     /* This function keeps a frame pointer (the agent is built with
      * them): the caller's registers are one frame up. */
     const uintptr_t *frame = __builtin_frame_address(0);
-    struct cfi_regs r = {frame[1], (uintptr_t)(frame + 2), frame[0]};
+    struct cfi_regs r = {frame[1], (uintptr_t)(frame + 2), frame[0], NULL};
     if (r.sp < lo || r.sp >= hi)
         return 0;
     int n = cfi_walk(&r, 0, r.sp, hi, pcs, max, full);

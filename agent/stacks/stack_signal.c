@@ -21,7 +21,7 @@ uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
         return 0;
     struct cfi_regs r = {(uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
                          (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]};
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP], uc};
     /* Interrupted on another stack (a handler of the host's on its
      * alternate stack): only the leaf is known to be right. */
     if (r.sp < lo || r.sp >= hi) {

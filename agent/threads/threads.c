@@ -467,7 +467,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
             t->status = THREAD_STACK_UNREADABLE;
             return;
         }
-        struct cfi_regs regs = {st->pc, st->sp, 0};
+        struct cfi_regs regs = {st->pc, st->sp, 0, NULL};
         int full;
         uint64_t found = cfi_walk_counters.fp_found;
         uint64_t lost = cfi_walk_counters.fp_lost;

@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 
 printf '| %-10s | %6s | %12s | %12s |\n' unwinder frames "instructions" "median ns"
 printf '|%s|%s|%s|%s|\n' "------------" "--------" "--------------" "--------------"
-for depth in 0 16; do
+for depth in 0 12 16; do
     for who in walker libunwind; do
         line=$("$bin" bench "$depth" "$who")
         frames=$(printf '%s\n' "$line" | sed -n 's/.*frames=\([0-9]*\).*/\1/p')

@@ -45,14 +45,16 @@ struct lib {
     int (*spin)(volatile int *stop);
 };
 
-static struct lib libs[3] = {{"libwalk_nofp.so", NULL, NULL, NULL, NULL, NULL},
+static struct lib libs[4] = {{"libwalk_nofp.so", NULL, NULL, NULL, NULL, NULL},
                              {"libwalk_fp.so", NULL, NULL, NULL, NULL, NULL},
-                             {"libwalk_late.so", NULL, NULL, NULL, NULL, NULL}};
+                             {"libwalk_late.so", NULL, NULL, NULL, NULL, NULL},
+                             {"libwalk_dbg.so", NULL, NULL, NULL, NULL, NULL}};
 static char dir[4096];
 
 static struct {
     long stacks, same_stacks, frames, same_frames;
 } agree;
+static const char *reference = "libunwind";
 
 static void show(const char *who, const uintptr_t *pcs, int n)
 {
@@ -82,9 +84,9 @@ static void tally(const char *what, const uintptr_t *ours, int n_ours,
         agree.same_stacks++;
         return;
     }
-    HARNESS_FAIL("%s: the walker's stack differs from libunwind's", what);
+    HARNESS_FAIL("%s: the walker's stack differs from %s's", what, reference);
     show("walker", ours, n_ours);
-    show("libunwind", ref, n_ref);
+    show(reference, ref, n_ref);
 }
 
 static const char *current_what = "";
@@ -136,12 +138,32 @@ static void compare_ucontext(ucontext_t *uc)
     }
     struct cfi_regs r = {(uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
                          (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]};
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP], uc};
     uintptr_t lo, hi;
     int n_ours = 0;
     if (cfi_stack_bounds(&lo, &hi) == 0)
         n_ours = cfi_walk(&r, 1, r.sp, hi, ours, FRAMES, &full);
     tally(current_what, ours, n_ours, ref, n_ref);
+}
+
+/* The instruction of walk_lib.c's walk_ra_in_rcx where the return
+ * address is in rcx. */
+static uintptr_t ra_nop;
+static long ra_in_register;
+
+/* The signal's context moved into walk_ra_in_rcx as if the interrupted
+ * instruction had called it: pc at walk_ra_nop, the interrupted pc in
+ * rcx, the stack pointer as it was (the call's push popped). */
+static void compare_ra_in_register(const ucontext_t *uc)
+{
+    if (!ra_nop)
+        return;
+    ucontext_t moved = *uc;
+    moved.uc_mcontext.gregs[REG_RCX] = uc->uc_mcontext.gregs[REG_RIP];
+    moved.uc_mcontext.gregs[REG_RIP] = (greg_t)ra_nop;
+    long before = agree.same_stacks;
+    compare_ucontext(&moved);
+    ra_in_register += agree.same_stacks > before;
 }
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -150,6 +172,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     (void)si;
     compare_here();
     compare_ucontext(uc);
+    compare_ra_in_register(uc);
 }
 
 static void load_lib(int i)
@@ -174,6 +197,9 @@ static void load_libs(void)
 {
     load_lib(0);
     load_lib(1);
+    load_lib(3);
+    ra_nop = (uintptr_t)dlsym(libs[0].handle, "walk_ra_nop");
+    assert_true(ra_nop != 0);
     assert_true(cfi_tables_refresh() > 0);
 }
 
@@ -236,10 +262,12 @@ TEST(same_stacks_as_libunwind)
     }
     fprintf(stderr,
             "agreement with libunwind: %ld of %ld stacks, %ld of %ld frames; "
-            "%llu frames by frame pointer\n",
+            "%llu frames by frame pointer; %ld with the return address in "
+            "a register\n",
             agree.same_stacks, agree.stacks, agree.same_frames, agree.frames,
-            (unsigned long long)cfi_walk_counters.fp_frames);
+            (unsigned long long)cfi_walk_counters.fp_frames, ra_in_register);
     expect_true(agree.stacks >= 12);
+    expect_true(ra_in_register >= 4);
 }
 
 /* Code dlopen'ed after the tables were built (dlopen is not interposed):
@@ -252,6 +280,70 @@ TEST(code_loaded_since_the_tables)
     battery(&libs[2]);
     expect_true(agree.same_stacks >= before + 4);
     dlclose(libs[2].handle);
+}
+
+/* The walker's stack from a callback, for debug_frame_only. */
+static uintptr_t captured[FRAMES];
+static int captured_n;
+
+__attribute__((noinline)) static void capture(void)
+{
+    int full;
+    captured_n = cfi_walk_here(captured, FRAMES, &full);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* One call site for both libraries, so that the frames outside them are
+ * the same addresses. */
+__attribute__((noinline)) static void recurse_in(struct lib *l, int depth)
+{
+    l->recurse(depth, capture);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* The stack as offsets from each frame's object (so that two builds of
+ * one source, loaded at different addresses, compare). */
+static void relative(uintptr_t *pcs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        Dl_info di;
+        if (dladdr((void *)(pcs[i] - 1), &di) && di.dli_fbase)
+            pcs[i] -= (uintptr_t)di.dli_fbase;
+    }
+}
+
+/* libwalk_dbg.so is walk_lib.c built without unwind tables: its call-frame
+ * information is in .debug_frame only (in its file, not loaded), and
+ * libunwind as Debian builds it does not read that. Its code is the same
+ * as libwalk_nofp.so's, at the same offsets: the walks from the same call
+ * site must be the same, frame for frame, as offsets in each object. */
+TEST(debug_frame_only)
+{
+    Dl_info a, b;
+    assert_true(dladdr((void *)libs[0].recurse, &a) &&
+                dladdr((void *)libs[3].recurse, &b));
+    expect_true((uintptr_t)libs[0].recurse - (uintptr_t)a.dli_fbase ==
+                (uintptr_t)libs[3].recurse - (uintptr_t)b.dli_fbase);
+    expect_true(covered((uintptr_t)libs[3].recurse));
+    for (int depth = 0; depth <= 40; depth += 20) {
+        uintptr_t ref[FRAMES];
+        int n_ref = 0;
+        /* One call site for both (volatile: not unrolled). */
+        for (volatile int k = 0; k < 2; k++) {
+            recurse_in(&libs[k ? 3 : 0], depth);
+            if (k == 0) {
+                n_ref = captured_n;
+                memcpy(ref, captured, sizeof ref);
+            }
+        }
+        relative(ref, n_ref);
+        relative(captured, captured_n);
+        current_what = "libwalk_dbg.so (.debug_frame only)";
+        reference = "the walk in libwalk_nofp.so";
+        tally(current_what, captured, captured_n, ref, n_ref);
+        reference = "libunwind";
+        expect_true(n_ref > depth + 3);
+    }
 }
 
 /* Bytes in use from the allocator: glibc's count, or the sanitizer
@@ -387,7 +479,7 @@ TEST(garbage_stacks_end_cleanly)
             }
         }
         struct cfi_regs r = {text + x % 512, (uintptr_t)&junk[x % 2048],
-                             junk[x % 4096]};
+                             junk[x % 4096], NULL};
         uintptr_t pcs[64];
         int full;
         int n = cfi_walk(&r, x & 1, (uintptr_t)junk,
@@ -398,7 +490,7 @@ TEST(garbage_stacks_end_cleanly)
     /* Code with no table (generated at run time): the leaf stays. */
     uintptr_t pcs[8];
     int full;
-    struct cfi_regs r = {(uintptr_t)junk, (uintptr_t)junk, 0};
+    struct cfi_regs r = {(uintptr_t)junk, (uintptr_t)junk, 0, NULL};
     expect_int_eq(cfi_walk(&r, 1, (uintptr_t)junk, (uintptr_t)(junk + 16),
                            pcs, 8, &full),
                   1);
@@ -519,6 +611,7 @@ int main(int argc, char **argv)
     agent_find_object = (int (*)(void *, struct dl_find_object *))dlsym(
         RTLD_DEFAULT, "_dl_find_object"); /* phdr_hooks.c's job */
     return run_tests(same_stacks_as_libunwind, code_loaded_since_the_tables,
+                     debug_frame_only,
                      walks_never_allocate,
                      walks_make_no_system_call, garbage_stacks_end_cleanly,
                      dlclose_drops_tables, NULL);

@@ -90,3 +90,25 @@ int walk_spin(volatile int *stop)
         x = x * 1103515245u + 12345u;
     return (int)x;
 }
+
+/* A frame whose return address is in a register, as in libgcc's jump to
+ * an exception's landing pad: called, it pops its return address into
+ * rcx and jumps there. At walk_ra_nop the CFA is the stack pointer and
+ * the return address is rcx (test_cfi_walk puts a signal's context
+ * there). */
+#ifdef __x86_64__
+__asm__(".text\n"
+        ".globl walk_ra_in_rcx\n"
+        ".globl walk_ra_nop\n"
+        ".type walk_ra_in_rcx, @function\n"
+        "walk_ra_in_rcx:\n"
+        ".cfi_startproc\n"
+        "    pop %rcx\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        ".cfi_register rip, rcx\n"
+        "walk_ra_nop:\n"
+        "    nop\n"
+        "    jmp *%rcx\n"
+        ".cfi_endproc\n"
+        ".size walk_ra_in_rcx, .-walk_ra_in_rcx\n");
+#endif

@@ -1,0 +1,170 @@
+# The table-driven walker against libunwind on real programs: each runs
+# under the test-only library build/test/libwalkcheck.so (test/walkcheck/),
+# whose SIGPROF handler, on a timer of each thread's CPU time, walks the
+# same interrupted context with both and compares them frame for frame.
+# Programs as Debian ships them, under real work: redis-server under
+# redis-benchmark, nginx (one process) under wrk and a curl loop, python3
+# on a CPU- and allocation-heavy script, sqlite3 on heavy queries; and
+# test/programs/walk_cxx (C++ exceptions through deep recursion, deep
+# templates, -O2 without frame pointers). For each, at least 99.9% of the
+# samples compared must be equal, and the figures are printed. Then
+# test/programs/walk_jit, whose time goes to generated code in no object
+# and with no call-frame information: every sample there must keep its
+# leaf, and the program must run to its end.
+#
+# WALK_TRUTH_SECONDS (default 10) sets the length of each program's work.
+. "$TOP/test/integration/lib.sh"
+
+CHECK="$BUILD/test/libwalkcheck.so"
+[ -f "$CHECK" ] || fail "$CHECK is not built (make test-bins)"
+for p in redis-server redis-benchmark redis-cli sqlite3 wrk curl; do
+    command -v "$p" >/dev/null 2>&1 || fail "$p is not installed (scripts/install-deps)"
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+PY=/usr/bin/python3
+SECS=${WALK_TRUTH_SECONDS:-10}
+export WALKCHECK_US=1000
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+SUMMARY=""
+
+# judge NAME REPORT MIN_SAMPLES: prints the figures, fails below 99.9%.
+judge() {
+    name=$1; rep=$2; min=$3
+    [ -s "$rep" ] || fail "$name: no report written"
+    set -- $(head -n 1 "$rep")
+    samples=$2; equal=$4; differ=$6; nob=$8
+    compared=$((equal + differ))
+    pct=$(awk -v e="$equal" -v c="$compared" 'BEGIN { printf "%.3f", c ? 100 * e / c : 0 }')
+    line="$name: samples $samples, compared $compared, equal $equal, differing $differ ($pct% equal; $nob without stack bounds)"
+    note "$line"
+    SUMMARY="$SUMMARY
+$line"
+    sed -n 2p "$rep" | sed 's/^/#   /'
+    if [ "$differ" -gt 0 ]; then
+        sed -n '3,80p' "$rep" | sed 's/^/#   /'
+    fi
+    [ "$compared" -ge "$min" ] || fail "$name: only $compared samples compared (at least $min wanted)"
+    awk -v e="$equal" -v c="$compared" 'BEGIN { exit !(e * 1000 >= c * 999) }' \
+        || fail "$name: $pct% of stacks equal, below 99.9%"
+}
+
+# ---- redis under redis-benchmark -------------------------------------------
+port=$(free_port)
+WALKCHECK_REPORT="$WORK/redis.rep" LD_PRELOAD="$CHECK" redis-server --port "$port" \
+    --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.out" 2>&1 &
+RP=$!; PIDS="$PIDS $RP"
+for i in $(seq 100); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+timeout "$SECS" redis-benchmark -p "$port" -q -n 100000000 -t set,get,lpush,lpop,incr,sadd,hset,zadd,lrange_100 \
+    -P 16 -r 100000 > "$WORK/bench.out" 2>&1 || true
+redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+wait "$RP" 2>/dev/null || true
+judge redis-server "$WORK/redis.rep" 200
+
+# ---- nginx (one process) under wrk and a curl loop -------------------------
+port=$(free_port)
+mkdir -p "$WORK/www" "$WORK/ngx-tmp"
+chmod 755 "$WORK" "$WORK/www"
+$PY -c 'import random; r=random.Random(7); print("".join(r.choice("abcdefgh \n") for _ in range(100000)))' > "$WORK/www/page.txt"
+chmod 644 "$WORK/www/page.txt"
+cat > "$WORK/nginx.conf" <<CONF
+daemon off;
+master_process off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $WORK/ngx-tmp/body;
+    proxy_temp_path $WORK/ngx-tmp/proxy;
+    fastcgi_temp_path $WORK/ngx-tmp/fastcgi;
+    uwsgi_temp_path $WORK/ngx-tmp/uwsgi;
+    scgi_temp_path $WORK/ngx-tmp/scgi;
+    server { listen 127.0.0.1:$port; root $WORK/www; gzip on; gzip_types text/plain; gzip_min_length 0; }
+}
+CONF
+WALKCHECK_REPORT="$WORK/nginx.rep" LD_PRELOAD="$CHECK" "$NGINX" -c "$WORK/nginx.conf" \
+    -e "$WORK/nginx-error.log" >"$WORK/nginx.out" 2>&1 &
+NP=$!; PIDS="$PIDS $NP"
+for i in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/page.txt" && break; sleep 0.05; done
+curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/page.txt" | gzip -dc | cmp - "$WORK/www/page.txt" \
+    || fail "nginx gzip output differs"
+wrk -t 1 -c 8 -d "${SECS}s" -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/page.txt" > "$WORK/wrk.out" 2>&1 &
+W=$!
+end=$(($(date +%s) + SECS))
+while [ "$(date +%s)" -lt "$end" ]; do
+    curl -s -o /dev/null "http://127.0.0.1:$port/page.txt?$end" || true
+    curl -s -o /dev/null "http://127.0.0.1:$port/missing" || true
+done
+wait "$W" || true
+kill -QUIT "$NP"
+wait "$NP" 2>/dev/null || true
+judge nginx "$WORK/nginx.rep" 200
+
+# ---- python3 ---------------------------------------------------------------
+cat > "$WORK/work.py" <<'PYSRC'
+import hashlib, json, re, sys, time
+from decimal import Decimal
+def churn(n):
+    d = {}
+    for i in range(n):
+        d[i % 50000] = [str(i)] * 8 + [bytes(64)]
+    return len(d)
+def crunch(n):
+    h = hashlib.sha256()
+    s = 0
+    for i in range(n):
+        s += (i * i) % 7
+        if i % 1000 == 0:
+            h.update(str(s).encode())
+    return s, h.hexdigest()[:16]
+def deep(n):
+    return 1 if n == 0 else deep(n - 1) + 1
+def text(n):
+    doc = json.dumps([{"k": i, "v": str(Decimal(i) / 7)} for i in range(n)])
+    words = re.findall(r'"v": "([0-9.]+)"', doc)
+    return len(json.loads(doc)), len(sorted(words, key=lambda w: w[::-1]))
+end = time.time() + float(sys.argv[1])
+rounds = 0
+while time.time() < end:
+    churn(100000); crunch(150000); deep(300); text(20000); rounds += 1
+print("rounds", rounds > 0)
+PYSRC
+WALKCHECK_REPORT="$WORK/py.rep" LD_PRELOAD="$CHECK" $PY "$WORK/work.py" "$SECS" > "$WORK/py.out" 2>&1 \
+    || { cat "$WORK/py.out" >&2; fail "python3 failed under the harness"; }
+grep -q "rounds True" "$WORK/py.out" || fail "python3 output: $(cat "$WORK/py.out")"
+judge python3 "$WORK/py.rep" 200
+
+# ---- sqlite3 ---------------------------------------------------------------
+cat > "$WORK/q.sql" <<'SQL'
+CREATE TABLE t(a INTEGER, b TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 300000)
+  INSERT INTO t SELECT x, printf('%08x', (x * 2654435761) % 4294967296) || (x % 97) FROM c;
+CREATE INDEX ta ON t(a);
+CREATE INDEX tb ON t(b);
+SELECT count(*), sum(a % 13), max(b) FROM t;
+SELECT x.a % 50 AS k, count(*), sum(length(x.b)) FROM t x JOIN t y ON y.a = x.a + 1 GROUP BY k ORDER BY k LIMIT 3;
+SELECT count(*) FROM t WHERE b LIKE '%ab%' OR b GLOB '*7?';
+DELETE FROM t WHERE a % 3 = 0;
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 6000000) SELECT sum(x * x % 7), count(*) FROM c;
+SQL
+WALKCHECK_REPORT="$WORK/sql.rep" LD_PRELOAD="$CHECK" sqlite3 :memory: ".read $WORK/q.sql" > "$WORK/sql.out" 2>&1 \
+    || { cat "$WORK/sql.out" >&2; fail "sqlite3 failed under the harness"; }
+judge sqlite3 "$WORK/sql.rep" 200
+
+# ---- C++: exceptions, deep templates, -O2 without frame pointers ----------
+WALKCHECK_REPORT="$WORK/cxx.rep" LD_PRELOAD="$CHECK" "$BUILD/test/programs/walk_cxx" "$SECS" \
+    > "$WORK/cxx.out" 2>&1 || { cat "$WORK/cxx.out" >&2; fail "walk_cxx failed under the harness"; }
+grep -q "walk_cxx done 1" "$WORK/cxx.out" || fail "walk_cxx output: $(cat "$WORK/cxx.out")"
+judge walk_cxx "$WORK/cxx.rep" 200
+
+# ---- generated code: the walk ends there, with the leaf --------------------
+WALKCHECK_REPORT="$WORK/jit.rep" LD_PRELOAD="$CHECK" "$BUILD/test/programs/walk_jit" 4 \
+    > "$WORK/jit.out" 2>&1 || { cat "$WORK/jit.out" >&2; fail "walk_jit failed under the harness"; }
+grep -q "walk_jit done 1" "$WORK/jit.out" || fail "walk_jit output: $(cat "$WORK/jit.out")"
+set -- $(head -n 1 "$WORK/jit.rep")
+note "walk_jit: samples $2, in generated code ${10}, leaf kept ${12}; equal to libunwind $4, differing $6"
+[ "${10}" -ge 50 ] || fail "walk_jit: only ${10} samples in generated code"
+[ "${12}" = "${10}" ] || fail "walk_jit: the leaf was lost in $((${10} - ${12})) samples"
+
+echo "# per program:$SUMMARY"
+echo "PASS"
