@@ -116,7 +116,13 @@ TEST(child_forked_mid_dump)
     assert_true(pthread_create(&t, NULL, dumper, NULL) == 0);
     while (!__atomic_load_n(&dumping, __ATOMIC_SEQ_CST))
         usleep(1000);
-    usleep(THREADS_WAIT_MS * 1000 / 4);
+    /* The fork must land while the dump holds its borrowed signal: wait
+     * for the borrowing itself rather than for a fixed time (the dump
+     * reads /proc for every thread first, which under ASan on a busy
+     * machine took longer than a quarter of THREADS_WAIT_MS). */
+    for (int i = 0; i < 50000 && borrowed_signals() != 1; i++)
+        usleep(100);
+    assert_true(borrowed_signals() == 1);
     pid_t pid = fork();
     if (pid == 0)
         _exit(child());
