@@ -206,9 +206,19 @@ size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
     return out;
 }
 
-void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out)
+void stacks_text_begin(void)
 {
-    (void)se;
+    symbols_lock();
+    symbols_refresh();
+}
+
+void stacks_text_end(void)
+{
+    symbols_unlock();
+}
+
+void stacks_describe(uintptr_t pc, struct pbuf *out)
+{
     struct sym_frame fr[MAX_FRAMES];
     int n = pc < FRAME_PSEUDO_MAX ? 0 : symbols_resolve(pc, fr, MAX_FRAMES);
     if (n == 0) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "encoder/encoder.h"
 
 struct mg_connection;
 struct pbuf;
@@ -162,11 +163,9 @@ void custom_index_rows(struct pbuf *b, int descriptions, const char *before,
 
 /* A stack table read for one request (table_snapshot.c). */
 struct table_read {
-    int debug;                  /* the debug parameter */
+    struct write_options o;     /* debug, and the profile's time window */
     long seconds;               /* > 0: snap is a delta over that time */
     struct stack_snapshot snap; /* the caller frees it */
-    int64_t time_nanos;         /* the profile's time (the later snapshot) */
-    int64_t duration_nanos;     /* the delta's length, 0 for a full profile */
 };
 /* Checks debug and seconds as Go does, then snapshots t, or takes the
  * difference of two snapshots seconds apart. Returns 0 with out filled, or
@@ -174,17 +173,15 @@ struct table_read {
 struct stack_table;
 int http_table_snapshot(struct request *r, struct stack_table *t,
                         struct table_read *out);
-/* Answers a request read with http_table_snapshot(): out (already encoded
- * by the caller, err its status) as text when debug was set, otherwise as
- * the profile "name" or "name-delta"; 500 when err is not 0.
- * Not async-signal-safe. */
-void http_table_reply(struct request *r, const char *name,
-                      const struct table_read *tr, int err,
-                      const struct pbuf *out);
+/* Answers with a profile a writer produced (err its status): text when
+ * o->debug was set, otherwise the profile "name", or "name-delta" for a
+ * delta; 500 when err is not 0. Not async-signal-safe. */
+void http_reply(struct request *r, const char *name,
+                const struct write_options *o, int err,
+                const struct pbuf *out);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */
-struct stack_table;
 void serve_count_table(struct request *r, const char *name,
                        struct stack_table *t);
 
