@@ -9,13 +9,15 @@
 #include "agent/contention.h"
 #include "encoder/encoder.h"
 
-long block_count(void)
+long block_count(const char *name)
 {
+    (void)name;
     return (long)stack_table_count(block_table);
 }
 
-long mutex_count(void)
+long mutex_count(const char *name)
 {
+    (void)name;
     return (long)stack_table_count(mutex_table);
 }
 

@@ -35,15 +35,9 @@ static uint64_t handler_median_ns(void)
 
 void handle_profile(struct request *r)
 {
-    char buf[64];
     long seconds = 30;
-    if (http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0' &&
-        config_parse_long(buf, 1, 3600, &seconds) != 0) {
-        http_error(r, 400,
-                   "invalid value for \"seconds\" - must be a positive "
-                   "integer (at most 3600)");
+    if (http_param_seconds(r, &seconds) < 0)
         return;
-    }
 
     int err = cpu_profile_start(opt_cpu_hz);
     if (err == -EBUSY) {

@@ -20,7 +20,7 @@ void handle_goroutine(struct request *r)
 {
     struct write_options o = {.debug = http_param_debug(r)};
     long seconds;
-    if (http_param_delta_seconds(r, 1, o.debug, &seconds) != 0)
+    if (http_param_delta_seconds(r, http_delta_ok(r), o.debug, &seconds) != 0)
         return;
     int64_t start = agent_now_ns();
     struct goroutine_snapshot s;
@@ -56,7 +56,8 @@ void handle_goroutine(struct request *r)
     pbuf_free(&out);
 }
 
-long goroutine_count(void)
+long goroutine_count(const char *name)
 {
+    (void)name;
     return threads_host_count();
 }

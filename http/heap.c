@@ -20,8 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-long heap_profile_count(void)
+long heap_profile_count(const char *name)
 {
+    (void)name;
     return (long)stack_table_count(heap_buckets);
 }
 
@@ -83,7 +84,7 @@ static void serve_min_age(struct request *r, const char *name,
 {
     struct table_read tr = {0};
     tr.o.debug = http_param_debug(r);
-    if (http_param_delta_seconds(r, 1, tr.o.debug, &tr.seconds) != 0)
+    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug, &tr.seconds) != 0)
         return;
     int64_t start = agent_now_ns();
     struct heap_record *recs = NULL, *later = NULL;
@@ -173,7 +174,7 @@ void handle_peak(struct request *r)
 {
     struct table_read tr = {0};
     tr.o.debug = http_param_debug(r);
-    if (http_param_delta_seconds(r, 0, tr.o.debug, &tr.seconds) != 0)
+    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug, &tr.seconds) != 0)
         return;
     char buf[8];
     int reset = http_param(r, "reset", buf, sizeof buf) &&
@@ -210,8 +211,9 @@ void handle_peak(struct request *r)
     stack_snapshot_free(&tr.snap);
 }
 
-long heap_peak_count(void)
+long heap_peak_count(const char *name)
 {
+    (void)name;
     struct stack_snapshot s;
     if (stack_table_snapshot(heap_buckets, &s) != 0)
         return 0;

@@ -261,7 +261,7 @@ static void put_http(struct pbuf *b)
     pbuf_puts(b, "}}");
 }
 
-static void handle_stats(struct request *r)
+void handle_stats(struct request *r)
 {
     struct proc_stat st = {0};
     int have_stat = read_stat(&st) == 0;
@@ -306,21 +306,4 @@ static void handle_stats(struct request *r)
     else
         http_send(r, 200, "application/json", NULL, b.data, b.len);
     pbuf_free(&b);
-}
-
-int debug_pages_serve(struct request *r, const char *uri)
-{
-    if (strcmp(uri, "/debug/stats") == 0) {
-        handle_stats(r);
-        return 1;
-    }
-    if (strcmp(uri, "/debug/memory") == 0) {
-        handle_memory(r);
-        return 1;
-    }
-    if (strcmp(uri, "/debug/charts") == 0) {
-        handle_charts(r);
-        return 1;
-    }
-    return 0;
 }

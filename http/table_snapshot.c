@@ -17,7 +17,8 @@ int http_table_snapshot(struct request *r, struct stack_table *t,
                         struct table_read *out)
 {
     out->o = (struct write_options){.debug = http_param_debug(r)};
-    if (http_param_delta_seconds(r, 1, out->o.debug, &out->seconds) != 0)
+    if (http_param_delta_seconds(r, http_delta_ok(r), out->o.debug,
+                                 &out->seconds) != 0)
         return -1;
 
     int64_t start = agent_now_ns();
