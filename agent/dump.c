@@ -172,17 +172,9 @@ static int encode_cpu(struct pbuf *out)
 {
     if (!cpu_agg)
         return -ENOENT;
-    int64_t now = agent_now_ns();
-    char comment[256];
-    log_snprintf(comment, sizeof comment,
-                 "pprofagent: whole-run CPU profile at %d Hz per thread "
-                 "(signal %d); %llu samples, lost %llu",
-                 opt_cpu_hz, cpu_signo,
-                 (unsigned long long)cpu_counters.handled,
-                 (unsigned long long)cpu_counters.lost);
-    return cpu_profile_proto(cpu_agg, cpu_period_ns, cpu_start_ns,
-                             now - cpu_start_ns, (int64_t)cpu_counters.lost,
-                             cpu_thread_name, comment, out);
+    struct write_options o = {.time_nanos = cpu_start_ns,
+                              .duration_nanos = agent_now_ns() - cpu_start_ns};
+    return cpu_write(cpu_agg, 1, &o, out);
 }
 
 /* The heap profile as /debug/pprof/heap serves it, without the age split

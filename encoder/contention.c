@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* The records of a block or mutex table snapshot, scaled as the form
  * wants them (values[0] count, values[1] delay). out has room for snap->n.
@@ -56,18 +55,6 @@ static size_t contention_records(int is_mutex, int debug,
     return n;
 }
 
-static int by_delay_desc(const void *a, const void *b)
-{
-    const struct stack_record *x = a, *y = b;
-    if (x->values[1] != y->values[1])
-        return x->values[1] > y->values[1] ? -1 : 1;
-    if (x->values[0] != y->values[0])
-        return x->values[0] > y->values[0] ? -1 : 1;
-    if (x->depth != y->depth)
-        return x->depth < y->depth ? -1 : 1;
-    return memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof *x->pcs);
-}
-
 static void contention_headline(const struct stack_record *r,
                                 struct pbuf *out)
 {
@@ -75,8 +62,10 @@ static void contention_headline(const struct stack_record *r,
                 (long long)r->values[0]);
 }
 
+/* Largest delay first, then most contentions. */
 static const struct stack_text_form contention_text = {
-    by_delay_desc, contention_headline, 0};
+    .keys = {1, 0}, .nkeys = 2, .tiebreak = 1,
+    .headline = contention_headline};
 
 int contention_write(int is_mutex, const struct stack_snapshot *snap,
                      const struct write_options *o, struct pbuf *out)

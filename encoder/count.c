@@ -8,7 +8,6 @@
 #include "agent/agent.h"
 
 #include <errno.h>
-#include <string.h>
 
 size_t count_records_from_snapshot(const struct stack_snapshot *snap,
                                    struct stack_record *out)
@@ -28,26 +27,15 @@ size_t count_records_from_snapshot(const struct stack_snapshot *snap,
     return n;
 }
 
-static int by_count_desc(const void *a, const void *b)
-{
-    const struct stack_record *x = a, *y = b;
-    if (x->values[0] != y->values[0])
-        return x->values[0] > y->values[0] ? -1 : 1;
-    if (x->depth != y->depth)
-        return x->depth < y->depth ? -1 : 1;
-    int c = memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof *x->pcs);
-    if (c)
-        return c;
-    return (x->labels > y->labels) - (x->labels < y->labels);
-}
-
 static void count_headline(const struct stack_record *r, struct pbuf *out)
 {
     pbuf_printf(out, "%lld", (long long)r->values[0]);
 }
 
-static const struct stack_text_form count_text = {by_count_desc,
-                                                  count_headline, 1};
+/* Most frequent first. */
+static const struct stack_text_form count_text = {
+    .keys = {0}, .nkeys = 1, .tiebreak = 1, .headline = count_headline,
+    .labels = 1};
 
 int count_write(const char *name, const struct stack_record *recs, size_t n,
                 const struct write_options *o, struct pbuf *out)

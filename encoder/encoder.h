@@ -1,8 +1,14 @@
 /*
  * encoder/ turns a snapshot of the agent's tables into bytes: the protobuf
  * wire writer (pb.c), the profile.proto builder (profile.c), the glue that
- * turns raw stacks into symbolized locations (stacks.c), gzip (gzip.c) and
- * the legacy text forms (text.c).
+ * turns raw stacks into symbolized locations (stacks.c), gzip (gzip.c),
+ * one hash index (htab.c), and one writer per profile kind, Go's
+ * writeHeap(w, debug) shape: heap_write, contention_write, count_write,
+ * goroutine_write, cpu_write take the kind's snapshot or records and a
+ * struct write_options {debug, time, duration} and return the gzipped
+ * proto or the debug=1 text. The stack-table kinds share one record type
+ * and its two loops (stack_records.c). HTTP handlers, the dumps and
+ * /debug/stats all call these writers; nothing else builds a profile.
  *
  * Everything here runs on the agent's own threads (HTTP workers), never in a
  * signal handler and never inside an interposed call: it may allocate (the
@@ -60,6 +66,47 @@ void pb_packed_int64(struct pbuf *b, int field, const int64_t *v, size_t n);
  * Not async-signal-safe. */
 size_t pb_begin(struct pbuf *b, int field);
 void pb_end(struct pbuf *b, size_t mark);
+/* Nested message whose fields are 1..n, varints v[0..n-1] (zeros skipped,
+ * negative int64 values passed as their 64-bit pattern, booleans as 0 or
+ * 1). Not async-signal-safe. */
+void pb_varints_message(struct pbuf *b, int field, const uint64_t *v,
+                        size_t n);
+
+/* ---- hash index (htab.c) ------------------------------------------------ */
+
+/* An index of entries of the caller's array: the entry's full hash and its
+ * index + 1 (0: an empty slot). */
+struct htab_slot {
+    uint64_t hash;
+    size_t idx1;
+};
+struct htab {
+    struct htab_slot *slots;
+    size_t cap; /* a power of two, or 0 before the first insert */
+    size_t count;
+};
+/* 1 when entry idx of the caller's array (ctx) equals key. */
+typedef int (*htab_eq_fn)(const void *ctx, size_t idx, const void *key);
+
+/* The splitmix64 finalizer. Async-signal-safe. Does not allocate. */
+uint64_t htab_mix(uint64_t x);
+/* FNV-1a of n bytes from seed, then htab_mix. Async-signal-safe. Does not
+ * allocate. */
+uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed);
+/* The slot of the entry equal to key, or the empty slot where it belongs;
+ * NULL only when the index is still unallocated. Not async-signal-safe. */
+struct htab_slot *htab_find(const struct htab *t, uint64_t hash,
+                            htab_eq_fn eq, const void *ctx, const void *key);
+/* As htab_find, after making sure one more entry fits (load at most 1/2).
+ * NULL when out of memory. Not async-signal-safe. */
+struct htab_slot *htab_find_for_insert(struct htab *t, uint64_t hash,
+                                       htab_eq_fn eq, const void *ctx,
+                                       const void *key);
+/* Fills an empty slot from htab_find*() with entry idx. Not
+ * async-signal-safe. Does not allocate. */
+void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx);
+/* Frees the slots and empties the index. Not async-signal-safe. */
+void htab_free(struct htab *t);
 
 /* ---- profile.proto builder (profile.c) ----------------------------------- */
 
@@ -166,7 +213,7 @@ struct write_options {
     int64_t duration_nanos; /* a delta's length; 0 for a full profile */
 };
 
-/* ---- stack records (stack_records.c) -------------------------------------- */
+/* ---- stack records (stack_records.c) ------------------------------------- */
 
 #define STACK_RECORD_VALUES 4
 
@@ -183,10 +230,14 @@ struct stack_record {
 };
 
 /* What a kind's debug=1 text does differently: the order of its records
- * (a qsort comparator over struct stack_record), the values written before
- * " @ 0x...", and whether a "# labels: {...}" line follows. */
+ * (largest values[keys[0]] first, then values[keys[1]]...; with tiebreak,
+ * then shorter stacks, lower addresses, lower label set ids; otherwise
+ * ties keep their order), the values written before " @ 0x...", and
+ * whether a "# labels: {...}" line follows. */
 struct stack_text_form {
-    int (*order)(const void *a, const void *b);
+    int keys[STACK_RECORD_VALUES];
+    int nkeys;
+    int tiebreak;
     void (*headline)(const struct stack_record *r, struct pbuf *out);
     int labels;
 };
@@ -204,7 +255,7 @@ int stack_records_proto(struct profile *p, const struct stack_record *recs,
 int stack_records_text(const struct stack_record *recs, size_t n,
                        const struct stack_text_form *form, struct pbuf *out);
 
-/* ---- count profiles (count.c): threadcreate, custom ----------------------- */
+/* ---- count profiles (count.c): threadcreate, custom ---------------------- */
 
 /* Records of a count table's snapshot (one counter per stack), written to
  * out (room for snap->n), leaving out empty stacks. Returns how many.
@@ -219,7 +270,7 @@ size_t count_records_from_snapshot(const struct stack_snapshot *snap,
 int count_write(const char *name, const struct stack_record *recs, size_t n,
                 const struct write_options *o, struct pbuf *out);
 
-/* ---- goroutine profile (goroutine.c) -------------------------------------- */
+/* ---- goroutine profile (goroutine.c) ------------------------------------- */
 
 /* The host's threads now: grouped by (stack, labels) for debug 0 and 1,
  * or the full dump for debug >= 2. */
@@ -388,6 +439,26 @@ int heap_records_of(const struct stack_snapshot *snap, int delta, int by_age,
 int heap_records_take(int by_age, struct heap_record **out, size_t *n,
                       struct stack_snapshot *snap);
 
+/* Records of the live samples at least min_age_ns old now
+ * (heap_records_min_age over the table's live copy), into *out (malloc'd,
+ * room for a delta's leftovers). Returns 0 or -ENOMEM.
+ * Not async-signal-safe. */
+int heap_records_take_min_age(int64_t min_age_ns, int by_age,
+                              struct heap_record **out, size_t *n);
+/* *later -= earlier (heap_records_subtract), growing *later for the
+ * records only in earlier. Returns 0 or -ENOMEM. Not async-signal-safe. */
+int heap_records_delta(struct heap_record **later, size_t *nlater,
+                       const struct heap_record *earlier, size_t nearlier);
+/* The heap at the high-water mark of the in-use estimate (agent/
+ * heap_peak.c; reset starts a new period after this copy): the counters
+ * into snap, their records into *out (malloc'd; the caller frees both),
+ * *time_ns when the peak was reached (0: never), and the peak's figures
+ * as words for the comment in extra. Returns 0 or -ENOMEM.
+ * Not async-signal-safe. */
+int heap_records_take_peak(int reset, struct heap_record **out, size_t *n,
+                           struct stack_snapshot *snap, int64_t *time_ns,
+                           char *extra, size_t extra_size);
+
 /* Writes Go's heap profile "name" (heap, allocs, peak) from records:
  * proto with alloc_objects/count, alloc_space/bytes, inuse_objects/count,
  * inuse_space/bytes (period type space/bytes, period opt_heap_rate),
@@ -426,14 +497,14 @@ void cpu_agg_free(struct cpu_agg *a);
 void cpu_agg_add(const struct cpu_sample *s, void *arg);
 /* Sum of the weights added so far. Not async-signal-safe. */
 int64_t cpu_agg_total(const struct cpu_agg *a);
-/* Encodes Go's CPU profile (samples/count, cpu/nanoseconds) with a
- * "thread" label per sample (name_of(tid) gives the name) and lost
- * samples under a [lost samples] frame, gzipped into out. Returns 0 or
- * -errno. Not async-signal-safe. */
-int cpu_profile_proto(const struct cpu_agg *a, int64_t period_ns,
-                      int64_t time_nanos, int64_t duration_nanos,
-                      int64_t lost, void (*name_of)(int, char *, size_t),
-                      const char *comment, struct pbuf *out);
+/* Writes Go's CPU profile of the samples in a (samples/count,
+ * cpu/nanoseconds, period cpu/nanoseconds) with a "thread" label per
+ * sample and lost samples under a [lost samples] frame, gzipped, with the
+ * profiler's counters (agent/cpu.h) in its comment: those of one request,
+ * or, with whole_run, of a whole-run profile (the dumps). o gives the
+ * start and the length. Returns 0 or -errno. Not async-signal-safe. */
+int cpu_write(const struct cpu_agg *a, int whole_run,
+              const struct write_options *o, struct pbuf *out);
 
 /* ---- labels (labels.c) ---------------------------------------------------- */
 

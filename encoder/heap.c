@@ -112,18 +112,6 @@ static int heap_proto(const char *name, const struct heap_record *recs,
     return err;
 }
 
-/* Text records carry raw values in Go's order: in-use objects and bytes,
- * then allocated objects and bytes. */
-static int by_inuse_desc(const void *a, const void *b)
-{
-    const struct stack_record *x = a, *y = b;
-    if (x->values[1] != y->values[1])
-        return x->values[1] > y->values[1] ? -1 : 1;
-    if (x->values[3] != y->values[3])
-        return x->values[3] > y->values[3] ? -1 : 1;
-    return 0;
-}
-
 static void heap_headline(const struct stack_record *r, struct pbuf *out)
 {
     pbuf_printf(out, "%lld: %lld [%lld: %lld]", (long long)r->values[0],
@@ -131,8 +119,11 @@ static void heap_headline(const struct stack_record *r, struct pbuf *out)
                 (long long)r->values[3]);
 }
 
-static const struct stack_text_form heap_text_form = {by_inuse_desc,
-                                                      heap_headline, 0};
+/* Text records carry raw values in Go's order: in-use objects and bytes,
+ * then allocated objects and bytes; largest in-use bytes first, then
+ * allocated bytes. */
+static const struct stack_text_form heap_text_form = {
+    .keys = {1, 3}, .nkeys = 2, .headline = heap_headline};
 
 static int heap_text(const struct heap_record *recs, size_t n,
                      const char *extra, struct pbuf *out)
@@ -386,4 +377,63 @@ size_t heap_records_subtract(struct heap_record *later, size_t nlater,
         }
     }
     return m;
+}
+
+int heap_records_take_min_age(int64_t min_age_ns, int by_age,
+                              struct heap_record **out, size_t *n)
+{
+    struct heap_live *live = NULL;
+    size_t nlive = 0;
+    if (heap_table_live(&live, &nlive) != 0)
+        return -ENOMEM;
+    int64_t now = heap_table_now_ns();
+    /* Twice the room: a delta appends the earlier copy's leftovers. */
+    *out = malloc((2 * nlive + 1) * sizeof **out);
+    if (!*out) {
+        free(live);
+        return -ENOMEM;
+    }
+    *n = heap_records_min_age(live, nlive, now, min_age_ns, by_age, *out);
+    free(live);
+    return 0;
+}
+
+int heap_records_delta(struct heap_record **later, size_t *nlater,
+                       const struct heap_record *earlier, size_t nearlier)
+{
+    struct heap_record *both =
+        realloc(*later, (*nlater + nearlier + 1) * sizeof **later);
+    if (!both)
+        return -ENOMEM;
+    *later = both;
+    *nlater = heap_records_subtract(both, *nlater, earlier, nearlier);
+    return 0;
+}
+
+int heap_records_take_peak(int reset, struct heap_record **out, size_t *n,
+                           struct stack_snapshot *snap, int64_t *time_ns,
+                           char *extra, size_t extra_size)
+{
+    if (stack_table_snapshot(heap_buckets, snap) != 0)
+        return -ENOMEM;
+    struct heap_peak_info info;
+    heap_peak_apply(snap, &info, reset);
+    *out = malloc((snap->n ? snap->n : 1) * sizeof **out);
+    if (!*out) {
+        stack_snapshot_free(snap);
+        return -ENOMEM;
+    }
+    *n = heap_records_from_snapshot(snap, 0, *out);
+    int64_t shown = 0;
+    for (size_t i = 0; i < *n; i++)
+        shown += scaled((*out)[i].alloc_objects * (*out)[i].size,
+                        heap_scale((*out)[i].size, opt_heap_rate));
+    *time_ns = info.time_ns;
+    log_snprintf(extra, extra_size,
+                 "peak: inuse=%lld high_water=%lld highs=%ld "
+                 "since_unix_ms=%lld (0: start)%s",
+                 (long long)shown, (long long)info.high_water_bytes,
+                 info.highs, (long long)(info.since_ns / 1000000),
+                 reset ? " (reset: a new period starts now)" : "");
+    return 0;
 }

@@ -56,6 +56,25 @@ int stack_records_proto(struct profile *p, const struct stack_record *recs,
     return profile_write_gzip(p, out);
 }
 
+static int text_order(const void *a, const void *b, void *arg)
+{
+    const struct stack_record *x = a, *y = b;
+    const struct stack_text_form *form = arg;
+    for (int k = 0; k < form->nkeys; k++) {
+        int64_t vx = x->values[form->keys[k]], vy = y->values[form->keys[k]];
+        if (vx != vy)
+            return vx > vy ? -1 : 1;
+    }
+    if (!form->tiebreak)
+        return 0;
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    int c = memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof *x->pcs);
+    if (c)
+        return c;
+    return (x->labels > y->labels) - (x->labels < y->labels);
+}
+
 /* The "@" list carries return addresses, as Go prints them; a location
  * address is the call site, one less. Pseudo frames are printed as they
  * are so the line still parses. */
@@ -71,7 +90,9 @@ int stack_records_text(const struct stack_record *recs, size_t n,
     if (!sorted)
         return -ENOMEM;
     memcpy(sorted, recs, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, form->order);
+    /* glibc's qsort_r is a merge sort, stable as qsort: equal records keep
+     * their order. */
+    qsort_r(sorted, n, sizeof *sorted, text_order, (void *)form);
 
     stacks_text_begin();
     for (size_t i = 0; i < n; i++) {

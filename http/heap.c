@@ -57,26 +57,6 @@ static int param_min_age(struct request *r, int64_t *ns)
     return 1;
 }
 
-/* Records of the live samples at least min_age_ns old, now. */
-static int min_age_records(int64_t min_age_ns, int by_age,
-                           struct heap_record **out, size_t *n)
-{
-    struct heap_live *live = NULL;
-    size_t nlive = 0;
-    if (heap_table_live(&live, &nlive) != 0)
-        return -ENOMEM;
-    int64_t now = heap_table_now_ns();
-    /* Twice the room: a delta appends the earlier copy's leftovers. */
-    *out = malloc((2 * nlive + 1) * sizeof **out);
-    if (!*out) {
-        free(live);
-        return -ENOMEM;
-    }
-    *n = heap_records_min_age(live, nlive, now, min_age_ns, by_age, *out);
-    free(live);
-    return 0;
-}
-
 /* heap?min_age=N (and allocs): only live samples at least N s old. With
  * seconds=S, the change over S seconds of that set, per bucket. */
 static void serve_min_age(struct request *r, const char *name,
@@ -84,13 +64,15 @@ static void serve_min_age(struct request *r, const char *name,
 {
     struct table_read tr = {0};
     tr.o.debug = http_param_debug(r);
-    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug, &tr.seconds) != 0)
+    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug,
+                                 &tr.seconds) != 0)
         return;
     int64_t start = agent_now_ns();
     struct heap_record *recs = NULL, *later = NULL;
     size_t n = 0, nlater = 0;
-    if (min_age_records(min_age_ns, tr.seconds == 0 && tr.o.debug == 0, &recs,
-                        &n) != 0) {
+    if (heap_records_take_min_age(min_age_ns,
+                                  tr.seconds == 0 && tr.o.debug == 0, &recs,
+                                  &n) != 0) {
         http_error(r, 500, "failed to collect profile");
         return;
     }
@@ -100,22 +82,15 @@ static void serve_min_age(struct request *r, const char *name,
             http_error(r, 500, "context canceled");
             return;
         }
-        if (min_age_records(min_age_ns, 0, &later, &nlater) != 0) {
-            free(recs);
-            http_error(r, 500, "failed to collect profile");
-            return;
-        }
-        struct heap_record *both =
-            realloc(later, (nlater + n + 1) * sizeof *later);
-        if (!both) {
-            free(recs);
+        int err = heap_records_take_min_age(min_age_ns, 0, &later, &nlater);
+        if (err == 0)
+            err = heap_records_delta(&later, &nlater, recs, n);
+        free(recs);
+        if (err != 0) {
             free(later);
             http_error(r, 500, "failed to collect profile");
             return;
         }
-        later = both;
-        nlater = heap_records_subtract(later, nlater, recs, n);
-        free(recs);
         recs = later;
         n = nlater;
     }
@@ -174,38 +149,22 @@ void handle_peak(struct request *r)
 {
     struct table_read tr = {0};
     tr.o.debug = http_param_debug(r);
-    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug, &tr.seconds) != 0)
+    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug,
+                                 &tr.seconds) != 0)
         return;
     char buf[8];
     int reset = http_param(r, "reset", buf, sizeof buf) &&
                 strcmp(buf, "0") != 0 && buf[0] != '\0';
-    if (stack_table_snapshot(heap_buckets, &tr.snap) != 0) {
-        http_error(r, 500, "failed to collect profile");
-        return;
-    }
-    struct heap_peak_info info;
-    heap_peak_apply(&tr.snap, &info, reset);
-    struct heap_record *recs =
-        malloc((tr.snap.n ? tr.snap.n : 1) * sizeof *recs);
-    if (!recs) {
-        stack_snapshot_free(&tr.snap);
-        http_error(r, 500, "failed to collect profile");
-        return;
-    }
-    size_t n = heap_records_from_snapshot(&tr.snap, 0, recs);
-    int64_t shown = 0;
-    for (size_t i = 0; i < n; i++)
-        shown += (int64_t)llround((double)recs[i].alloc_objects *
-                                  (double)recs[i].size *
-                                  heap_scale(recs[i].size, opt_heap_rate));
-    tr.o.time_nanos = info.time_ns ? info.time_ns : agent_now_ns();
+    struct heap_record *recs;
+    size_t n;
     char extra[300];
-    log_snprintf(extra, sizeof extra,
-                 "peak: inuse=%lld high_water=%lld highs=%ld "
-                 "since_unix_ms=%lld (0: start)%s",
-                 (long long)shown, (long long)info.high_water_bytes,
-                 info.highs, (long long)(info.since_ns / 1000000),
-                 reset ? " (reset: a new period starts now)" : "");
+    if (heap_records_take_peak(reset, &recs, &n, &tr.snap, &tr.o.time_nanos,
+                               extra, sizeof extra) != 0) {
+        http_error(r, 500, "failed to collect profile");
+        return;
+    }
+    if (!tr.o.time_nanos)
+        tr.o.time_nanos = agent_now_ns();
     reply_records(r, "peak", &tr.o, recs, n, extra);
     free(recs);
     stack_snapshot_free(&tr.snap);

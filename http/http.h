@@ -26,7 +26,7 @@ struct request {
     size_t body_len;
     int form_body;     /* body is application/x-www-form-urlencoded */
     const struct route *route; /* the route serving it (NULL: none) */
-    /* A sub-request (flamegraph.c, stats.c): when capture is set, the
+    /* A sub-request (flamegraph.c): when capture is set, the
      * response helpers append the body there and set capture_status
      * instead of writing to conn (still used to notice a client gone). */
     struct pbuf *capture;
@@ -130,7 +130,7 @@ extern long http_status_counts[HTTP_STATUS_SLOTS];
  * line itself calls this). Not async-signal-safe. */
 void http_count_status(int status);
 
-/* ---- routes (routes.c) ---------------------------------------------------- */
+/* ---- routes (routes.c) --------------------------------------------------- */
 
 #define ROUTE_LISTED 1  /* a row of the index table */
 #define ROUTE_PROFILE 2 /* a profile.proto at debug=0, with a flame graph */

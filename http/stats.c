@@ -19,7 +19,6 @@
 #include "agent/fds.h"
 #include "agent/heap.h"
 #include "encoder/encoder.h"
-#include "encoder/flamegraph.h"
 
 #include <dlfcn.h>
 #include <errno.h>
