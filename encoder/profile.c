@@ -104,15 +104,32 @@ static int grow_array(struct profile *p, void **arr, size_t *cap, size_t n,
 #define GROW(p, arr, cap, n)                                                   \
     grow_array((p), (void **)&(arr), &(cap), (n), sizeof *(arr))
 
-/* An insert slot, or NULL after marking the profile out of memory. */
-static struct htab_slot *insert_slot(struct profile *p, struct htab *t,
-                                     uint64_t hash, htab_eq_fn eq,
-                                     const void *key)
+/* Appends the element at value to an array of *n, growing it; returns its
+ * index, or SIZE_MAX when out of memory. */
+static size_t append(struct profile *p, void **arr, size_t *cap, size_t *n,
+                     size_t size, const void *value)
 {
-    struct htab_slot *sl = htab_find_for_insert(t, hash, eq, p, key);
-    if (!sl)
+    if (grow_array(p, arr, cap, *n, size) != 0)
+        return SIZE_MAX;
+    memcpy((char *)*arr + *n * size, value, size);
+    return (*n)++;
+}
+
+#define APPEND(p, arr, cap, n, value)                                          \
+    append((p), (void **)&(arr), &(cap), &(n), sizeof *(arr), (value))
+
+/* The id (index + 1) of the entry of t equal to key, or 0 with *slot set
+ * to where a new one goes (NULL after marking the profile out of
+ * memory). */
+static uint64_t lookup(struct profile *p, struct htab *t, uint64_t hash,
+                       htab_eq_fn eq, const void *key, struct htab_slot **slot)
+{
+    *slot = htab_find_for_insert(t, hash, eq, p, key);
+    if (!*slot) {
         p->oom = 1;
-    return sl;
+        return 0;
+    }
+    return (*slot)->idx1;
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
@@ -175,11 +192,10 @@ int64_t profile_string(struct profile *p, const char *s)
         return 0;
     struct str_key k = {s, strlen(s)};
     uint64_t h = htab_hash_bytes(s, k.n, 0);
-    struct htab_slot *sl = insert_slot(p, &p->str_index, h, str_eq, &k);
-    if (!sl)
-        return 0;
-    if (sl->idx1)
-        return (int64_t)(sl->idx1 - 1);
+    struct htab_slot *sl;
+    uint64_t found = lookup(p, &p->str_index, h, str_eq, &k, &sl);
+    if (found || !sl)
+        return found ? (int64_t)(found - 1) : 0;
 
     if (GROW(p, p->strs, p->str_cap, p->nstr) != 0)
         return 0;
@@ -294,16 +310,13 @@ uint64_t profile_function(struct profile *p, const char *name,
                                             (uint64_t)f.system_name) ^
                                    (uint64_t)f.filename) ^
                           (uint64_t)f.start_line);
-    struct htab_slot *sl =
-        insert_slot(p, &p->function_index, h, function_eq, &f);
-    if (!sl)
+    struct htab_slot *sl;
+    uint64_t found = lookup(p, &p->function_index, h, function_eq, &f, &sl);
+    if (found || !sl)
+        return found;
+    size_t idx = APPEND(p, p->functions, p->functions_cap, p->nfunctions, &f);
+    if (idx == SIZE_MAX)
         return 0;
-    if (sl->idx1)
-        return sl->idx1;
-    if (GROW(p, p->functions, p->functions_cap, p->nfunctions) != 0)
-        return 0;
-    size_t idx = p->nfunctions++;
-    p->functions[idx] = f;
     htab_set(&p->function_index, sl, h, idx);
     return idx + 1;
 }
@@ -334,16 +347,13 @@ uint64_t profile_location(struct profile *p, uint64_t mapping_id,
     /* Address 0 marks a pseudo frame (e.g. lost samples): each one is its
      * own location, so it never enters the index. */
     if (address != 0) {
-        sl = insert_slot(p, &p->loc_index, h, loc_eq, &address);
-        if (!sl)
-            return 0;
-        if (sl->idx1)
-            return sl->idx1;
+        uint64_t found = lookup(p, &p->loc_index, h, loc_eq, &address, &sl);
+        if (found || !sl)
+            return found;
     }
-    if (GROW(p, p->loc_addr, p->loc_cap, p->nlocs) != 0)
+    size_t idx = APPEND(p, p->loc_addr, p->loc_cap, p->nlocs, &address);
+    if (idx == SIZE_MAX)
         return 0;
-    size_t idx = p->nlocs++;
-    p->loc_addr[idx] = address;
     if (sl)
         htab_set(&p->loc_index, sl, h, idx);
 
