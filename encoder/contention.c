@@ -4,102 +4,95 @@
  * contentions/count, period 1) or as Go's debug=1 text ("--- contention:"
  * or "--- mutex:", cycles/second, records sorted by delay). Runs on the
  * agent's server threads only.
+ *
+ * Values as Go writes them. Block counts are kept by the recorder in fixed
+ * point (1/CONTENTION_COUNT_SCALE of a contention, agent/contention.h) and
+ * are rounded to whole contentions here. Mutex events are recorded with
+ * probability 1/opt_mutex_fraction, so the proto multiplies counts and
+ * delays by the fraction to estimate the truth; the text form shows the
+ * raw values and says "sampling period=N", as Go's does.
  */
 #include "encoder/encoder.h"
 
-#include "agent/symbols.h"
+#include "agent/agent.h"
+#include "agent/contention.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
-int contention_profile_proto(const struct contention_record *recs, size_t n,
-                             int64_t time_nanos, int64_t duration_nanos,
-                             struct pbuf *out)
+/* The records of a block or mutex table snapshot, scaled as the form
+ * wants them (values[0] count, values[1] delay). out has room for snap->n.
+ * Returns how many. */
+static size_t contention_records(int is_mutex, int debug,
+                                 const struct stack_snapshot *snap,
+                                 struct stack_record *out)
 {
-    struct profile *p = profile_new();
-    if (!p)
-        return -ENOMEM;
-    profile_sample_type(p, "contentions", "count");
-    profile_sample_type(p, "delay", "nanoseconds");
-    profile_period(p, "contentions", "count", 1);
-    profile_time(p, time_nanos, duration_nanos);
-
-    struct stack_encoder *se = stacks_begin(p);
-    if (!se) {
-        profile_free(p);
-        return -ENOMEM;
-    }
-    uint64_t ids[256];
-    for (size_t i = 0; i < n; i++) {
-        if (recs[i].count == 0 && recs[i].delay == 0)
+    /* Go multiplies mutex records by the fraction in the proto only. */
+    int64_t scale = is_mutex && debug == 0 && opt_mutex_fraction > 0
+                        ? opt_mutex_fraction
+                        : 1;
+    size_t n = 0;
+    for (size_t i = 0; i < snap->n; i++) {
+        const int64_t *v = &snap->values[i * (size_t)snap->nvalues];
+        const struct stack_entry *e = snap->entries[i];
+        int64_t count = v[0], delay = v[1];
+        if (!is_mutex)
+            count = (count + CONTENTION_COUNT_SCALE / 2) /
+                    CONTENTION_COUNT_SCALE;
+        if (count == 0 && delay == 0)
             continue;
-        size_t depth = (size_t)recs[i].depth;
-        if (depth > sizeof ids / sizeof ids[0])
-            depth = sizeof ids / sizeof ids[0];
-        size_t nids = stacks_locations(se, recs[i].pcs, depth, ids);
-        int64_t values[2] = {recs[i].count, recs[i].delay};
-        profile_sample(p, ids, nids, values, 2, NULL, 0);
+        /* A futex wake that signalled a condition made nobody wait for a
+         * lock: block has the waiter, mutex nothing (as Go's sync.Cond). */
+        if (is_mutex && e->key == CONTENTION_KEY_FUTEX_WAKE &&
+            !contention_wake_is_lock(e->pcs, e->depth))
+            continue;
+        out[n++] = (struct stack_record){
+            .pcs = e->pcs,
+            .depth = e->depth,
+            .values = {count * scale, delay * scale},
+        };
     }
-    stacks_end(se);
-    int err = profile_write_gzip(p, out);
-    profile_free(p);
-    return err;
+    return n;
 }
 
-static int by_delay_desc(const void *a, const void *b)
+static void contention_headline(const struct stack_record *r,
+                                struct pbuf *out)
 {
-    const struct contention_record *x = a, *y = b;
-    if (x->delay != y->delay)
-        return x->delay > y->delay ? -1 : 1;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    if (x->depth != y->depth)
-        return x->depth < y->depth ? -1 : 1;
-    return memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof *x->pcs);
+    pbuf_printf(out, "%lld %lld", (long long)r->values[1],
+                (long long)r->values[0]);
 }
 
-int contention_profile_text(const char *kind, long sampling_period,
-                            const struct contention_record *recs, size_t n,
-                            struct pbuf *out)
+/* Largest delay first, then most contentions. */
+static const struct stack_text_form contention_text = {
+    .keys = {1, 0}, .nkeys = 2, .tiebreak = 1,
+    .headline = contention_headline};
+
+int contention_write(int is_mutex, const struct stack_snapshot *snap,
+                     const struct write_options *o, struct pbuf *out)
 {
-    struct contention_record *sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!sorted)
+    struct stack_record *recs = malloc((snap->n ? snap->n : 1) * sizeof *recs);
+    if (!recs)
         return -ENOMEM;
-    memcpy(sorted, recs, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, by_delay_desc);
-
-    /* Delays are kept in ns: one "cycle" is one nanosecond. */
-    pbuf_printf(out, "--- %s:\ncycles/second=1000000000\n", kind);
-    if (sampling_period > 0)
-        pbuf_printf(out, "sampling period=%ld\n", sampling_period);
-
-    struct profile *p = profile_new();
-    struct stack_encoder *se = p ? stacks_begin(p) : NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (sorted[i].count == 0 && sorted[i].delay == 0)
-            continue;
-        pbuf_printf(out, "%lld %lld @", (long long)sorted[i].delay,
-                    (long long)sorted[i].count);
-        for (int f = 0; f < sorted[i].depth; f++) {
-            uintptr_t pc = sorted[i].pcs[f];
-            if (stacks_hidden(pc, (size_t)f))
-                continue;
-            /* The "@" list carries return addresses, as Go prints them. */
-            pbuf_printf(out, " %#lx",
-                        (unsigned long)(pc < FRAME_PSEUDO_MAX ? pc : pc + 1));
+    size_t n = contention_records(is_mutex, o->debug, snap, recs);
+    int err = -ENOMEM;
+    if (o->debug != 0) {
+        /* Delays are kept in ns: one "cycle" is one nanosecond. */
+        pbuf_printf(out, "--- %s:\ncycles/second=1000000000\n",
+                    is_mutex ? "mutex" : "contention");
+        if (is_mutex && opt_mutex_fraction > 0)
+            pbuf_printf(out, "sampling period=%ld\n", opt_mutex_fraction);
+        err = stack_records_text(recs, n, &contention_text, out);
+    } else {
+        struct profile *p = profile_new();
+        if (p) {
+            profile_sample_type(p, "contentions", "count");
+            profile_sample_type(p, "delay", "nanoseconds");
+            profile_period(p, "contentions", "count", 1);
+            profile_time(p, o->time_nanos, o->duration_nanos);
+            err = stack_records_proto(p, recs, n, 2, out);
+            profile_free(p);
         }
-        if (sorted[i].depth == 0)
-            pbuf_puts(out, " 0x0");
-        pbuf_puts(out, "\n");
-        for (int f = 0; se && f < sorted[i].depth; f++)
-            if (!stacks_hidden(sorted[i].pcs[f], (size_t)f))
-                stacks_describe(se, sorted[i].pcs[f], out);
-        pbuf_puts(out, "\n");
     }
-    if (se)
-        stacks_end(se);
-    profile_free(p);
-    free(sorted);
-    return out->oom ? -ENOMEM : 0;
+    free(recs);
+    return err;
 }

@@ -20,7 +20,6 @@
 #include <string.h>
 
 struct agg_entry {
-    uint64_t hash;
     uint32_t tid;
     uint32_t depth;
     uint32_t labels;
@@ -31,23 +30,13 @@ struct agg_entry {
 struct cpu_agg {
     struct agg_entry *entries;
     size_t n, cap;
-    uint32_t *index; /* entry number + 1; 0 = free */
-    size_t nindex;   /* power of two */
+    struct htab index; /* (tid, labels, stack) -> entry */
     int oom;
 };
 
 struct cpu_agg *cpu_agg_new(void)
 {
-    struct cpu_agg *a = calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
-    a->nindex = 1024;
-    a->index = calloc(a->nindex, sizeof *a->index);
-    if (!a->index) {
-        free(a);
-        return NULL;
-    }
-    return a;
+    return calloc(1, sizeof(struct cpu_agg));
 }
 
 void cpu_agg_free(struct cpu_agg *a)
@@ -55,7 +44,7 @@ void cpu_agg_free(struct cpu_agg *a)
     if (!a)
         return;
     free(a->entries);
-    free(a->index);
+    htab_free(&a->index);
     free(a);
 }
 
@@ -71,22 +60,13 @@ static uint64_t hash_sample(const struct cpu_sample *s)
     return h;
 }
 
-static int grow_index(struct cpu_agg *a)
+static int entry_eq(const void *ctx, size_t idx, const void *key)
 {
-    size_t n = a->nindex * 2;
-    uint32_t *idx = calloc(n, sizeof *idx);
-    if (!idx)
-        return -ENOMEM;
-    for (size_t i = 0; i < a->n; i++) {
-        size_t j = a->entries[i].hash & (n - 1);
-        while (idx[j])
-            j = (j + 1) & (n - 1);
-        idx[j] = (uint32_t)i + 1;
-    }
-    free(a->index);
-    a->index = idx;
-    a->nindex = n;
-    return 0;
+    const struct agg_entry *e = &((const struct cpu_agg *)ctx)->entries[idx];
+    const struct cpu_sample *s = key;
+    return e->tid == s->tid && e->depth == s->depth &&
+           e->labels == s->labels &&
+           memcmp(e->pcs, s->pcs, s->depth * sizeof *s->pcs) == 0;
 }
 
 void cpu_agg_add(const struct cpu_sample *s, void *arg)
@@ -95,16 +75,14 @@ void cpu_agg_add(const struct cpu_sample *s, void *arg)
     if (a->oom || s->depth == 0 || s->depth > CPU_STACK_MAX)
         return;
     uint64_t h = hash_sample(s);
-    size_t j = h & (a->nindex - 1);
-    while (a->index[j]) {
-        struct agg_entry *e = &a->entries[a->index[j] - 1];
-        if (e->hash == h && e->tid == s->tid && e->depth == s->depth &&
-            e->labels == s->labels &&
-            memcmp(e->pcs, s->pcs, s->depth * sizeof *s->pcs) == 0) {
-            e->weight += s->weight;
-            return;
-        }
-        j = (j + 1) & (a->nindex - 1);
+    struct htab_slot *sl = htab_find_for_insert(&a->index, h, entry_eq, a, s);
+    if (!sl) {
+        a->oom = 1;
+        return;
+    }
+    if (sl->idx1) {
+        a->entries[sl->idx1 - 1].weight += s->weight;
+        return;
     }
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 256;
@@ -117,15 +95,12 @@ void cpu_agg_add(const struct cpu_sample *s, void *arg)
         a->cap = cap;
     }
     struct agg_entry *e = &a->entries[a->n];
-    e->hash = h;
     e->tid = s->tid;
     e->depth = s->depth;
     e->labels = s->labels;
     e->weight = s->weight;
     memcpy(e->pcs, s->pcs, s->depth * sizeof *s->pcs);
-    a->index[j] = (uint32_t)++a->n;
-    if (a->n * 2 > a->nindex && grow_index(a) != 0)
-        a->oom = 1;
+    htab_set(&a->index, sl, h, a->n++);
 }
 
 int64_t cpu_agg_total(const struct cpu_agg *a)
@@ -162,10 +137,10 @@ static const char *name_for(struct name_slot **names, size_t *n, uint32_t tid,
     return sl->name;
 }
 
-int cpu_profile_proto(const struct cpu_agg *a, int64_t period_ns,
-                      int64_t time_nanos, int64_t duration_nanos,
-                      int64_t lost, void (*name_of)(int, char *, size_t),
-                      const char *comment, struct pbuf *out)
+static int cpu_proto(const struct cpu_agg *a, int64_t period_ns,
+                     int64_t time_nanos, int64_t duration_nanos, int64_t lost,
+                     void (*name_of)(int, char *, size_t),
+                     const char *comment, struct pbuf *out)
 {
     if (a->oom)
         return -ENOMEM;
@@ -222,4 +197,50 @@ int cpu_profile_proto(const struct cpu_agg *a, int64_t period_ns,
     int err = profile_write_gzip(p, out);
     profile_free(p);
     return err;
+}
+
+/* Median of the signal handler's cost, in ns, from its histogram. */
+static uint64_t handler_median_ns(void)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < CPU_HIST_BUCKETS; i++)
+        total += __atomic_load_n(&cpu_counters.hist[i], __ATOMIC_RELAXED);
+    if (total == 0)
+        return 0;
+    uint64_t seen = 0;
+    for (int i = 0; i < CPU_HIST_BUCKETS; i++) {
+        seen += __atomic_load_n(&cpu_counters.hist[i], __ATOMIC_RELAXED);
+        if (seen * 2 >= total)
+            return (uint64_t)i * CPU_HIST_STEP_NS + CPU_HIST_STEP_NS / 2;
+    }
+    return (uint64_t)CPU_HIST_BUCKETS * CPU_HIST_STEP_NS;
+}
+
+int cpu_write(const struct cpu_agg *a, int whole_run,
+              const struct write_options *o, struct pbuf *out)
+{
+    uint64_t handled = cpu_counters.handled;
+    char comment[256];
+    if (whole_run)
+        log_snprintf(comment, sizeof comment,
+                     "pprofagent: whole-run CPU profile at %d Hz per thread "
+                     "(signal %d); %llu samples, lost %llu",
+                     opt_cpu_hz, cpu_signo, (unsigned long long)handled,
+                     (unsigned long long)cpu_counters.lost);
+    else
+        log_snprintf(comment, sizeof comment,
+                     "pprofagent: %llu samples at %d Hz per thread (signal "
+                     "%d), handler median %llu ns, mean %llu ns; lost %llu, "
+                     "leaf-only during dlclose %llu",
+                     (unsigned long long)handled, opt_cpu_hz, cpu_signo,
+                     (unsigned long long)handler_median_ns(),
+                     (unsigned long long)(handled ? cpu_counters.handler_ns /
+                                                        handled
+                                                  : 0),
+                     (unsigned long long)cpu_counters.lost,
+                     (unsigned long long)cpu_counters.shallow);
+    log_debug("cpu profile: %s", comment);
+    return cpu_proto(a, cpu_period_ns, o->time_nanos, o->duration_nanos,
+                     (int64_t)cpu_counters.lost, cpu_thread_name, comment,
+                     out);
 }

@@ -2,8 +2,8 @@
  * decode.c reads a profile.proto message back: the sample types, samples,
  * mappings (range, offset, file), locations (with their mapping and the
  * function of each line), functions, string table and default sample type; every other field is skipped by its wire type. It
- * is the agent's reader of its own profiles (flame graphs, totals for
- * /debug/stats), entered only from HTTP threads, never from a signal
+ * is the agent's reader of its own profiles (flame graphs), entered only
+ * from HTTP threads, never from a signal
  * handler or an interposed call.
  *
  * It must never read outside the buffer or trust an index: every length
@@ -11,28 +11,12 @@
  * and a malformed message gives -EINVAL with nothing left allocated.
  */
 #include "encoder/flamegraph.h"
+#include "encoder/profile_fields.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Field numbers of profile.proto that the reader keeps. */
-enum {
-    P_SAMPLE_TYPE = 1,
-    P_SAMPLE = 2,
-    P_MAPPING = 3,
-    P_LOCATION = 4,
-    P_FUNCTION = 5,
-    P_STRING_TABLE = 6,
-    P_DURATION_NANOS = 10,
-    P_DEFAULT_SAMPLE_TYPE = 14,
-};
-enum { VT_TYPE = 1, VT_UNIT = 2 };
-enum { S_LOCATION_ID = 1, S_VALUE = 2 };
-enum { M_ID = 1, M_START = 2, M_LIMIT = 3, M_OFFSET = 4, M_FILENAME = 5 };
-enum { L_ID = 1, L_MAPPING_ID = 2, L_ADDRESS = 3, L_LINE = 4 };
-enum { LN_FUNCTION_ID = 1 };
-enum { F_ID = 1, F_NAME = 2 };
 
 enum { WIRE_VARINT = 0, WIRE_64 = 1, WIRE_LEN = 2, WIRE_32 = 5 };
 
@@ -150,21 +134,18 @@ static int read_repeated(struct reader *r, int wire, uint64_t **arr,
     return 0;
 }
 
-static int read_value_type(struct reader *r, struct decoded_type *t)
+/* Reads a message whose fields 1..n the reader keeps are varints into
+ * v[field - 1] (0 when absent), skipping every other field. */
+static int read_scalars(struct reader *r, uint64_t *v, int n)
 {
-    memset(t, 0, sizeof *t);
+    memset(v, 0, (size_t)n * sizeof *v);
     while (r->p < r->end) {
         int field, wire;
-        uint64_t v;
         if (read_tag(r, &field, &wire) != 0)
             return -EINVAL;
-        if ((field == VT_TYPE || field == VT_UNIT) && wire == WIRE_VARINT) {
-            if (read_varint(r, &v) != 0)
+        if (field >= 1 && field <= n && wire == WIRE_VARINT) {
+            if (read_varint(r, &v[field - 1]) != 0)
                 return -EINVAL;
-            if (field == VT_TYPE)
-                t->type = (int64_t)v;
-            else
-                t->unit = (int64_t)v;
         } else if (skip(r, wire) != 0) {
             return -EINVAL;
         }
@@ -172,17 +153,18 @@ static int read_value_type(struct reader *r, struct decoded_type *t)
     return 0;
 }
 
-static int read_sample(struct reader *r, struct decoded_sample *s)
+static int read_sample(struct reader *r, void *out)
 {
+    struct decoded_sample *s = out;
     size_t lcap = 0, vcap = 0;
     memset(s, 0, sizeof *s);
     while (r->p < r->end) {
         int field, wire, err;
         if (read_tag(r, &field, &wire) != 0)
             return -EINVAL;
-        if (field == S_LOCATION_ID)
+        if (field == SAMPLE_F_LOCATION_ID)
             err = read_repeated(r, wire, &s->locations, &s->nlocations, &lcap);
-        else if (field == S_VALUE)
+        else if (field == SAMPLE_F_VALUE)
             err = read_repeated(r, wire, (uint64_t **)&s->values, &s->nvalues,
                                 &vcap);
         else
@@ -193,21 +175,22 @@ static int read_sample(struct reader *r, struct decoded_sample *s)
     return 0;
 }
 
-static int read_location(struct reader *r, struct decoded_location *l)
+static int read_location(struct reader *r, void *out)
 {
+    struct decoded_location *l = out;
     size_t cap = 0;
     memset(l, 0, sizeof *l);
     while (r->p < r->end) {
         int field, wire, err = 0;
         if (read_tag(r, &field, &wire) != 0)
             return -EINVAL;
-        if (field == L_ID && wire == WIRE_VARINT) {
+        if (field == LOCATION_F_ID && wire == WIRE_VARINT) {
             err = read_varint(r, &l->id);
-        } else if (field == L_ADDRESS && wire == WIRE_VARINT) {
+        } else if (field == LOCATION_F_ADDRESS && wire == WIRE_VARINT) {
             err = read_varint(r, &l->address);
-        } else if (field == L_MAPPING_ID && wire == WIRE_VARINT) {
+        } else if (field == LOCATION_F_MAPPING_ID && wire == WIRE_VARINT) {
             err = read_varint(r, &l->mapping_id);
-        } else if (field == L_LINE && wire == WIRE_LEN) {
+        } else if (field == LOCATION_F_LINE && wire == WIRE_LEN) {
             struct reader line;
             uint64_t fn = 0;
             if (read_len(r, &line) != 0)
@@ -216,7 +199,7 @@ static int read_location(struct reader *r, struct decoded_location *l)
                 int lf, lw;
                 if (read_tag(&line, &lf, &lw) != 0)
                     return -EINVAL;
-                if (lf == LN_FUNCTION_ID && lw == WIRE_VARINT)
+                if (lf == LINE_F_FUNCTION_ID && lw == WIRE_VARINT)
                     err = read_varint(&line, &fn);
                 else
                     err = skip(&line, lw);
@@ -232,53 +215,6 @@ static int read_location(struct reader *r, struct decoded_location *l)
         }
         if (err != 0)
             return err;
-    }
-    return 0;
-}
-
-static int read_mapping(struct reader *r, struct decoded_mapping *m)
-{
-    memset(m, 0, sizeof *m);
-    while (r->p < r->end) {
-        int field, wire;
-        uint64_t v;
-        if (read_tag(r, &field, &wire) != 0)
-            return -EINVAL;
-        if (field >= M_ID && field <= M_FILENAME && wire == WIRE_VARINT) {
-            if (read_varint(r, &v) != 0)
-                return -EINVAL;
-            switch (field) {
-            case M_ID: m->id = v; break;
-            case M_START: m->start = v; break;
-            case M_LIMIT: m->limit = v; break;
-            case M_OFFSET: m->offset = v; break;
-            default: m->filename = (int64_t)v; break;
-            }
-        } else if (skip(r, wire) != 0) {
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
-static int read_function(struct reader *r, struct decoded_function *f)
-{
-    memset(f, 0, sizeof *f);
-    while (r->p < r->end) {
-        int field, wire;
-        uint64_t v;
-        if (read_tag(r, &field, &wire) != 0)
-            return -EINVAL;
-        if ((field == F_ID || field == F_NAME) && wire == WIRE_VARINT) {
-            if (read_varint(r, &v) != 0)
-                return -EINVAL;
-            if (field == F_ID)
-                f->id = v;
-            else
-                f->name = (int64_t)v;
-        } else if (skip(r, wire) != 0) {
-            return -EINVAL;
-        }
     }
     return 0;
 }
@@ -315,71 +251,93 @@ static int check_strings(const struct decoded_profile *p)
     return 0;
 }
 
+/* The repeated messages the reader keeps: the field, where its array and
+ * count live in struct decoded_profile, the size of one, and either its
+ * reader or, for a message of varint fields 1..nflat only, where each of
+ * them goes in the element (64 bits each; a mapping has the most). */
+static const struct repeated {
+    int field;
+    size_t array, count, size;
+    int (*read)(struct reader *r, void *out);
+    int nflat;
+    size_t flat[MAPPING_F_FILENAME];
+} repeated[] = {
+#define AT(type, member) offsetof(struct type, member)
+#define ELEMENT(field, array, count)                                           \
+    field, offsetof(struct decoded_profile, array),                            \
+        offsetof(struct decoded_profile, count),                               \
+        sizeof *((struct decoded_profile *)0)->array
+    {ELEMENT(PROFILE_F_SAMPLE_TYPE, types, ntypes), NULL, VALUETYPE_F_UNIT,
+     {AT(decoded_type, type), AT(decoded_type, unit)}},
+    {ELEMENT(PROFILE_F_SAMPLE, samples, nsamples), read_sample, 0, {0}},
+    {ELEMENT(PROFILE_F_MAPPING, mappings, nmappings), NULL, MAPPING_F_FILENAME,
+     {AT(decoded_mapping, id), AT(decoded_mapping, start),
+      AT(decoded_mapping, limit), AT(decoded_mapping, offset),
+      AT(decoded_mapping, filename)}},
+    {ELEMENT(PROFILE_F_LOCATION, locations, nlocations), read_location, 0,
+     {0}},
+    {ELEMENT(PROFILE_F_FUNCTION, functions, nfunctions), NULL, FUNCTION_F_NAME,
+     {AT(decoded_function, id), AT(decoded_function, name)}},
+#undef ELEMENT
+#undef AT
+};
+#define NREPEATED (sizeof repeated / sizeof repeated[0])
+
+/* Reads one more element of a repeated message into its array (counted
+ * before it is read, so that a failure frees what it took). */
+static int read_repeated_message(struct reader *sub, const struct repeated *m,
+                                 size_t *cap, struct decoded_profile *p)
+{
+    void **arr = (void **)((char *)p + m->array);
+    size_t *n = (size_t *)((char *)p + m->count);
+    if (grow(arr, cap, *n, m->size) != 0)
+        return -ENOMEM;
+    char *el = (char *)*arr + (*n)++ * m->size;
+    if (m->read)
+        return m->read(sub, el);
+    uint64_t v[MAPPING_F_FILENAME];
+    memset(el, 0, m->size);
+    if (read_scalars(sub, v, m->nflat) != 0)
+        return -EINVAL;
+    for (int i = 0; i < m->nflat; i++)
+        memcpy(el + m->flat[i], &v[i], sizeof v[i]);
+    return 0;
+}
+
 static int read_profile(struct reader *r, struct decoded_profile *p)
 {
-    size_t scap = 0, tcap = 0, smcap = 0, mcap = 0, lcap = 0, fcap = 0;
+    size_t scap = 0, caps[NREPEATED] = {0};
     while (r->p < r->end) {
         int field, wire, err = 0;
         struct reader sub;
         uint64_t v;
         if (read_tag(r, &field, &wire) != 0)
             return -EINVAL;
-        if (wire == WIRE_LEN &&
-            (field == P_SAMPLE_TYPE || field == P_SAMPLE ||
-             field == P_MAPPING || field == P_LOCATION ||
-             field == P_FUNCTION || field == P_STRING_TABLE)) {
+        size_t k = 0;
+        while (k < NREPEATED && repeated[k].field != field)
+            k++;
+        if (wire == WIRE_LEN && k < NREPEATED) {
             if (read_len(r, &sub) != 0)
                 return -EINVAL;
-            switch (field) {
-            case P_SAMPLE_TYPE:
-                err = grow((void **)&p->types, &tcap, p->ntypes,
-                           sizeof *p->types);
-                if (err == 0)
-                    err = read_value_type(&sub, &p->types[p->ntypes++]);
-                break;
-            case P_SAMPLE:
-                err = grow((void **)&p->samples, &smcap, p->nsamples,
-                           sizeof *p->samples);
-                if (err == 0)
-                    err = read_sample(&sub, &p->samples[p->nsamples++]);
-                break;
-            case P_MAPPING:
-                err = grow((void **)&p->mappings, &mcap, p->nmappings,
-                           sizeof *p->mappings);
-                if (err == 0)
-                    err = read_mapping(&sub, &p->mappings[p->nmappings++]);
-                break;
-            case P_LOCATION:
-                err = grow((void **)&p->locations, &lcap, p->nlocations,
-                           sizeof *p->locations);
-                if (err == 0)
-                    err = read_location(&sub, &p->locations[p->nlocations++]);
-                break;
-            case P_FUNCTION:
-                err = grow((void **)&p->functions, &fcap, p->nfunctions,
-                           sizeof *p->functions);
-                if (err == 0)
-                    err = read_function(&sub, &p->functions[p->nfunctions++]);
-                break;
-            case P_STRING_TABLE: {
-                size_t len = (size_t)(sub.end - sub.p);
-                char *s = malloc(len + 1);
-                if (!s || grow((void **)&p->strings, &scap, p->nstrings,
-                               sizeof *p->strings) != 0) {
-                    free(s);
-                    return -ENOMEM;
-                }
-                memcpy(s, sub.p, len);
-                s[len] = '\0';
-                p->strings[p->nstrings++] = s;
-                break;
+            err = read_repeated_message(&sub, &repeated[k], &caps[k], p);
+        } else if (wire == WIRE_LEN && field == PROFILE_F_STRING_TABLE) {
+            if (read_len(r, &sub) != 0)
+                return -EINVAL;
+            size_t len = (size_t)(sub.end - sub.p);
+            char *s = malloc(len + 1);
+            if (!s || grow((void **)&p->strings, &scap, p->nstrings,
+                           sizeof *p->strings) != 0) {
+                free(s);
+                return -ENOMEM;
             }
-            }
-        } else if ((field == P_DEFAULT_SAMPLE_TYPE ||
-                    field == P_DURATION_NANOS) &&
+            memcpy(s, sub.p, len);
+            s[len] = '\0';
+            p->strings[p->nstrings++] = s;
+        } else if ((field == PROFILE_F_DEFAULT_SAMPLE_TYPE ||
+                    field == PROFILE_F_DURATION_NANOS) &&
                    wire == WIRE_VARINT) {
             err = read_varint(r, &v);
-            if (field == P_DEFAULT_SAMPLE_TYPE)
+            if (field == PROFILE_F_DEFAULT_SAMPLE_TYPE)
                 p->default_sample_type = (int64_t)v;
             else
                 p->duration_nanos = (int64_t)v;
@@ -391,7 +349,6 @@ static int read_profile(struct reader *r, struct decoded_profile *p)
     }
     return 0;
 }
-
 int decoded_profile_read(const void *data, size_t n,
                          struct decoded_profile *out)
 {

@@ -1,8 +1,14 @@
 /*
  * encoder/ turns a snapshot of the agent's tables into bytes: the protobuf
  * wire writer (pb.c), the profile.proto builder (profile.c), the glue that
- * turns raw stacks into symbolized locations (stacks.c), gzip (gzip.c) and
- * the legacy text forms (text.c).
+ * turns raw stacks into symbolized locations (stacks.c), gzip (gzip.c),
+ * one hash index (htab.c), and one writer per profile kind, Go's
+ * writeHeap(w, debug) shape: heap_write, contention_write, count_write,
+ * goroutine_write, cpu_write take the kind's snapshot or records and a
+ * struct write_options {debug, time, duration} and return the gzipped
+ * proto or the debug=1 text. The stack-table kinds share one record type
+ * and its two loops (stack_records.c). HTTP handlers, the dumps and
+ * /debug/stats all call these writers; nothing else builds a profile.
  *
  * Everything here runs on the agent's own threads (HTTP workers), never in a
  * signal handler and never inside an interposed call: it may allocate (the
@@ -60,6 +66,47 @@ void pb_packed_int64(struct pbuf *b, int field, const int64_t *v, size_t n);
  * Not async-signal-safe. */
 size_t pb_begin(struct pbuf *b, int field);
 void pb_end(struct pbuf *b, size_t mark);
+/* Nested message whose fields are 1..n, varints v[0..n-1] (zeros skipped,
+ * negative int64 values passed as their 64-bit pattern, booleans as 0 or
+ * 1). Not async-signal-safe. */
+void pb_varints_message(struct pbuf *b, int field, const uint64_t *v,
+                        size_t n);
+
+/* ---- hash index (htab.c) ------------------------------------------------ */
+
+/* An index of entries of the caller's array: the entry's full hash and its
+ * index + 1 (0: an empty slot). */
+struct htab_slot {
+    uint64_t hash;
+    size_t idx1;
+};
+struct htab {
+    struct htab_slot *slots;
+    size_t cap; /* a power of two, or 0 before the first insert */
+    size_t count;
+};
+/* 1 when entry idx of the caller's array (ctx) equals key. */
+typedef int (*htab_eq_fn)(const void *ctx, size_t idx, const void *key);
+
+/* The splitmix64 finalizer. Async-signal-safe. Does not allocate. */
+uint64_t htab_mix(uint64_t x);
+/* FNV-1a of n bytes from seed, then htab_mix. Async-signal-safe. Does not
+ * allocate. */
+uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed);
+/* The slot of the entry equal to key, or the empty slot where it belongs;
+ * NULL only when the index is still unallocated. Not async-signal-safe. */
+struct htab_slot *htab_find(const struct htab *t, uint64_t hash,
+                            htab_eq_fn eq, const void *ctx, const void *key);
+/* As htab_find, after making sure one more entry fits (load at most 1/2).
+ * NULL when out of memory. Not async-signal-safe. */
+struct htab_slot *htab_find_for_insert(struct htab *t, uint64_t hash,
+                                       htab_eq_fn eq, const void *ctx,
+                                       const void *key);
+/* Fills an empty slot from htab_find*() with entry idx. Not
+ * async-signal-safe. Does not allocate. */
+void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx);
+/* Frees the slots and empties the index. Not async-signal-safe. */
+void htab_free(struct htab *t);
 
 /* ---- profile.proto builder (profile.c) ----------------------------------- */
 
@@ -157,57 +204,114 @@ int gzip_decompress(const void *in, size_t n, size_t max, struct pbuf *out);
 int profile_write_gzip(struct profile *p, struct pbuf *out);
 
 
-/* ---- count profiles (count.c): threadcreate, goroutine, custom ------------ */
+/* ---- what every writer is asked ------------------------------------------ */
 
-/* One distinct stack and how many entries share it. */
-struct count_record {
-    const uintptr_t *pcs; /* leaf first, location addresses */
-    int depth;
-    int64_t count;
-    uint32_t labels; /* label set id (agent/labels.h) as string labels; 0 */
+/* A profile request, as Go's handlers read it, for the writers below. */
+struct write_options {
+    int debug;              /* 0: gzipped proto; 1 (or more): legacy text */
+    int64_t time_nanos;     /* when the profile (a delta's end) was taken */
+    int64_t duration_nanos; /* a delta's length; 0 for a full profile */
 };
 
-/* Encodes a count profile as Go does (sample type and period type
- * "<name>/count", period 1) into a gzipped proto. duration_nanos is set for
- * deltas, 0 otherwise. Returns 0 or -errno. Not async-signal-safe. */
-int count_profile_proto(const char *name, const struct count_record *recs,
-                        size_t n, int64_t time_nanos, int64_t duration_nanos,
-                        struct pbuf *out);
-/* The debug=1 text form: "<name> profile: total N", then per record
- * "<count> @ 0x... 0x..." and its symbolized frames, most frequent first.
+/* ---- stack records (stack_records.c) ------------------------------------- */
+
+#define STACK_RECORD_VALUES 4
+
+/* One sample of a stack-table profile: a stack, its values (one per sample
+ * type, unused ones 0) and its labels. A record whose values are all 0 is
+ * left out of both forms. */
+struct stack_record {
+    const uintptr_t *pcs; /* leaf first, location addresses */
+    int depth;
+    int64_t values[STACK_RECORD_VALUES];
+    uint32_t labels;  /* label set id (agent/labels.h) as string labels; 0 */
+    int64_t bytes;    /* numeric label "bytes" when not 0 (heap) */
+    const char *age;  /* string label "age" when not NULL (heap) */
+};
+
+/* What a kind's debug=1 text does differently: the order of its records
+ * (largest values[keys[0]] first, then values[keys[1]]...; with tiebreak,
+ * then shorter stacks, lower addresses, lower label set ids; otherwise
+ * ties keep their order), the values written before " @ 0x...", and
+ * whether a "# labels: {...}" line follows. */
+struct stack_text_form {
+    int keys[STACK_RECORD_VALUES];
+    int nkeys;
+    int tiebreak;
+    void (*headline)(const struct stack_record *r, struct pbuf *out);
+    int labels;
+};
+
+/* Adds every record to p (its sample types already set, nvalues of them)
+ * with its labels ("bytes", "age", then the label set), symbolizing the
+ * stacks, then appends p gzipped to out. p stays the caller's. Returns 0
+ * or -errno. Not async-signal-safe. */
+int stack_records_proto(struct profile *p, const struct stack_record *recs,
+                        size_t n, size_t nvalues, struct pbuf *out);
+/* Appends the records as Go's legacy text, sorted by form->order: per
+ * record the headline, " @" and the return addresses, the labels line if
+ * asked, one "#	0x..." line per symbolized frame and an empty line.
  * Returns 0 or -errno. Not async-signal-safe. */
-int count_profile_text(const char *name, const struct count_record *recs,
-                       size_t n, struct pbuf *out);
+int stack_records_text(const struct stack_record *recs, size_t n,
+                       const struct stack_text_form *form, struct pbuf *out);
+
+/* ---- count profiles (count.c): threadcreate, custom ---------------------- */
+
+/* Records of a count table's snapshot (one counter per stack), written to
+ * out (room for snap->n), leaving out empty stacks. Returns how many.
+ * Not async-signal-safe. */
+struct stack_snapshot;
+size_t count_records_from_snapshot(const struct stack_snapshot *snap,
+                                   struct stack_record *out);
+/* Writes a count profile as Go does: proto with sample type and period
+ * type "<name>/count", period 1 (values[0] is the count); or debug=1 text
+ * "<name> profile: total N" and "<count> @ ..." records, most frequent
+ * first. Returns 0 or -errno. Not async-signal-safe. */
+int count_write(const char *name, const struct stack_record *recs, size_t n,
+                const struct write_options *o, struct pbuf *out);
+
+/* ---- goroutine profile (goroutine.c) ------------------------------------- */
+
+/* The host's threads now: grouped by (stack, labels) for debug 0 and 1,
+ * or the full dump for debug >= 2. */
+struct goroutine_snapshot {
+    int debug;
+    struct goroutine_group *groups;
+    size_t n;
+    struct thread_dump *dump; /* debug >= 2 */
+};
+/* Takes the threads now (agent/threads.c). Returns 0 or -errno.
+ * Not async-signal-safe. */
+int goroutine_take(struct goroutine_snapshot *s, int debug);
+/* later -= earlier, group by group (zero groups dropped, groups only in
+ * earlier negated). Returns 0 or -ENOMEM. Not async-signal-safe. */
+int goroutine_subtract(struct goroutine_snapshot *later,
+                       const struct goroutine_snapshot *earlier);
+void goroutine_free(struct goroutine_snapshot *s);
+/* Writes Go's goroutine profile: proto goroutine/count, debug=1 text, or
+ * with debug >= 2 every thread as Go's full dump. Returns 0 or -errno.
+ * Not async-signal-safe. */
+int goroutine_write(const struct goroutine_snapshot *s,
+                    const struct write_options *o, struct pbuf *out);
 
 /* ---- contention profiles (contention.c): block, mutex --------------------- */
 
-/* One distinct stack with its (already scaled) contentions and delay. */
-struct contention_record {
-    const uintptr_t *pcs; /* leaf first, location addresses */
-    int depth;
-    int64_t count;
-    int64_t delay; /* ns */
-};
-
-/* Encodes a block or mutex profile as Go does (contentions/count,
- * delay/nanoseconds, period type contentions/count, period 1) into a gzipped
- * proto. Returns 0 or -errno. Not async-signal-safe. */
-int contention_profile_proto(const struct contention_record *recs, size_t n,
-                             int64_t time_nanos, int64_t duration_nanos,
-                             struct pbuf *out);
+/* Writes a block (is_mutex 0) or mutex profile from a snapshot of its table
+ * (agent/contention.h) as Go does: counts de-biased from the recorder's
+ * fixed point (block), futex wakes that signalled a condition left out
+ * (mutex), and, as Go, mutex values multiplied by the sampling fraction in
+ * the proto only. Proto: contentions/count, delay/nanoseconds, period type
+ * contentions/count, period 1. Text: "--- contention:" or "--- mutex:",
+ * cycles/second, "sampling period=N" for mutex, then "<delay> <count> @"
+ * records, largest delay first. Returns 0 or -errno. Not async-signal-safe. */
+int contention_write(int is_mutex, const struct stack_snapshot *snap,
+                     const struct write_options *o, struct pbuf *out);
 /* 1 when the waker's stack pcs (leaf first) released a lock, 0 when it
  * signalled a condition (notify, one-time initialization, channel...),
  * judged from the innermost frame whose function names either; 1 when none
  * does (wake_kind.c). Takes the symbolizer's lock: call it outside
  * stacks_begin()..stacks_end(). Not async-signal-safe. */
 int contention_wake_is_lock(const uintptr_t *pcs, int depth);
-
-/* Go's debug=1 text: "--- <kind>:", cycles/second (ns here), "sampling
- * period=N" when sampling_period > 0, then "<delay> <count> @ ..." records,
- * largest delay first. Returns 0 or -errno. Not async-signal-safe. */
-int contention_profile_text(const char *kind, long sampling_period,
-                            const struct contention_record *recs, size_t n,
-                            struct pbuf *out);
 
 /* ---- threads dump (threads.c): goroutine?debug=2 ------------------------- */
 
@@ -240,8 +344,14 @@ int stacks_hidden(uintptr_t pc, size_t i);
 
 /* Formats one frame the Go legacy text way into out:
  * "#\t0x<pc>\t<func>+0x<off>\t<file>:<line>" or "#\t0x<pc>" when unknown
- * (one line per inlined frame, each ending in \n). Not async-signal-safe. */
-void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out);
+ * (one line per inlined frame, each ending in \n). Call it between
+ * stacks_begin() and stacks_end(), or stacks_text_begin() and
+ * stacks_text_end(). Not async-signal-safe. */
+void stacks_describe(uintptr_t pc, struct pbuf *out);
+/* Lock and refresh the symbolizer for stacks_describe() alone (a text form
+ * has no profile to add mappings to), then unlock it. Not async-signal-safe. */
+void stacks_text_begin(void);
+void stacks_text_end(void);
 /* Sets has_functions/has_filenames/has_line_numbers/has_inline_frames on
  * each mapping whose every location got them (pprof-format.md 4.6),
  * unlocks, frees. Not async-signal-safe. */
@@ -315,22 +425,55 @@ size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
  * 1 - exp(-(size + 1) / rate); 1 when rate <= 1. Not async-signal-safe. */
 double heap_scale(int64_t size, long rate);
 
-/* Encodes Go's heap profile (alloc_objects/count, alloc_space/bytes,
- * inuse_objects/count, inuse_space/bytes; period type space/bytes, period
- * rate), unsampled per bucket, with the numeric label "bytes". default_type
- * is NULL for heap (pprof then shows the last type, inuse_space) or
- * "alloc_space" for allocs. comment, when not NULL, is added as the
- * profile's comment. Returns 0 or -errno. Not async-signal-safe. */
-int heap_profile_proto(const struct heap_record *recs, size_t n, long rate,
-                       const char *default_type, int64_t time_nanos,
-                       int64_t duration_nanos, const char *comment,
-                       struct pbuf *out);
-/* Go's debug=1 text: "heap profile: ... @ heap/<2*rate>" and one record
- * per bucket with raw counts, largest in-use bytes first; trailer lines
- * (each starting with "# ") are appended. Returns 0 or -errno.
+/* Records of a heap snapshot (agent/heap.h) into *out (malloc'd, the
+ * caller frees it): heap_records_from_snapshot(), then, when by_age, split
+ * by the age of the live samples (heap_records_by_age, live sorted in
+ * place). Returns 0 or -ENOMEM. Not async-signal-safe. */
+int heap_records_of(const struct stack_snapshot *snap, int delta, int by_age,
+                    struct heap_live *live, size_t nlive, int64_t now_ns,
+                    struct heap_record **out, size_t *n);
+/* Takes the heap now, as a full profile shows it: the live samples (when
+ * by_age) then the bucket counters into snap, and their records into *out.
+ * The caller frees *out and snap (the records point into it). Returns 0
+ * or -ENOMEM. Not async-signal-safe. */
+int heap_records_take(int by_age, struct heap_record **out, size_t *n,
+                      struct stack_snapshot *snap);
+
+/* Records of the live samples at least min_age_ns old now
+ * (heap_records_min_age over the table's live copy), into *out (malloc'd,
+ * room for a delta's leftovers). Returns 0 or -ENOMEM.
  * Not async-signal-safe. */
-int heap_profile_text(const struct heap_record *recs, size_t n, long rate,
-                      const char *trailer, struct pbuf *out);
+int heap_records_take_min_age(int64_t min_age_ns, int by_age,
+                              struct heap_record **out, size_t *n);
+/* *later -= earlier (heap_records_subtract), growing *later for the
+ * records only in earlier. Returns 0 or -ENOMEM. Not async-signal-safe. */
+int heap_records_delta(struct heap_record **later, size_t *nlater,
+                       const struct heap_record *earlier, size_t nearlier);
+/* The heap at the high-water mark of the in-use estimate (agent/
+ * heap_peak.c; reset starts a new period after this copy): the counters
+ * into snap, their records into *out (malloc'd; the caller frees both),
+ * *time_ns when the peak was reached (0: never), and the peak's figures
+ * as words for the comment in extra. Returns 0 or -ENOMEM.
+ * Not async-signal-safe. */
+int heap_records_take_peak(int reset, struct heap_record **out, size_t *n,
+                           struct stack_snapshot *snap, int64_t *time_ns,
+                           char *extra, size_t extra_size);
+
+/* Writes Go's heap profile "name" (heap, allocs, peak) from records:
+ * proto with alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+ * inuse_space/bytes (period type space/bytes, period opt_heap_rate),
+ * unsampled per bucket, numeric label "bytes", default sample type
+ * alloc_space for allocs; or debug=1 text "heap profile: ... @
+ * heap/<2*rate>" with raw counts, largest in-use bytes first. The table's
+ * statistics and extra (NULL: none) go in the comment or the text's "# "
+ * trailer. Returns 0 or -errno. Not async-signal-safe. */
+int heap_write(const char *name, const struct heap_record *recs, size_t n,
+               const char *extra, const struct write_options *o,
+               struct pbuf *out);
+/* The in-use totals of records as the proto shows them (unsampled, each
+ * record rounded as its sample is). Returns 0. Not async-signal-safe. */
+int heap_totals(const struct heap_record *recs, size_t n, long rate,
+                int64_t *inuse_bytes, int64_t *inuse_objects);
 
 /* ---- /debug/memory (memory.c) -------------------------------------------- */
 
@@ -354,14 +497,14 @@ void cpu_agg_free(struct cpu_agg *a);
 void cpu_agg_add(const struct cpu_sample *s, void *arg);
 /* Sum of the weights added so far. Not async-signal-safe. */
 int64_t cpu_agg_total(const struct cpu_agg *a);
-/* Encodes Go's CPU profile (samples/count, cpu/nanoseconds) with a
- * "thread" label per sample (name_of(tid) gives the name) and lost
- * samples under a [lost samples] frame, gzipped into out. Returns 0 or
- * -errno. Not async-signal-safe. */
-int cpu_profile_proto(const struct cpu_agg *a, int64_t period_ns,
-                      int64_t time_nanos, int64_t duration_nanos,
-                      int64_t lost, void (*name_of)(int, char *, size_t),
-                      const char *comment, struct pbuf *out);
+/* Writes Go's CPU profile of the samples in a (samples/count,
+ * cpu/nanoseconds, period cpu/nanoseconds) with a "thread" label per
+ * sample and lost samples under a [lost samples] frame, gzipped, with the
+ * profiler's counters (agent/cpu.h) in its comment: those of one request,
+ * or, with whole_run, of a whole-run profile (the dumps). o gives the
+ * start and the length. Returns 0 or -errno. Not async-signal-safe. */
+int cpu_write(const struct cpu_agg *a, int whole_run,
+              const struct write_options *o, struct pbuf *out);
 
 /* ---- labels (labels.c) ---------------------------------------------------- */
 

@@ -58,26 +58,16 @@ struct tree {
     const struct decoded_profile *p;
     struct node *nodes;
     size_t n, cap;
-    uint32_t *slots; /* hash of (parent, key) -> node index + 1; 0 empty */
-    size_t nslots;
+    struct htab index; /* (parent, key) -> node */
     int max_depth;
 };
-
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 33);
-}
 
 static uint64_t hash_child(uint32_t parent, const struct frame_key *k)
 {
     /* The address names a frame only when it has no function name. */
     uint64_t a = k->name < 0 ? k->address : 0;
-    return mix(((uint64_t)parent << 32) ^ (uint64_t)k->name ^
-               mix(a + 0x9e3779b97f4a7c15ULL));
+    return htab_mix(((uint64_t)parent << 32) ^ (uint64_t)k->name ^
+                    htab_mix(a + 0x9e3779b97f4a7c15ULL));
 }
 
 static int same_key(const struct frame_key *a, const struct frame_key *b)
@@ -85,34 +75,29 @@ static int same_key(const struct frame_key *a, const struct frame_key *b)
     return a->name == b->name && (a->name >= 0 || a->address == b->address);
 }
 
-static int rehash(struct tree *t, size_t nslots)
+struct child_key {
+    uint32_t parent;
+    const struct frame_key *k;
+};
+
+static int child_eq(const void *ctx, size_t idx, const void *key)
 {
-    uint32_t *s = calloc(nslots, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    for (size_t i = 1; i < t->n; i++) {
-        size_t h = hash_child(t->nodes[i].parent, &t->nodes[i].key) &
-                   (nslots - 1);
-        while (s[h])
-            h = (h + 1) & (nslots - 1);
-        s[h] = (uint32_t)i + 1;
-    }
-    free(t->slots);
-    t->slots = s;
-    t->nslots = nslots;
-    return 0;
+    const struct node *c = &((const struct tree *)ctx)->nodes[idx];
+    const struct child_key *ck = key;
+    return c->parent == ck->parent && same_key(&c->key, ck->k);
 }
 
 /* The child of parent with this key, added when new. 0 on failure. */
 static uint32_t child(struct tree *t, uint32_t parent,
                       const struct frame_key *k)
 {
-    size_t h = hash_child(parent, k) & (t->nslots - 1);
-    for (; t->slots[h]; h = (h + 1) & (t->nslots - 1)) {
-        struct node *c = &t->nodes[t->slots[h] - 1];
-        if (c->parent == parent && same_key(&c->key, k))
-            return t->slots[h] - 1;
-    }
+    uint64_t h = hash_child(parent, k);
+    struct child_key ck = {parent, k};
+    struct htab_slot *sl = htab_find_for_insert(&t->index, h, child_eq, t, &ck);
+    if (!sl)
+        return 0;
+    if (sl->idx1)
+        return (uint32_t)(sl->idx1 - 1);
     if (t->n >= UINT32_MAX - 1)
         return 0;
     if (t->n == t->cap) {
@@ -130,9 +115,7 @@ static uint32_t child(struct tree *t, uint32_t parent,
     c->parent = parent;
     c->next_sibling = t->nodes[parent].first_child;
     t->nodes[parent].first_child = i;
-    t->slots[h] = i + 1;
-    if (t->n * 2 > t->nslots && rehash(t, t->nslots * 2) != 0)
-        return 0;
+    htab_set(&t->index, sl, h, i);
     return i;
 }
 
@@ -199,7 +182,7 @@ static int tree_build(struct tree *t, int index, long *dropped)
     const struct decoded_profile *p = t->p;
     t->cap = 1024;
     t->nodes = malloc(t->cap * sizeof *t->nodes);
-    if (!t->nodes || rehash(t, 2048) != 0)
+    if (!t->nodes)
         return -ENOMEM;
     memset(&t->nodes[0], 0, sizeof t->nodes[0]);
     t->nodes[0].key.name = -2; /* the root, "all" */
@@ -356,6 +339,17 @@ static void format_value(char *buf, size_t size, int64_t v, const char *type,
         snprintf(buf, size, "%lld %s", (long long)v,
                  strcmp(unit, "count") == 0 || !unit[0] ? type : unit);
     }
+}
+
+/* MurmurHash3's finalizer. The colours depend on it: it is not the hash
+ * index's mixer, so that a function keeps the colour it always had. */
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
 }
 
 /* flamegraph.pl's "hot" palette, chosen by the name so that a function
@@ -577,7 +571,7 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
     }
     if (err != 0) {
         free(t.nodes);
-        free(t.slots);
+        htab_free(&t.index);
         return err;
     }
     int levels = total > 0 ? lay.top_depth + 1 : 1;
@@ -652,7 +646,7 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
     pbuf_puts(out, "]]></script>\n</svg>\n");
 
     free(t.nodes);
-    free(t.slots);
+    htab_free(&t.index);
     if (err == 0 && out->oom)
         err = -ENOMEM;
     return err;

@@ -24,6 +24,18 @@
 #define GZIP_WINDOW_BITS 31
 #define GZIP_MEM_LEVEL 8
 
+/* Gives zlib the next piece of input once it has used the last one. */
+static void feed(z_stream *zs, const uint8_t **src, size_t *left)
+{
+    if (zs->avail_in != 0 || *left == 0)
+        return;
+    size_t take = *left < GZIP_MAX_IN ? *left : GZIP_MAX_IN;
+    zs->next_in = (Bytef *)(uintptr_t)*src;
+    zs->avail_in = (uInt)take;
+    *src += take;
+    *left -= take;
+}
+
 int gzip_compress(const void *in, size_t n, struct pbuf *out)
 {
     z_stream zs = {0};
@@ -37,13 +49,7 @@ int gzip_compress(const void *in, size_t n, struct pbuf *out)
     unsigned char chunk[GZIP_CHUNK];
     int ret = 0;
     for (;;) {
-        if (zs.avail_in == 0 && left > 0) {
-            size_t take = left < GZIP_MAX_IN ? left : GZIP_MAX_IN;
-            zs.next_in = (Bytef *)(uintptr_t)src;
-            zs.avail_in = (uInt)take;
-            src += take;
-            left -= take;
-        }
+        feed(&zs, &src, &left);
         int flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
         zs.next_out = chunk;
         zs.avail_out = sizeof chunk;
@@ -64,8 +70,8 @@ int gzip_compress(const void *in, size_t n, struct pbuf *out)
     return ret;
 }
 
-/* The inverse, for the agent's own readers of its profiles (the flame
- * graph and the stats read a profile handler's output back). Multi-member
+/* The inverse, for the agent's own reader of its profiles (the flame
+ * graph reads a profile handler's output back). Multi-member
  * input is accepted, as Go's reader accepts it. */
 int gzip_decompress(const void *in, size_t n, size_t max, struct pbuf *out)
 {
@@ -80,13 +86,7 @@ int gzip_decompress(const void *in, size_t n, size_t max, struct pbuf *out)
     unsigned char chunk[GZIP_CHUNK];
     int ret = 0;
     for (;;) {
-        if (zs.avail_in == 0 && left > 0) {
-            size_t take = left < GZIP_MAX_IN ? left : GZIP_MAX_IN;
-            zs.next_in = (Bytef *)(uintptr_t)src;
-            zs.avail_in = (uInt)take;
-            src += take;
-            left -= take;
-        }
+        feed(&zs, &src, &left);
         zs.next_out = chunk;
         zs.avail_out = sizeof chunk;
         rc = inflate(&zs, Z_NO_FLUSH);

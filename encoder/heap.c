@@ -13,9 +13,8 @@
  */
 #include "encoder/encoder.h"
 
+#include "agent/agent.h"
 #include "agent/heap.h"
-#include "agent/labels.h"
-#include "agent/symbols.h"
 
 #include <errno.h>
 #include <math.h>
@@ -34,133 +33,181 @@ static int64_t scaled(int64_t v, double scale)
     return (int64_t)llround((double)v * scale);
 }
 
-int heap_profile_proto(const struct heap_record *recs, size_t n, long rate,
-                       const char *default_type, int64_t time_nanos,
-                       int64_t duration_nanos, const char *comment,
-                       struct pbuf *out)
+/* Go's inuse_objects, inuse_space, alloc_objects, alloc_space of a
+ * record, raw (scale 1) or unsampled. */
+static void heap_values(const struct heap_record *r, double scale,
+                        int64_t v[4])
 {
+    int64_t inuse = r->alloc_objects - r->free_objects;
+    v[0] = scaled(r->alloc_objects, scale);
+    v[1] = scaled(r->alloc_objects * r->size, scale);
+    v[2] = scaled(inuse, scale);
+    v[3] = scaled(inuse * r->size, scale);
+}
+
+int heap_totals(const struct heap_record *recs, size_t n, long rate,
+                int64_t *inuse_bytes, int64_t *inuse_objects)
+{
+    *inuse_bytes = *inuse_objects = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v[4];
+        heap_values(&recs[i], heap_scale(recs[i].size, rate), v);
+        *inuse_objects += v[2];
+        *inuse_bytes += v[3];
+    }
+    return 0;
+}
+
+/* The table's own statistics, as the comment (sep " ") or the text's
+ * trailer (sep "\n# ") says them. */
+static void describe(char *buf, size_t size, const char *sep)
+{
+    struct heap_stats st;
+    heap_table_stats(&st);
+    log_snprintf(buf, size,
+                 "pprofagent heap: rate=%ld%ssampled=%ld%slive=%ld%s"
+                 "lost=%ld (samples not recorded for lack of table room)",
+                 opt_heap_rate, sep, st.sampled, sep, st.live, sep, st.lost);
+}
+
+static int heap_proto(const char *name, const struct heap_record *recs,
+                      size_t n, const char *extra,
+                      const struct write_options *o, struct pbuf *out)
+{
+    long rate = opt_heap_rate;
+    struct stack_record *sr = malloc((n ? n : 1) * sizeof *sr);
     struct profile *p = profile_new();
-    if (!p)
+    if (!sr || !p) {
+        free(sr);
+        profile_free(p);
         return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sr[i] = (struct stack_record){
+            .pcs = recs[i].pcs,
+            .depth = recs[i].depth,
+            .labels = recs[i].labels,
+            .bytes = recs[i].size,
+            .age = recs[i].age,
+        };
+        heap_values(&recs[i], heap_scale(recs[i].size, rate), sr[i].values);
+    }
+    char info[400], comment[500];
+    describe(info, sizeof info, " ");
+    log_snprintf(comment, sizeof comment, "%s%s%s", info, extra ? " " : "",
+                 extra ? extra : "");
     profile_sample_type(p, "alloc_objects", "count");
     profile_sample_type(p, "alloc_space", "bytes");
     profile_sample_type(p, "inuse_objects", "count");
     profile_sample_type(p, "inuse_space", "bytes");
     profile_period(p, "space", "bytes", rate);
-    if (default_type)
-        profile_default_sample_type(p, default_type);
-    profile_time(p, time_nanos, duration_nanos);
-    if (comment)
-        profile_comment(p, comment);
-
-    struct stack_encoder *se = stacks_begin(p);
-    if (!se) {
-        profile_free(p);
-        return -ENOMEM;
-    }
-    uint64_t ids[256];
-    for (size_t i = 0; i < n; i++) {
-        const struct heap_record *r = &recs[i];
-        if (r->alloc_objects == 0 && r->free_objects == 0)
-            continue;
-        double scale = heap_scale(r->size, rate);
-        int64_t inuse = r->alloc_objects - r->free_objects;
-        int64_t values[4] = {
-            scaled(r->alloc_objects, scale),
-            scaled(r->alloc_objects * r->size, scale),
-            scaled(inuse, scale),
-            scaled(inuse * r->size, scale),
-        };
-        size_t depth = (size_t)r->depth;
-        if (depth > sizeof ids / sizeof ids[0])
-            depth = sizeof ids / sizeof ids[0];
-        size_t nids = stacks_locations(se, r->pcs, depth, ids);
-        struct profile_label labels[2 + LABELS_MAX_PAIRS];
-        size_t nlabels = 0;
-        if (r->size)
-            labels[nlabels++] = (struct profile_label){"bytes", NULL, r->size,
-                                                       NULL};
-        if (r->age)
-            labels[nlabels++] = (struct profile_label){"age", r->age, 0,
-                                                       NULL};
-        nlabels += labels_to_profile(r->labels, labels + nlabels);
-        profile_sample(p, ids, nids, values, 4, labels, nlabels);
-    }
-    stacks_end(se);
-    int err = profile_write_gzip(p, out);
+    /* pprof shows the last type (inuse_space) unless told otherwise. */
+    if (strcmp(name, "allocs") == 0)
+        profile_default_sample_type(p, "alloc_space");
+    profile_time(p, o->time_nanos, o->duration_nanos);
+    profile_comment(p, comment);
+    int err = stack_records_proto(p, sr, n, 4, out);
     profile_free(p);
+    free(sr);
     return err;
 }
 
-static int by_inuse_desc(const void *a, const void *b)
+static void heap_headline(const struct stack_record *r, struct pbuf *out)
 {
-    const struct heap_record *x = a, *y = b;
-    int64_t bx = (x->alloc_objects - x->free_objects) * x->size;
-    int64_t by = (y->alloc_objects - y->free_objects) * y->size;
-    if (bx != by)
-        return bx > by ? -1 : 1;
-    int64_t ax = x->alloc_objects * x->size, ay = y->alloc_objects * y->size;
-    if (ax != ay)
-        return ax > ay ? -1 : 1;
-    return 0;
+    pbuf_printf(out, "%lld: %lld [%lld: %lld]", (long long)r->values[0],
+                (long long)r->values[1], (long long)r->values[2],
+                (long long)r->values[3]);
 }
 
-/* The "@" list carries return addresses, as Go prints them. */
-static uintptr_t raw_address(uintptr_t pc)
-{
-    return pc < FRAME_PSEUDO_MAX ? pc : pc + 1;
-}
+/* Text records carry raw values in Go's order: in-use objects and bytes,
+ * then allocated objects and bytes; largest in-use bytes first, then
+ * allocated bytes. */
+static const struct stack_text_form heap_text_form = {
+    .keys = {1, 3}, .nkeys = 2, .headline = heap_headline};
 
-int heap_profile_text(const struct heap_record *recs, size_t n, long rate,
-                      const char *trailer, struct pbuf *out)
+static int heap_text(const struct heap_record *recs, size_t n,
+                     const char *extra, struct pbuf *out)
 {
-    struct heap_record *sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!sorted)
+    long rate = opt_heap_rate;
+    struct stack_record *sr = malloc((n ? n : 1) * sizeof *sr);
+    if (!sr)
         return -ENOMEM;
-    memcpy(sorted, recs, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, by_inuse_desc);
-
     int64_t t[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < n; i++) {
-        int64_t inuse = sorted[i].alloc_objects - sorted[i].free_objects;
-        t[0] += inuse;
-        t[1] += inuse * sorted[i].size;
-        t[2] += sorted[i].alloc_objects;
-        t[3] += sorted[i].alloc_objects * sorted[i].size;
+        int64_t v[4];
+        heap_values(&recs[i], 1.0, v);
+        sr[i] = (struct stack_record){
+            .pcs = recs[i].pcs,
+            .depth = recs[i].depth,
+            .values = {v[2], v[3], v[0], v[1]},
+        };
+        for (int k = 0; k < 4; k++)
+            t[k] += sr[i].values[k];
     }
     pbuf_printf(out, "heap profile: %lld: %lld [%lld: %lld] @ heap/%ld\n",
                 (long long)t[0], (long long)t[1], (long long)t[2],
                 (long long)t[3], 2 * rate);
+    int err = stack_records_text(sr, n, &heap_text_form, out);
+    free(sr);
+    char info[400];
+    describe(info, sizeof info, "\n# ");
+    pbuf_printf(out, "# %s%s%s\n", info, extra ? "\n# " : "",
+                extra ? extra : "");
+    return err ? err : out->oom ? -ENOMEM : 0;
+}
 
-    struct profile *p = profile_new();
-    struct stack_encoder *se = p ? stacks_begin(p) : NULL;
-    for (size_t i = 0; i < n; i++) {
-        const struct heap_record *r = &sorted[i];
-        if (r->alloc_objects == 0 && r->free_objects == 0)
-            continue;
-        int64_t inuse = r->alloc_objects - r->free_objects;
-        pbuf_printf(out, "%lld: %lld [%lld: %lld] @", (long long)inuse,
-                    (long long)(inuse * r->size), (long long)r->alloc_objects,
-                    (long long)(r->alloc_objects * r->size));
-        for (int f = 0; f < r->depth; f++)
-            if (!stacks_hidden(r->pcs[f], (size_t)f))
-                pbuf_printf(out, " %#lx",
-                            (unsigned long)raw_address(r->pcs[f]));
-        if (r->depth == 0)
-            pbuf_puts(out, " 0x0");
-        pbuf_puts(out, "\n");
-        for (int f = 0; se && f < r->depth; f++)
-            if (!stacks_hidden(r->pcs[f], (size_t)f))
-                stacks_describe(se, r->pcs[f], out);
-        pbuf_puts(out, "\n");
+int heap_write(const char *name, const struct heap_record *recs, size_t n,
+               const char *extra, const struct write_options *o,
+               struct pbuf *out)
+{
+    if (o->debug != 0)
+        return heap_text(recs, n, extra, out);
+    return heap_proto(name, recs, n, extra, o, out);
+}
+
+int heap_records_take(int by_age, struct heap_record **out, size_t *n,
+                      struct stack_snapshot *snap)
+{
+    /* A full proto profile labels live samples with their age: the live
+     * copy is taken before the counters, so each of its samples is
+     * already counted there. */
+    struct heap_live *live = NULL;
+    size_t nlive = 0;
+    if (by_age && heap_table_live(&live, &nlive) != 0)
+        by_age = 0;
+    int64_t now = heap_table_now_ns();
+    if (stack_table_snapshot(heap_buckets, snap) != 0) {
+        free(live);
+        return -ENOMEM;
     }
-    if (se)
-        stacks_end(se);
-    profile_free(p);
-    free(sorted);
-    if (trailer)
-        pbuf_puts(out, trailer);
-    return out->oom ? -ENOMEM : 0;
+    int err = heap_records_of(snap, 0, by_age, live, nlive, now, out, n);
+    free(live);
+    if (err)
+        stack_snapshot_free(snap);
+    return err;
+}
+
+int heap_records_of(const struct stack_snapshot *snap, int delta, int by_age,
+                    struct heap_live *live, size_t nlive, int64_t now_ns,
+                    struct heap_record **out, size_t *n)
+{
+    size_t room = snap->n ? snap->n : 1;
+    struct heap_record *recs = malloc(room * sizeof *recs);
+    struct heap_record *split =
+        by_age ? malloc(room * (HEAP_AGE_BUCKETS + 1) * sizeof *split) : NULL;
+    if (!recs || (by_age && !split)) {
+        free(recs);
+        free(split);
+        return -ENOMEM;
+    }
+    *n = heap_records_from_snapshot(snap, delta, recs);
+    if (by_age) {
+        *n = heap_records_by_age(recs, *n, live, nlive, now_ns, split);
+        free(recs);
+        recs = split;
+    }
+    *out = recs;
+    return 0;
 }
 
 size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
@@ -330,4 +377,63 @@ size_t heap_records_subtract(struct heap_record *later, size_t nlater,
         }
     }
     return m;
+}
+
+int heap_records_take_min_age(int64_t min_age_ns, int by_age,
+                              struct heap_record **out, size_t *n)
+{
+    struct heap_live *live = NULL;
+    size_t nlive = 0;
+    if (heap_table_live(&live, &nlive) != 0)
+        return -ENOMEM;
+    int64_t now = heap_table_now_ns();
+    /* Twice the room: a delta appends the earlier copy's leftovers. */
+    *out = malloc((2 * nlive + 1) * sizeof **out);
+    if (!*out) {
+        free(live);
+        return -ENOMEM;
+    }
+    *n = heap_records_min_age(live, nlive, now, min_age_ns, by_age, *out);
+    free(live);
+    return 0;
+}
+
+int heap_records_delta(struct heap_record **later, size_t *nlater,
+                       const struct heap_record *earlier, size_t nearlier)
+{
+    struct heap_record *both =
+        realloc(*later, (*nlater + nearlier + 1) * sizeof **later);
+    if (!both)
+        return -ENOMEM;
+    *later = both;
+    *nlater = heap_records_subtract(both, *nlater, earlier, nearlier);
+    return 0;
+}
+
+int heap_records_take_peak(int reset, struct heap_record **out, size_t *n,
+                           struct stack_snapshot *snap, int64_t *time_ns,
+                           char *extra, size_t extra_size)
+{
+    if (stack_table_snapshot(heap_buckets, snap) != 0)
+        return -ENOMEM;
+    struct heap_peak_info info;
+    heap_peak_apply(snap, &info, reset);
+    *out = malloc((snap->n ? snap->n : 1) * sizeof **out);
+    if (!*out) {
+        stack_snapshot_free(snap);
+        return -ENOMEM;
+    }
+    *n = heap_records_from_snapshot(snap, 0, *out);
+    int64_t shown = 0;
+    for (size_t i = 0; i < *n; i++)
+        shown += scaled((*out)[i].alloc_objects * (*out)[i].size,
+                        heap_scale((*out)[i].size, opt_heap_rate));
+    *time_ns = info.time_ns;
+    log_snprintf(extra, extra_size,
+                 "peak: inuse=%lld high_water=%lld highs=%ld "
+                 "since_unix_ms=%lld (0: start)%s",
+                 (long long)shown, (long long)info.high_water_bytes,
+                 info.highs, (long long)(info.since_ns / 1000000),
+                 reset ? " (reset: a new period starts now)" : "");
+    return 0;
 }

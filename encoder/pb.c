@@ -62,6 +62,15 @@ void pb_bool(struct pbuf *b, int field, int v)
     pb_uint64(b, field, v ? 1 : 0);
 }
 
+void pb_varints_message(struct pbuf *b, int field, const uint64_t *v,
+                        size_t n)
+{
+    size_t m = pb_begin(b, field);
+    for (size_t i = 0; i < n; i++)
+        pb_uint64(b, (int)i + 1, v[i]);
+    pb_end(b, m);
+}
+
 void pb_bytes(struct pbuf *b, int field, const void *p, size_t n)
 {
     put_tag(b, field, WIRE_BYTES);

@@ -14,85 +14,11 @@
  * remembered and reported once, by profile_serialize(), as -ENOMEM.
  */
 #include "encoder/encoder.h"
+#include "encoder/profile_fields.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Field numbers from profile.proto (package perftools.profiles). */
-enum {
-    PROFILE_F_SAMPLE_TYPE = 1,
-    PROFILE_F_SAMPLE = 2,
-    PROFILE_F_MAPPING = 3,
-    PROFILE_F_LOCATION = 4,
-    PROFILE_F_FUNCTION = 5,
-    PROFILE_F_STRING_TABLE = 6,
-    PROFILE_F_DROP_FRAMES = 7,
-    PROFILE_F_KEEP_FRAMES = 8,
-    PROFILE_F_TIME_NANOS = 9,
-    PROFILE_F_DURATION_NANOS = 10,
-    PROFILE_F_PERIOD_TYPE = 11,
-    PROFILE_F_PERIOD = 12,
-    PROFILE_F_COMMENT = 13,
-    PROFILE_F_DEFAULT_SAMPLE_TYPE = 14,
-};
-enum { VALUETYPE_F_TYPE = 1, VALUETYPE_F_UNIT = 2 };
-enum {
-    SAMPLE_F_LOCATION_ID = 1,
-    SAMPLE_F_VALUE = 2,
-    SAMPLE_F_LABEL = 3,
-};
-enum {
-    LABEL_F_KEY = 1,
-    LABEL_F_STR = 2,
-    LABEL_F_NUM = 3,
-    LABEL_F_NUM_UNIT = 4,
-};
-enum {
-    MAPPING_F_ID = 1,
-    MAPPING_F_MEMORY_START = 2,
-    MAPPING_F_MEMORY_LIMIT = 3,
-    MAPPING_F_FILE_OFFSET = 4,
-    MAPPING_F_FILENAME = 5,
-    MAPPING_F_BUILD_ID = 6,
-    MAPPING_F_HAS_FUNCTIONS = 7,
-    MAPPING_F_HAS_FILENAMES = 8,
-    MAPPING_F_HAS_LINE_NUMBERS = 9,
-    MAPPING_F_HAS_INLINE_FRAMES = 10,
-};
-enum {
-    LOCATION_F_ID = 1,
-    LOCATION_F_MAPPING_ID = 2,
-    LOCATION_F_ADDRESS = 3,
-    LOCATION_F_LINE = 4,
-};
-enum { LINE_F_FUNCTION_ID = 1, LINE_F_LINE = 2 };
-enum {
-    FUNCTION_F_ID = 1,
-    FUNCTION_F_NAME = 2,
-    FUNCTION_F_SYSTEM_NAME = 3,
-    FUNCTION_F_FILENAME = 4,
-    FUNCTION_F_START_LINE = 5,
-};
-
-/*
- * An open-addressing hash table of indexes into one of the profile's arrays.
- * A slot keeps the full hash so that growing never needs the keys, and
- * index + 1 so that zero marks an empty slot.
- */
-struct slot {
-    uint64_t hash;
-    size_t idx1;
-};
-
-struct htab {
-    struct slot *slots;
-    size_t cap; /* a power of two, or 0 before the first insert */
-    size_t count;
-};
-
-typedef int (*key_eq_fn)(const struct profile *p, size_t idx,
-                         const void *key);
 
 struct str_ent {
     size_t off; /* into str_arena */
@@ -178,84 +104,32 @@ static int grow_array(struct profile *p, void **arr, size_t *cap, size_t n,
 #define GROW(p, arr, cap, n)                                                   \
     grow_array((p), (void **)&(arr), &(cap), (n), sizeof *(arr))
 
-/* The splitmix64 finalizer: cheap and spreads nearby addresses well. */
-static uint64_t mix64(uint64_t x)
+/* Appends the element at value to an array of *n, growing it; returns its
+ * index, or SIZE_MAX when out of memory. */
+static size_t append(struct profile *p, void **arr, size_t *cap, size_t *n,
+                     size_t size, const void *value)
 {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
+    if (grow_array(p, arr, cap, *n, size) != 0)
+        return SIZE_MAX;
+    memcpy((char *)*arr + *n * size, value, size);
+    return (*n)++;
 }
 
-/* FNV-1a over the bytes, finished with mix64 for the low bits we mask. */
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ULL;
-    }
-    return mix64(h);
-}
+#define APPEND(p, arr, cap, n, value)                                          \
+    append((p), (void **)&(arr), &(cap), &(n), sizeof *(arr), (value))
 
-/* ---- hash table ------------------------------------------------------------ */
-
-static int htab_grow(struct profile *p, struct htab *t)
+/* The id (index + 1) of the entry of t equal to key, or 0 with *slot set
+ * to where a new one goes (NULL after marking the profile out of
+ * memory). */
+static uint64_t lookup(struct profile *p, struct htab *t, uint64_t hash,
+                       htab_eq_fn eq, const void *key, struct htab_slot **slot)
 {
-    size_t ncap = t->cap ? t->cap * 2 : 64;
-    struct slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) {
+    *slot = htab_find_for_insert(t, hash, eq, p, key);
+    if (!*slot) {
         p->oom = 1;
-        return -1;
+        return 0;
     }
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i].idx1)
-            continue;
-        size_t j = t->slots[i].hash & (ncap - 1);
-        while (ns[j].idx1)
-            j = (j + 1) & (ncap - 1);
-        ns[j] = t->slots[i];
-    }
-    free(t->slots);
-    t->slots = ns;
-    t->cap = ncap;
-    return 0;
-}
-
-/* Returns the slot holding an entry equal to key, or the empty slot where
- * it belongs; NULL only when the table is still unallocated. */
-static struct slot *htab_find(const struct profile *p, const struct htab *t,
-                              uint64_t hash, key_eq_fn eq, const void *key)
-{
-    if (!t->cap)
-        return NULL;
-    size_t i = hash & (t->cap - 1);
-    while (t->slots[i].idx1) {
-        if (t->slots[i].hash == hash && eq(p, t->slots[i].idx1 - 1, key))
-            return &t->slots[i];
-        i = (i + 1) & (t->cap - 1);
-    }
-    return &t->slots[i];
-}
-
-/* Like htab_find, but first makes sure an insert will fit (load <= 1/2). */
-static struct slot *htab_find_for_insert(struct profile *p, struct htab *t,
-                                         uint64_t hash, key_eq_fn eq,
-                                         const void *key)
-{
-    if ((t->count + 1) * 2 > t->cap && htab_grow(p, t) != 0)
-        return NULL;
-    return htab_find(p, t, hash, eq, key);
-}
-
-static void htab_set(struct htab *t, struct slot *s, uint64_t hash,
-                     size_t idx)
-{
-    s->hash = hash;
-    s->idx1 = idx + 1;
-    t->count++;
+    return (*slot)->idx1;
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
@@ -284,14 +158,14 @@ void profile_free(struct profile *p)
         return;
     pbuf_free(&p->str_arena);
     free(p->strs);
-    free(p->str_index.slots);
+    htab_free(&p->str_index);
     free(p->sample_types);
     free(p->comments);
     free(p->mappings);
     free(p->functions);
-    free(p->function_index.slots);
+    htab_free(&p->function_index);
     free(p->loc_addr);
-    free(p->loc_index.slots);
+    htab_free(&p->loc_index);
     pbuf_free(&p->locations);
     pbuf_free(&p->samples);
     free(p);
@@ -304,8 +178,9 @@ struct str_key {
     size_t n;
 };
 
-static int str_eq(const struct profile *p, size_t idx, const void *key)
+static int str_eq(const void *ctx, size_t idx, const void *key)
 {
+    const struct profile *p = ctx;
     const struct str_key *k = key;
     return p->strs[idx].len == k->n &&
            memcmp(p->str_arena.data + p->strs[idx].off, k->s, k->n) == 0;
@@ -316,12 +191,11 @@ int64_t profile_string(struct profile *p, const char *s)
     if (!s || !*s)
         return 0;
     struct str_key k = {s, strlen(s)};
-    uint64_t h = hash_bytes(s, k.n);
-    struct slot *sl = htab_find_for_insert(p, &p->str_index, h, str_eq, &k);
-    if (!sl)
-        return 0;
-    if (sl->idx1)
-        return (int64_t)(sl->idx1 - 1);
+    uint64_t h = htab_hash_bytes(s, k.n, 0);
+    struct htab_slot *sl;
+    uint64_t found = lookup(p, &p->str_index, h, str_eq, &k, &sl);
+    if (found || !sl)
+        return found ? (int64_t)(found - 1) : 0;
 
     if (GROW(p, p->strs, p->str_cap, p->nstr) != 0)
         return 0;
@@ -412,8 +286,9 @@ void profile_mapping_flags(struct profile *p, uint64_t mapping_id, int flags)
 
 /* ---- functions ------------------------------------------------------------- */
 
-static int function_eq(const struct profile *p, size_t idx, const void *key)
+static int function_eq(const void *ctx, size_t idx, const void *key)
 {
+    const struct profile *p = ctx;
     const struct function *a = &p->functions[idx], *b = key;
     return a->name == b->name && a->system_name == b->system_name &&
            a->filename == b->filename && a->start_line == b->start_line;
@@ -431,28 +306,26 @@ uint64_t profile_function(struct profile *p, const char *name,
         .filename = profile_string(p, filename),
         .start_line = start_line,
     };
-    uint64_t h = mix64(mix64(mix64(mix64((uint64_t)f.name) ^
-                                   (uint64_t)f.system_name) ^
-                             (uint64_t)f.filename) ^
-                       (uint64_t)f.start_line);
-    struct slot *sl =
-        htab_find_for_insert(p, &p->function_index, h, function_eq, &f);
-    if (!sl)
+    uint64_t h = htab_mix(htab_mix(htab_mix(htab_mix((uint64_t)f.name) ^
+                                            (uint64_t)f.system_name) ^
+                                   (uint64_t)f.filename) ^
+                          (uint64_t)f.start_line);
+    struct htab_slot *sl;
+    uint64_t found = lookup(p, &p->function_index, h, function_eq, &f, &sl);
+    if (found || !sl)
+        return found;
+    size_t idx = APPEND(p, p->functions, p->functions_cap, p->nfunctions, &f);
+    if (idx == SIZE_MAX)
         return 0;
-    if (sl->idx1)
-        return sl->idx1;
-    if (GROW(p, p->functions, p->functions_cap, p->nfunctions) != 0)
-        return 0;
-    size_t idx = p->nfunctions++;
-    p->functions[idx] = f;
     htab_set(&p->function_index, sl, h, idx);
     return idx + 1;
 }
 
 /* ---- locations ------------------------------------------------------------- */
 
-static int loc_eq(const struct profile *p, size_t idx, const void *key)
+static int loc_eq(const void *ctx, size_t idx, const void *key)
 {
+    const struct profile *p = ctx;
     return p->loc_addr[idx] == *(const uint64_t *)key;
 }
 
@@ -460,8 +333,8 @@ uint64_t profile_find_location(struct profile *p, uint64_t address)
 {
     if (address == 0)
         return 0;
-    struct slot *sl =
-        htab_find(p, &p->loc_index, mix64(address), loc_eq, &address);
+    struct htab_slot *sl =
+        htab_find(&p->loc_index, htab_mix(address), loc_eq, p, &address);
     return sl && sl->idx1 ? sl->idx1 : 0;
 }
 
@@ -469,21 +342,18 @@ uint64_t profile_location(struct profile *p, uint64_t mapping_id,
                           uint64_t address, const struct profile_line *lines,
                           size_t nlines)
 {
-    struct slot *sl = NULL;
-    uint64_t h = mix64(address);
+    struct htab_slot *sl = NULL;
+    uint64_t h = htab_mix(address);
     /* Address 0 marks a pseudo frame (e.g. lost samples): each one is its
      * own location, so it never enters the index. */
     if (address != 0) {
-        sl = htab_find_for_insert(p, &p->loc_index, h, loc_eq, &address);
-        if (!sl)
-            return 0;
-        if (sl->idx1)
-            return sl->idx1;
+        uint64_t found = lookup(p, &p->loc_index, h, loc_eq, &address, &sl);
+        if (found || !sl)
+            return found;
     }
-    if (GROW(p, p->loc_addr, p->loc_cap, p->nlocs) != 0)
+    size_t idx = APPEND(p, p->loc_addr, p->loc_cap, p->nlocs, &address);
+    if (idx == SIZE_MAX)
         return 0;
-    size_t idx = p->nlocs++;
-    p->loc_addr[idx] = address;
     if (sl)
         htab_set(&p->loc_index, sl, h, idx);
 
@@ -537,10 +407,8 @@ void profile_sample(struct profile *p, const uint64_t *location_ids,
 static void put_value_type(struct pbuf *b, int field,
                            const struct value_type *vt)
 {
-    size_t m = pb_begin(b, field);
-    pb_int64(b, VALUETYPE_F_TYPE, vt->type);
-    pb_int64(b, VALUETYPE_F_UNIT, vt->unit);
-    pb_end(b, m);
+    uint64_t v[VALUETYPE_F_UNIT] = {(uint64_t)vt->type, (uint64_t)vt->unit};
+    pb_varints_message(b, field, v, VALUETYPE_F_UNIT);
 }
 
 int profile_serialize(struct profile *p, struct pbuf *out)
@@ -555,37 +423,38 @@ int profile_serialize(struct profile *p, struct pbuf *out)
 
     pbuf_append(out, p->samples.data, p->samples.len);
 
+    /* Mapping and Function: every field a varint, numbered 1..n in the
+     * order of profile.proto. */
     for (size_t i = 0; i < p->nmappings; i++) {
         const struct mapping *mp = &p->mappings[i];
-        size_t m = pb_begin(out, PROFILE_F_MAPPING);
-        pb_uint64(out, MAPPING_F_ID, i + 1);
-        pb_uint64(out, MAPPING_F_MEMORY_START, mp->start);
-        pb_uint64(out, MAPPING_F_MEMORY_LIMIT, mp->limit);
-        pb_uint64(out, MAPPING_F_FILE_OFFSET, mp->offset);
-        pb_int64(out, MAPPING_F_FILENAME, mp->filename);
-        pb_int64(out, MAPPING_F_BUILD_ID, mp->build_id);
-        pb_bool(out, MAPPING_F_HAS_FUNCTIONS,
-                mp->flags & PROFILE_HAS_FUNCTIONS);
-        pb_bool(out, MAPPING_F_HAS_FILENAMES,
-                mp->flags & PROFILE_HAS_FILENAMES);
-        pb_bool(out, MAPPING_F_HAS_LINE_NUMBERS,
-                mp->flags & PROFILE_HAS_LINE_NUMBERS);
-        pb_bool(out, MAPPING_F_HAS_INLINE_FRAMES,
-                mp->flags & PROFILE_HAS_INLINE_FRAMES);
-        pb_end(out, m);
+        uint64_t v[MAPPING_F_HAS_INLINE_FRAMES] = {
+            i + 1,
+            mp->start,
+            mp->limit,
+            mp->offset,
+            (uint64_t)mp->filename,
+            (uint64_t)mp->build_id,
+            (mp->flags & PROFILE_HAS_FUNCTIONS) != 0,
+            (mp->flags & PROFILE_HAS_FILENAMES) != 0,
+            (mp->flags & PROFILE_HAS_LINE_NUMBERS) != 0,
+            (mp->flags & PROFILE_HAS_INLINE_FRAMES) != 0,
+        };
+        pb_varints_message(out, PROFILE_F_MAPPING, v,
+                           MAPPING_F_HAS_INLINE_FRAMES);
     }
 
     pbuf_append(out, p->locations.data, p->locations.len);
 
     for (size_t i = 0; i < p->nfunctions; i++) {
         const struct function *f = &p->functions[i];
-        size_t m = pb_begin(out, PROFILE_F_FUNCTION);
-        pb_uint64(out, FUNCTION_F_ID, i + 1);
-        pb_int64(out, FUNCTION_F_NAME, f->name);
-        pb_int64(out, FUNCTION_F_SYSTEM_NAME, f->system_name);
-        pb_int64(out, FUNCTION_F_FILENAME, f->filename);
-        pb_int64(out, FUNCTION_F_START_LINE, f->start_line);
-        pb_end(out, m);
+        uint64_t v[FUNCTION_F_START_LINE] = {
+            i + 1,
+            (uint64_t)f->name,
+            (uint64_t)f->system_name,
+            (uint64_t)f->filename,
+            (uint64_t)f->start_line,
+        };
+        pb_varints_message(out, PROFILE_F_FUNCTION, v, FUNCTION_F_START_LINE);
     }
 
     /* pb_bytes writes empty strings too, so string_table[0] == "" is

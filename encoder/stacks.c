@@ -28,20 +28,12 @@
     (PROFILE_HAS_FUNCTIONS | PROFILE_HAS_FILENAMES |                           \
      PROFILE_HAS_LINE_NUMBERS | PROFILE_HAS_INLINE_FRAMES)
 
-struct loc_slot {
-    uintptr_t pc; /* 0: empty */
-    uint64_t id;
-};
-
 struct stack_encoder {
     struct profile *p;
     size_t nmaps;
     uint64_t *mapping_ids; /* by symbolizer mapping index */
     int *flags;            /* AND of the flags of the mapping's locations */
     unsigned char *used;   /* the mapping has at least one location */
-    struct loc_slot *locs; /* address -> location id */
-    size_t locs_cap;
-    size_t locs_count;
     uint64_t pseudo_ids[FRAME_UNKNOWN + 1];
 };
 
@@ -79,43 +71,6 @@ fail:
     free(se->used);
     free(se);
     return NULL;
-}
-
-static size_t pc_hash(uintptr_t pc, size_t cap)
-{
-    return (size_t)(((uint64_t)pc * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
-}
-
-static int locs_grow(struct stack_encoder *se)
-{
-    size_t ncap = se->locs_cap ? se->locs_cap * 2 : 1024;
-    struct loc_slot *nv = calloc(ncap, sizeof *nv);
-    if (!nv)
-        return -ENOMEM;
-    for (size_t i = 0; i < se->locs_cap; i++) {
-        if (!se->locs[i].pc)
-            continue;
-        size_t j = pc_hash(se->locs[i].pc, ncap);
-        while (nv[j].pc)
-            j = (j + 1) & (ncap - 1);
-        nv[j] = se->locs[i];
-    }
-    free(se->locs);
-    se->locs = nv;
-    se->locs_cap = ncap;
-    return 0;
-}
-
-/* Slot for pc: either its existing entry or the empty slot to fill. NULL
- * only when the table cannot grow. */
-static struct loc_slot *loc_slot(struct stack_encoder *se, uintptr_t pc)
-{
-    if (2 * (se->locs_count + 1) > se->locs_cap && locs_grow(se) != 0)
-        return NULL;
-    size_t i = pc_hash(pc, se->locs_cap);
-    while (se->locs[i].pc && se->locs[i].pc != pc)
-        i = (i + 1) & (se->locs_cap - 1);
-    return &se->locs[i];
 }
 
 /* Pseudo frames share one location per kind with address 0, which the
@@ -188,16 +143,11 @@ size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
         if (pc < FRAME_PSEUDO_MAX) {
             id = pseudo_location(se, pc);
         } else {
-            struct loc_slot *s = loc_slot(se, pc);
-            if (s && s->pc) {
-                id = s->id;
-            } else {
+            /* The profile's own location index says whether this address
+             * was symbolized already. */
+            id = profile_find_location(se->p, pc);
+            if (!id)
                 id = new_location(se, pc);
-                if (s && id) {
-                    *s = (struct loc_slot){pc, id};
-                    se->locs_count++;
-                }
-            }
         }
         /* Out of memory: the frame is dropped rather than the sample. */
         if (id)
@@ -206,9 +156,19 @@ size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
     return out;
 }
 
-void stacks_describe(struct stack_encoder *se, uintptr_t pc, struct pbuf *out)
+void stacks_text_begin(void)
 {
-    (void)se;
+    symbols_lock();
+    symbols_refresh();
+}
+
+void stacks_text_end(void)
+{
+    symbols_unlock();
+}
+
+void stacks_describe(uintptr_t pc, struct pbuf *out)
+{
     struct sym_frame fr[MAX_FRAMES];
     int n = pc < FRAME_PSEUDO_MAX ? 0 : symbols_resolve(pc, fr, MAX_FRAMES);
     if (n == 0) {
@@ -245,6 +205,5 @@ void stacks_end(struct stack_encoder *se)
     free(se->mapping_ids);
     free(se->flags);
     free(se->used);
-    free(se->locs);
     free(se);
 }

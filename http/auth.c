@@ -81,6 +81,19 @@ static int has_scheme(const char *h, size_t len, const char *scheme)
     return 1;
 }
 
+/* Moves *v past leading spaces and returns the length left of n without
+ * the trailing ones. */
+static size_t trim_spaces(const char **v, size_t n)
+{
+    while (n && **v == ' ') {
+        (*v)++;
+        n--;
+    }
+    while (n && (*v)[n - 1] == ' ')
+        n--;
+    return n;
+}
+
 int auth_check(const char *header, const char *token)
 {
     if (!token || !token[0])
@@ -94,24 +107,12 @@ int auth_check(const char *header, const char *token)
 
     if (has_scheme(header, len, "bearer")) {
         const char *v = header + 7;
-        size_t vlen = len - 7;
-        while (vlen && *v == ' ') {
-            v++;
-            vlen--;
-        }
-        while (vlen && v[vlen - 1] == ' ')
-            vlen--;
+        size_t vlen = trim_spaces(&v, len - 7);
         return auth_equal(v, vlen, token, tlen);
     }
     if (has_scheme(header, len, "basic")) {
         const char *v = header + 6;
-        size_t vlen = len - 6;
-        while (vlen && *v == ' ') {
-            v++;
-            vlen--;
-        }
-        while (vlen && v[vlen - 1] == ' ')
-            vlen--;
+        size_t vlen = trim_spaces(&v, len - 6);
         char plain[AUTH_HEADER_MAX];
         int n = auth_base64_decode(v, vlen, plain, sizeof plain);
         if (n < 0)

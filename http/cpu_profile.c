@@ -16,34 +16,11 @@
 
 #include <errno.h>
 
-/* Median of the handler's cost, in ns, from its histogram. */
-static uint64_t handler_median_ns(void)
-{
-    uint64_t total = 0;
-    for (int i = 0; i < CPU_HIST_BUCKETS; i++)
-        total += __atomic_load_n(&cpu_counters.hist[i], __ATOMIC_RELAXED);
-    if (total == 0)
-        return 0;
-    uint64_t seen = 0;
-    for (int i = 0; i < CPU_HIST_BUCKETS; i++) {
-        seen += __atomic_load_n(&cpu_counters.hist[i], __ATOMIC_RELAXED);
-        if (seen * 2 >= total)
-            return (uint64_t)i * CPU_HIST_STEP_NS + CPU_HIST_STEP_NS / 2;
-    }
-    return (uint64_t)CPU_HIST_BUCKETS * CPU_HIST_STEP_NS;
-}
-
 void handle_profile(struct request *r)
 {
-    char buf[64];
     long seconds = 30;
-    if (http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0' &&
-        config_parse_long(buf, 1, 3600, &seconds) != 0) {
-        http_error(r, 400,
-                   "invalid value for \"seconds\" - must be a positive "
-                   "integer (at most 3600)");
+    if (http_param_seconds(r, &seconds) < 0)
         return;
-    }
 
     int err = cpu_profile_start(opt_cpu_hz);
     if (err == -EBUSY) {
@@ -80,24 +57,10 @@ void handle_profile(struct request *r)
         return;
     }
 
-    uint64_t handled = cpu_counters.handled;
-    int64_t lost = (int64_t)cpu_counters.lost;
-    char comment[256];
-    log_snprintf(comment, sizeof comment,
-                 "pprofagent: %llu samples at %d Hz per thread (signal %d), "
-                 "handler median %llu ns, mean %llu ns; lost %llu, leaf-only "
-                 "during dlclose %llu",
-                 (unsigned long long)handled, opt_cpu_hz, cpu_signo,
-                 (unsigned long long)handler_median_ns(),
-                 (unsigned long long)(handled ? cpu_counters.handler_ns / handled
-                                              : 0),
-                 (unsigned long long)cpu_counters.lost,
-                 (unsigned long long)cpu_counters.shallow);
-    log_debug("cpu profile: %s", comment);
-
+    struct write_options o = {.time_nanos = start,
+                              .duration_nanos = end - start};
     struct pbuf out = {0};
-    err = cpu_profile_proto(agg, cpu_period_ns, start, end - start, lost,
-                            cpu_thread_name, comment, &out);
+    err = cpu_write(agg, 0, &o, &out);
     cpu_agg_free(agg);
     cpu_profile_release();
     if (err == 0)

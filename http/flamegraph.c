@@ -26,27 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The CPU profile's duration when the request gives none: long enough for
- * a thousand samples of a busy thread, short enough to wait for. */
-#define FLAME_CPU_SECONDS 10
 /* A gzipped profile never inflates to more than this for the agent's own
  * tables; anything larger is a bug, not a picture. */
 #define FLAME_MAX_PROFILE ((size_t)256 << 20)
-
-/* Routes that are not profiles. */
-static int not_a_profile(const char *name)
-{
-    return strcmp(name, "flamegraph") == 0 || strcmp(name, "cmdline") == 0 ||
-           strcmp(name, "symbol") == 0;
-}
-
-static const struct route *route_named(const char *name)
-{
-    for (size_t i = 0; i < route_count; i++)
-        if (strcmp(routes[i].name, name) == 0)
-            return &routes[i];
-    return NULL;
-}
 
 /* The program's name from /proc/self/comm, for the title. */
 static void program_name(char *buf, size_t size)
@@ -144,28 +126,20 @@ void handle_flamegraph(struct request *r)
     }
     if (strcmp(name, "cpu") == 0)
         snprintf(name, sizeof name, "profile");
-    if (not_a_profile(name)) {
+    const struct route *route = routes_find(name, 0, NULL);
+    if (route && !(route->flags & ROUTE_PROFILE)) {
         http_error(r, 400, "not a profile: choose profile (CPU), heap, "
                            "allocs, block, mutex, threadcreate, ...");
         return;
     }
-    const struct route *route = route_named(name);
     if (!route) {
         http_error(r, 404, "Unknown profile");
         return;
     }
 
-    char buf[64];
-    long seconds = 0;
-    if (http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0' &&
-        config_parse_long(buf, 1, 3600, &seconds) != 0) {
-        http_error(r, 400,
-                   "invalid value for \"seconds\" - must be a positive "
-                   "integer (at most 3600)");
+    long seconds = route->default_seconds;
+    if (http_param_seconds(r, &seconds) < 0)
         return;
-    }
-    if (seconds == 0 && route->handle == handle_profile)
-        seconds = FLAME_CPU_SECONDS;
 
     /* The sub-request: the same connection (so a client that goes away
      * still ends a long profile), the binary form, the duration. */
@@ -179,6 +153,7 @@ void handle_flamegraph(struct request *r)
         .method = "GET",
         .name = route->name,
         .query = query,
+        .route = route,
         .capture = &body,
     };
     route->handle(&sub);

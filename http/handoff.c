@@ -155,6 +155,7 @@ static int start(struct handoff *h, struct request *r,
         .query = copy(r->query),
         .body_len = r->body_len,
         .form_body = r->form_body,
+        .route = r->route,
     };
     if (!h->r.method || !h->r.name || !h->r.query)
         goto fail;

@@ -20,47 +20,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-long heap_profile_count(void)
+long heap_profile_count(const char *name)
 {
+    (void)name;
     return (long)stack_table_count(heap_buckets);
 }
 
-static void describe(char *buf, size_t size, const char *sep)
-{
-    struct heap_stats st;
-    heap_table_stats(&st);
-    log_snprintf(buf, size,
-                 "pprofagent heap: rate=%ld%ssampled=%ld%slive=%ld%s"
-                 "lost=%ld (samples not recorded for lack of table room)",
-                 opt_heap_rate, sep, st.sampled, sep, st.live, sep, st.lost);
-}
-
-/* Encodes records as the debug parameter asks and answers. */
+/* Writes records as the request asked and answers. */
 static void reply_records(struct request *r, const char *name,
-                          const char *default_type,
-                          const struct table_read *tr,
+                          const struct write_options *o,
                           const struct heap_record *recs, size_t n,
                           const char *extra)
 {
     struct pbuf out = {0};
-    char info[400];
-    int err;
-    if (tr->debug != 0) {
-        char trailer[500];
-        describe(info, sizeof info, "\n# ");
-        log_snprintf(trailer, sizeof trailer, "# %s%s%s\n", info,
-                     extra ? "\n# " : "", extra ? extra : "");
-        err = heap_profile_text(recs, n, opt_heap_rate, trailer, &out);
-    } else {
-        char comment[500];
-        describe(info, sizeof info, " ");
-        log_snprintf(comment, sizeof comment, "%s%s%s", info,
-                     extra ? " " : "", extra ? extra : "");
-        err = heap_profile_proto(recs, n, opt_heap_rate, default_type,
-                                 tr->time_nanos, tr->duration_nanos, comment,
-                                 &out);
-    }
-    http_table_reply(r, name, tr, err, &out);
+    int err = heap_write(name, recs, n, extra, o, &out);
+    http_reply(r, name, o, err, &out);
     pbuf_free(&out);
 }
 
@@ -83,40 +57,22 @@ static int param_min_age(struct request *r, int64_t *ns)
     return 1;
 }
 
-/* Records of the live samples at least min_age_ns old, now. */
-static int min_age_records(int64_t min_age_ns, int by_age,
-                           struct heap_record **out, size_t *n)
-{
-    struct heap_live *live = NULL;
-    size_t nlive = 0;
-    if (heap_table_live(&live, &nlive) != 0)
-        return -ENOMEM;
-    int64_t now = heap_table_now_ns();
-    /* Twice the room: a delta appends the earlier copy's leftovers. */
-    *out = malloc((2 * nlive + 1) * sizeof **out);
-    if (!*out) {
-        free(live);
-        return -ENOMEM;
-    }
-    *n = heap_records_min_age(live, nlive, now, min_age_ns, by_age, *out);
-    free(live);
-    return 0;
-}
-
 /* heap?min_age=N (and allocs): only live samples at least N s old. With
  * seconds=S, the change over S seconds of that set, per bucket. */
 static void serve_min_age(struct request *r, const char *name,
-                          const char *default_type, int64_t min_age_ns)
+                          int64_t min_age_ns)
 {
     struct table_read tr = {0};
-    tr.debug = http_param_debug(r);
-    if (http_param_delta_seconds(r, 1, tr.debug, &tr.seconds) != 0)
+    tr.o.debug = http_param_debug(r);
+    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug,
+                                 &tr.seconds) != 0)
         return;
     int64_t start = agent_now_ns();
     struct heap_record *recs = NULL, *later = NULL;
     size_t n = 0, nlater = 0;
-    if (min_age_records(min_age_ns, tr.seconds == 0 && tr.debug == 0, &recs,
-                        &n) != 0) {
+    if (heap_records_take_min_age(min_age_ns,
+                                  tr.seconds == 0 && tr.o.debug == 0, &recs,
+                                  &n) != 0) {
         http_error(r, 500, "failed to collect profile");
         return;
     }
@@ -126,83 +82,61 @@ static void serve_min_age(struct request *r, const char *name,
             http_error(r, 500, "context canceled");
             return;
         }
-        if (min_age_records(min_age_ns, 0, &later, &nlater) != 0) {
-            free(recs);
-            http_error(r, 500, "failed to collect profile");
-            return;
-        }
-        struct heap_record *both =
-            realloc(later, (nlater + n + 1) * sizeof *later);
-        if (!both) {
-            free(recs);
+        int err = heap_records_take_min_age(min_age_ns, 0, &later, &nlater);
+        if (err == 0)
+            err = heap_records_delta(&later, &nlater, recs, n);
+        free(recs);
+        if (err != 0) {
             free(later);
             http_error(r, 500, "failed to collect profile");
             return;
         }
-        later = both;
-        nlater = heap_records_subtract(later, nlater, recs, n);
-        free(recs);
         recs = later;
         n = nlater;
     }
     int64_t end = agent_now_ns();
-    tr.time_nanos = tr.seconds > 0 ? end : start;
-    tr.duration_nanos = tr.seconds > 0 ? end - start : 0;
+    tr.o.time_nanos = tr.seconds > 0 ? end : start;
+    tr.o.duration_nanos = tr.seconds > 0 ? end - start : 0;
     char extra[80];
     log_snprintf(extra, sizeof extra, "min_age=%lldms",
                  (long long)(min_age_ns / 1000000));
-    reply_records(r, name, default_type, &tr, recs, n, extra);
+    reply_records(r, name, &tr.o, recs, n, extra);
     free(recs);
 }
 
-static void serve_heap(struct request *r, const char *name,
-                       const char *default_type)
+static void serve_heap(struct request *r, const char *name)
 {
     int64_t min_age_ns = 0;
     int has_min_age = param_min_age(r, &min_age_ns);
     if (has_min_age < 0)
         return;
     if (has_min_age) {
-        serve_min_age(r, name, default_type, min_age_ns);
+        serve_min_age(r, name, min_age_ns);
         return;
     }
-    /* A full proto profile labels live samples with their age: the live
-     * copy is taken before the counters, so each of its samples is
-     * already counted there. */
     char sbuf[8];
-    struct heap_live *live = NULL;
-    size_t nlive = 0;
-    int aged = http_param_debug(r) == 0 &&
-               !http_param(r, "seconds", sbuf, sizeof sbuf) &&
-               heap_table_live(&live, &nlive) == 0;
-    int64_t now = heap_table_now_ns();
-
-    struct table_read tr;
-    if (http_table_snapshot(r, heap_buckets, &tr) != 0) {
-        free(live);
-        return;
+    struct table_read tr = {0};
+    struct heap_record *recs = NULL;
+    size_t n = 0;
+    int err;
+    if (!http_param(r, "seconds", sbuf, sizeof sbuf)) {
+        /* A full profile: the proto labels live samples with their age. */
+        tr.o.debug = http_param_debug(r);
+        tr.o.time_nanos = agent_now_ns();
+        err = heap_records_take(tr.o.debug == 0, &recs, &n, &tr.snap);
+    } else {
+        if (http_table_snapshot(r, heap_buckets, &tr) != 0)
+            return;
+        err = heap_records_of(&tr.snap, tr.seconds > 0, 0, NULL, 0, 0, &recs,
+                              &n);
+        if (err)
+            stack_snapshot_free(&tr.snap);
     }
-    size_t room = tr.snap.n ? tr.snap.n : 1;
-    struct heap_record *recs = malloc(room * sizeof *recs);
-    struct heap_record *split =
-        aged ? malloc(room * (HEAP_AGE_BUCKETS + 1) * sizeof *split) : NULL;
-    if (!recs || (aged && !split)) {
-        free(recs);
-        free(split);
-        free(live);
-        stack_snapshot_free(&tr.snap);
+    if (err) {
         http_error(r, 500, "failed to collect profile");
         return;
     }
-    size_t n = heap_records_from_snapshot(&tr.snap, tr.seconds > 0, recs);
-    if (aged) {
-        n = heap_records_by_age(recs, n, live, nlive, now, split);
-        free(recs);
-        recs = split;
-    }
-    free(live);
-
-    reply_records(r, name, default_type, &tr, recs, n, NULL);
+    reply_records(r, name, &tr.o, recs, n, NULL);
     free(recs);
     stack_snapshot_free(&tr.snap);
 }
@@ -214,46 +148,31 @@ static void serve_heap(struct request *r, const char *name,
 void handle_peak(struct request *r)
 {
     struct table_read tr = {0};
-    tr.debug = http_param_debug(r);
-    if (http_param_delta_seconds(r, 0, tr.debug, &tr.seconds) != 0)
+    tr.o.debug = http_param_debug(r);
+    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug,
+                                 &tr.seconds) != 0)
         return;
     char buf[8];
     int reset = http_param(r, "reset", buf, sizeof buf) &&
                 strcmp(buf, "0") != 0 && buf[0] != '\0';
-    if (stack_table_snapshot(heap_buckets, &tr.snap) != 0) {
-        http_error(r, 500, "failed to collect profile");
-        return;
-    }
-    struct heap_peak_info info;
-    heap_peak_apply(&tr.snap, &info, reset);
-    struct heap_record *recs =
-        malloc((tr.snap.n ? tr.snap.n : 1) * sizeof *recs);
-    if (!recs) {
-        stack_snapshot_free(&tr.snap);
-        http_error(r, 500, "failed to collect profile");
-        return;
-    }
-    size_t n = heap_records_from_snapshot(&tr.snap, 0, recs);
-    int64_t shown = 0;
-    for (size_t i = 0; i < n; i++)
-        shown += (int64_t)llround((double)recs[i].alloc_objects *
-                                  (double)recs[i].size *
-                                  heap_scale(recs[i].size, opt_heap_rate));
-    tr.time_nanos = info.time_ns ? info.time_ns : agent_now_ns();
+    struct heap_record *recs;
+    size_t n;
     char extra[300];
-    log_snprintf(extra, sizeof extra,
-                 "peak: inuse=%lld high_water=%lld highs=%ld "
-                 "since_unix_ms=%lld (0: start)%s",
-                 (long long)shown, (long long)info.high_water_bytes,
-                 info.highs, (long long)(info.since_ns / 1000000),
-                 reset ? " (reset: a new period starts now)" : "");
-    reply_records(r, "peak", NULL, &tr, recs, n, extra);
+    if (heap_records_take_peak(reset, &recs, &n, &tr.snap, &tr.o.time_nanos,
+                               extra, sizeof extra) != 0) {
+        http_error(r, 500, "failed to collect profile");
+        return;
+    }
+    if (!tr.o.time_nanos)
+        tr.o.time_nanos = agent_now_ns();
+    reply_records(r, "peak", &tr.o, recs, n, extra);
     free(recs);
     stack_snapshot_free(&tr.snap);
 }
 
-long heap_peak_count(void)
+long heap_peak_count(const char *name)
 {
+    (void)name;
     struct stack_snapshot s;
     if (stack_table_snapshot(heap_buckets, &s) != 0)
         return 0;
@@ -268,10 +187,10 @@ long heap_peak_count(void)
 
 void handle_heap(struct request *r)
 {
-    serve_heap(r, "heap", NULL);
+    serve_heap(r, "heap");
 }
 
 void handle_allocs(struct request *r)
 {
-    serve_heap(r, "allocs", "alloc_space");
+    serve_heap(r, "allocs");
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "encoder/encoder.h"
 
 struct mg_connection;
 struct pbuf;
@@ -36,7 +37,8 @@ struct request {
     char *body;        /* request body (POST), NUL-terminated; may be NULL */
     size_t body_len;
     int form_body;     /* body is application/x-www-form-urlencoded */
-    /* A sub-request (flamegraph.c, stats.c): when capture is set, the
+    const struct route *route; /* the route serving it (NULL: none) */
+    /* A sub-request (flamegraph.c): when capture is set, the
      * response helpers append the body there and set capture_status
      * instead of writing to conn (still used to notice a client gone). */
     struct pbuf *capture;
@@ -82,6 +84,14 @@ int http_param(struct request *r, const char *name, char *out, size_t size);
 /* Go's Atoi-style "debug" parameter: absent or invalid is 0. */
 int http_param_debug(struct request *r);
 
+/* The "seconds" parameter, 1 to 3600: returns 1 with *seconds set, 0 when
+ * absent or empty (*seconds untouched), -1 after answering 400. */
+int http_param_seconds(struct request *r, long *seconds);
+
+/* Appends s with the five HTML-special characters as entities (as Go's
+ * html.EscapeString). Not async-signal-safe. */
+void http_html_escape(struct pbuf *b, const char *s);
+
 /*
  * The checks of Go's delta profiles (?seconds=N on a named profile):
  * returns 0 and *seconds = 0 when absent, 0 and *seconds > 0 when valid,
@@ -116,12 +126,17 @@ int auth_equal(const char *a, size_t alen, const char *b, size_t blen);
  * Returns the number of bytes or -1 (bad input, or more than size). */
 int auth_base64_decode(const char *in, size_t len, char *out, size_t size);
 
-enum path_kind { PATH_NOT_FOUND, PATH_REDIRECT, PATH_INDEX, PATH_NAMED };
+enum path_kind {
+    PATH_NOT_FOUND,
+    PATH_REDIRECT,
+    PATH_INDEX,
+    PATH_NAMED, /* /debug/pprof/NAME */
+    PATH_BESIDE /* /debug/NAME, beside /debug/pprof/ */
+};
 /* Classifies a request path (already %-decoded and normalized by
- * civetweb); for PATH_NAMED, *name points into uri after /debug/pprof/. */
+ * civetweb); for PATH_NAMED and PATH_BESIDE, *name points into uri after
+ * /debug/pprof/ or /debug/. */
 enum path_kind path_classify(const char *uri, const char **name);
-/* The route whose name is exactly name, or NULL. */
-const struct route *path_find_route(const char *name);
 
 /* Calls fn for every nonzero address in a symbolz request ('+'-separated
  * tokens with C base prefixes; anything else is skipped, as Go does). */
@@ -138,58 +153,78 @@ extern long http_status_counts[HTTP_STATUS_SLOTS];
  * line itself calls this). Not async-signal-safe. */
 void http_count_status(int status);
 
+/* ---- routes (routes.c) --------------------------------------------------- */
+
+#define ROUTE_LISTED 1  /* a row of the index table */
+#define ROUTE_PROFILE 2 /* a profile.proto at debug=0, with a flame graph */
+#define ROUTE_LONG 4    /* waits for seconds even without ?seconds=N */
+#define ROUTE_DELTA 8   /* ?seconds=N asks for a delta (which waits) */
+#define ROUTE_CPU 16    /* takes the one CPU profiler */
+#define ROUTE_BESIDE 32 /* served at /debug/NAME, not /debug/pprof/NAME */
+
+/* An endpoint: name, handler, the one-line description of the index page,
+ * the count it shows (NULL: 0; given the route's name), its ROUTE_* flags,
+ * and the seconds a flame graph asks of it (0: a snapshot). */
+struct route {
+    const char *name;
+    void (*handle)(struct request *r);
+    const char *description;
+    long (*count)(const char *name);
+    int flags;
+    int default_seconds;
+};
+extern const struct route routes[];
+extern const size_t route_count;
+/* Room routes_listed() may need. */
+#define ROUTES_MAX 64
+
+/* The route called name, served beside /debug/pprof/ (beside = 1) or
+ * under it; for a custom profile (only when custom is not NULL) the route
+ * is written to *custom. NULL when there is none. Not async-signal-safe. */
+const struct route *routes_find(const char *name, int beside,
+                                struct route *custom);
+/* The listed routes, built-in and custom (their routes written to custom,
+ * room for CUSTOM_MAX_PROFILES), in name order, into out (room for
+ * ROUTES_MAX + CUSTOM_MAX_PROFILES). Returns how many.
+ * Not async-signal-safe. */
+size_t routes_listed(const struct route **out, struct route *custom);
+/* 1 when the request's route accepts ?seconds=N as a delta. */
+static inline int http_delta_ok(const struct request *r)
+{
+    return r->route && (r->route->flags & ROUTE_DELTA);
+}
+
 /* ---- endpoints ----------------------------------------------------------- */
 
-void handle_index(struct request *r);
-void handle_cmdline(struct request *r);
-void handle_symbol(struct request *r);
-void handle_threadcreate(struct request *r);
-/* processes.c: the processes announced in the run directory, as text
- * (the route) and as a table for the index page. */
-void handle_processes(struct request *r);
+/* Every handler, void handle_NAME(struct request *r), one per file named
+ * for it (heap and allocs and peak: heap.c; block and mutex: contention.c;
+ * profile: cpu_profile.c; custom: every custom profile), and every count
+ * the index shows, long NAME_count(const char *route_name). Listed once so
+ * that the fuzz targets' stubs define the same set. */
+#define HTTP_HANDLERS(X)                                                       \
+    X(index) X(cmdline) X(symbol) X(threadcreate) X(processes) X(profile)      \
+    X(block) X(mutex) X(heap) X(allocs) X(peak) X(memory) X(flamegraph)        \
+    X(stats) X(charts) X(goroutine) X(custom)
+#define HTTP_COUNTS(X)                                                         \
+    X(threadcreate) X(block) X(mutex) X(heap_profile) X(heap_peak) X(goroutine)
+#define HTTP_DECLARE_HANDLER(name) void handle_##name(struct request *r);
+#define HTTP_DECLARE_COUNT(name) long name##_count(const char *route_name);
+HTTP_HANDLERS(HTTP_DECLARE_HANDLER)
+HTTP_COUNTS(HTTP_DECLARE_COUNT)
+
+/* The processes announced in the run directory as a table for the index
+ * page (processes.c). */
 void processes_html(struct pbuf *b);
-void handle_profile(struct request *r); /* cpu_profile.c */
-void handle_block(struct request *r);
-void handle_mutex(struct request *r);
-long block_count(void);
-long mutex_count(void);
-void handle_heap(struct request *r);   /* heap.c */
-void handle_allocs(struct request *r); /* heap.c */
-long heap_profile_count(void);
-void handle_peak(struct request *r); /* heap.c */
-void handle_memory(struct request *r); /* memory.c: /debug/memory */
 /* The charts page's section on /debug/memory (memory_chart.c): HTML and
  * its script, spliced in before </body>. */
 extern const char memory_chart_section[];
 extern const size_t memory_chart_section_len;
-long heap_peak_count(void);
-/* Flame graphs, stats and charts (flamegraph.c, stats.c, charts.c). */
-void handle_flamegraph(struct request *r);
-void handle_charts(struct request *r);
-/* Serves /debug/stats and /debug/charts: returns 1 when uri is one of
- * them (answered), 0 otherwise. Not async-signal-safe. */
-int debug_pages_serve(struct request *r, const char *uri);
-/* Threads profile and custom profiles (goroutine.c, custom.c). */
-void handle_goroutine(struct request *r);
-long goroutine_count(void);
-/* Serves r->name when it is a custom profile: returns 1 when it answered,
- * 0 when no custom profile has that name. Not async-signal-safe. */
-int custom_profile_serve(struct request *r);
-/* Appends the index rows of custom profiles (descriptions = 0: table rows
- * with counts; 1: description items) whose names sort before `before`
- * (NULL: all the rest), continuing from *pos (start at 0), so that the
- * index interleaves them with the built-in rows in name order.
- * Not async-signal-safe. */
-void custom_index_rows(struct pbuf *b, int descriptions, const char *before,
-                       size_t *pos);
 
 /* A stack table read for one request (table_snapshot.c). */
 struct table_read {
-    int debug;                  /* the debug parameter */
+    struct write_options o;     /* debug, and the profile's time window */
     long seconds;               /* > 0: snap is a delta over that time */
     struct stack_snapshot snap; /* the caller frees it */
-    int64_t time_nanos;         /* the profile's time (the later snapshot) */
-    int64_t duration_nanos;     /* the delta's length, 0 for a full profile */
 };
 /* Checks debug and seconds as Go does, then snapshots t, or takes the
  * difference of two snapshots seconds apart. Returns 0 with out filled, or
@@ -197,30 +232,16 @@ struct table_read {
 struct stack_table;
 int http_table_snapshot(struct request *r, struct stack_table *t,
                         struct table_read *out);
-/* Answers a request read with http_table_snapshot(): out (already encoded
- * by the caller, err its status) as text when debug was set, otherwise as
- * the profile "name" or "name-delta"; 500 when err is not 0.
- * Not async-signal-safe. */
-void http_table_reply(struct request *r, const char *name,
-                      const struct table_read *tr, int err,
-                      const struct pbuf *out);
+/* Answers with a profile a writer produced (err its status): text when
+ * o->debug was set, otherwise the profile "name", or "name-delta" for a
+ * delta; 500 when err is not 0. Not async-signal-safe. */
+void http_reply(struct request *r, const char *name,
+                const struct write_options *o, int err,
+                const struct pbuf *out);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */
-struct stack_table;
 void serve_count_table(struct request *r, const char *name,
                        struct stack_table *t);
-
-/* A row of the index page and a route: name, handler, one-line
- * description, and a function giving the count shown (NULL: 0). */
-struct route {
-    const char *name;
-    void (*handle)(struct request *r);
-    const char *description;
-    long (*count)(void);
-    int listed; /* shown in the index table */
-};
-extern const struct route routes[];
-extern const size_t route_count;
 
 #endif

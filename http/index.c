@@ -7,32 +7,12 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/custom.h"
 #include "agent/symbols.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static void put_escaped(struct pbuf *b, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': pbuf_puts(b, "&lt;"); break;
-        case '>': pbuf_puts(b, "&gt;"); break;
-        case '&': pbuf_puts(b, "&amp;"); break;
-        case '\'': pbuf_puts(b, "&#39;"); break;
-        case '"': pbuf_puts(b, "&#34;"); break;
-        default: pbuf_append(b, s, 1);
-        }
-    }
-}
-
-static int by_name(const void *a, const void *b)
-{
-    const struct route *x = *(const struct route *const *)a;
-    const struct route *y = *(const struct route *const *)b;
-    return strcmp(x->name, y->name);
-}
 
 static void put_setting(struct pbuf *b, const char *name, long value,
                         const char *meaning)
@@ -47,19 +27,27 @@ static void put_unnamed(void *arg, const char *path, const char *build_id,
 {
     struct pbuf *b = arg;
     pbuf_puts(b, "<li>");
-    put_escaped(b, path);
+    http_html_escape(b, path);
     pbuf_printf(b, " (build ID %s): %s</li>\n", build_id[0] ? build_id : "none",
                 exported_only ? "exported functions only" : "no symbols");
 }
 
+/* open, x, middle, y, close, with x and y escaped. */
+static void put_item(struct pbuf *b, const char *open, const char *x,
+                     const char *middle, const char *y, const char *close)
+{
+    pbuf_puts(b, open);
+    http_html_escape(b, x);
+    pbuf_puts(b, middle);
+    http_html_escape(b, y);
+    pbuf_puts(b, close);
+}
+
 void handle_index(struct request *r)
 {
-    const struct route *sorted[64];
-    size_t n = 0;
-    for (size_t i = 0; i < route_count && n < 64; i++)
-        if (routes[i].listed)
-            sorted[n++] = &routes[i];
-    qsort(sorted, n, sizeof sorted[0], by_name);
+    const struct route *sorted[ROUTES_MAX + CUSTOM_MAX_PROFILES];
+    struct route custom[CUSTOM_MAX_PROFILES];
+    size_t n = routes_listed(sorted, custom);
 
     struct pbuf b = {0};
     pbuf_puts(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n"
@@ -67,41 +55,28 @@ void handle_index(struct request *r)
                   "\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
                   "/debug/pprof/<br>\n<br>\nTypes of profiles available:\n"
                   "<table>\n<thead><td>Count</td><td>Profile</td></thead>\n");
-    size_t custom_pos = 0;
     for (size_t i = 0; i < n; i++) {
-        custom_index_rows(&b, 0, sorted[i]->name, &custom_pos);
-        long count = sorted[i]->count ? sorted[i]->count() : 0;
-        pbuf_printf(&b, "<tr><td>%ld</td><td><a href='", count);
-        put_escaped(&b, sorted[i]->name);
-        pbuf_puts(&b, "?debug=1'>");
-        put_escaped(&b, sorted[i]->name);
-        pbuf_puts(&b, "</a></td></tr>\n");
+        long count = sorted[i]->count ? sorted[i]->count(sorted[i]->name) : 0;
+        pbuf_printf(&b, "<tr><td>%ld</td><td>", count);
+        put_item(&b, "<a href='", sorted[i]->name, "?debug=1'>",
+                 sorted[i]->name, "</a></td></tr>\n");
     }
-    custom_index_rows(&b, 0, NULL, &custom_pos);
     pbuf_puts(&b, "</table>\n<a href='goroutine?debug=2'>full goroutine "
                   "stack dump</a>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
-    custom_pos = 0;
-    for (size_t i = 0; i < n; i++) {
-        custom_index_rows(&b, 1, sorted[i]->name, &custom_pos);
-        pbuf_puts(&b, "<li><div class=profile-name>");
-        put_escaped(&b, sorted[i]->name);
-        pbuf_puts(&b, ": </div> ");
-        put_escaped(&b, sorted[i]->description);
-        pbuf_puts(&b, "</li>\n");
-    }
-    custom_index_rows(&b, 1, NULL, &custom_pos);
+    for (size_t i = 0; i < n; i++)
+        put_item(&b, "<li><div class=profile-name>", sorted[i]->name,
+                 ": </div> ", sorted[i]->description, "</li>\n");
     pbuf_puts(&b, "</ul>\n</p>\n<p>\nFlame graphs (SVG, open in a "
                   "browser):\n<ul>\n");
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(sorted[i]->name, "cmdline") == 0)
+        if (!(sorted[i]->flags & ROUTE_PROFILE))
             continue;
-        pbuf_puts(&b, "<li><a href='flamegraph?profile=");
-        put_escaped(&b, sorted[i]->name);
-        pbuf_puts(&b, "'>");
-        put_escaped(&b, sorted[i]->name);
-        pbuf_puts(&b, strcmp(sorted[i]->name, "profile") == 0
-                          ? " (CPU, 10 s)</a></li>\n"
-                          : "</a></li>\n");
+        char end[64] = "</a></li>\n";
+        if (sorted[i]->flags & ROUTE_CPU)
+            log_snprintf(end, sizeof end, " (CPU, %d s)</a></li>\n",
+                         sorted[i]->default_seconds);
+        put_item(&b, "<li><a href='flamegraph?profile=", sorted[i]->name,
+                 "'>", sorted[i]->name, end);
     }
     pbuf_puts(&b, "</ul>\nThe process at a glance: <a href='../stats'>"
                   "/debug/stats</a> (JSON) and <a href='../charts'>"

@@ -1,8 +1,8 @@
 /*
  * The parsers of request paths and symbolz input, kept apart from the
  * handlers so test/fuzz/ can run them alone. Paths: which part of
- * /debug/pprof/ a path asks for, and the route serving a name; only exact
- * names from the routes table are served, everything else is 404, so no
+ * /debug/pprof/ (or /debug/) a path asks for; only exact names from the
+ * routes registry (routes.c) are served, everything else is 404, so no
  * path reaches a file, a directory listing or anything of civetweb's own.
  *
  * Runs on the agent's server threads over attacker-controlled bytes; never
@@ -15,6 +15,7 @@
 #include <string.h>
 
 static const char prefix[] = "/debug/pprof/";
+static const char beside[] = "/debug/";
 
 enum path_kind path_classify(const char *uri, const char **name)
 {
@@ -23,18 +24,19 @@ enum path_kind path_classify(const char *uri, const char **name)
         return PATH_NOT_FOUND;
     if (strcmp(uri, "/debug/pprof") == 0)
         return PATH_REDIRECT;
-    if (strncmp(uri, prefix, sizeof prefix - 1) != 0)
-        return PATH_NOT_FOUND;
-    *name = uri + sizeof prefix - 1;
-    return (*name)[0] == '\0' ? PATH_INDEX : PATH_NAMED;
-}
-
-const struct route *path_find_route(const char *name)
-{
-    for (size_t i = 0; i < route_count; i++)
-        if (strcmp(routes[i].name, name) == 0)
-            return &routes[i];
-    return NULL;
+    if (strncmp(uri, prefix, sizeof prefix - 1) == 0) {
+        *name = uri + sizeof prefix - 1;
+        return (*name)[0] == '\0' ? PATH_INDEX : PATH_NAMED;
+    }
+    /* /debug/stats and the like live beside /debug/pprof/: a name without
+     * a further slash, which only a route flagged ROUTE_BESIDE serves. */
+    if (strncmp(uri, beside, sizeof beside - 1) == 0 &&
+        uri[sizeof beside - 1] != '\0' &&
+        !strchr(uri + sizeof beside - 1, '/')) {
+        *name = uri + sizeof beside - 1;
+        return PATH_BESIDE;
+    }
+    return PATH_NOT_FOUND;
 }
 
 /* Parses one token as strtoull with base 0 would, but the whole token must

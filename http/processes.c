@@ -23,20 +23,6 @@ struct listing {
     int html;
 };
 
-static void put_html_text(struct pbuf *b, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': pbuf_puts(b, "&lt;"); break;
-        case '>': pbuf_puts(b, "&gt;"); break;
-        case '&': pbuf_puts(b, "&amp;"); break;
-        case '\'': pbuf_puts(b, "&#39;"); break;
-        case '"': pbuf_puts(b, "&#34;"); break;
-        default: pbuf_append(b, s, 1);
-        }
-    }
-}
-
 static void put_one(void *arg, const struct rundir_entry *e)
 {
     struct listing *l = arg;
@@ -47,11 +33,11 @@ static void put_one(void *arg, const struct rundir_entry *e)
         return;
     }
     pbuf_printf(l->b, "<tr><td>%d</td><td>%d</td><td>", e->pid, e->ppid);
-    put_html_text(l->b, e->program);
+    http_html_escape(l->b, e->program);
     pbuf_puts(l->b, "</td><td><a href='http://");
-    put_html_text(l->b, e->addr);
+    http_html_escape(l->b, e->addr);
     pbuf_puts(l->b, "/debug/pprof/'>");
-    put_html_text(l->b, e->addr);
+    http_html_escape(l->b, e->addr);
     pbuf_printf(l->b, "</a>%s</td></tr>\n", self ? " (this process)" : "");
 }
 
@@ -60,9 +46,9 @@ void processes_html(struct pbuf *b)
     if (!opt_run_dir[0])
         return;
     pbuf_puts(b, "<p>\nProcesses of this service (family ");
-    put_html_text(b, rundir_family());
+    http_html_escape(b, rundir_family());
     pbuf_puts(b, " in PPROF_RUN_DIR ");
-    put_html_text(b, opt_run_dir);
+    http_html_escape(b, opt_run_dir);
     pbuf_puts(b, "):\n<table>\n<thead><td>pid</td><td>ppid</td>"
                  "<td>program</td><td>profiles</td></thead>\n");
     struct listing l = {b, 1};

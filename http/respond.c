@@ -133,6 +133,20 @@ void http_send_text(struct request *r, const struct pbuf *text)
               text->len);
 }
 
+void http_html_escape(struct pbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': pbuf_puts(b, "&lt;"); break;
+        case '>': pbuf_puts(b, "&gt;"); break;
+        case '&': pbuf_puts(b, "&amp;"); break;
+        case '\'': pbuf_puts(b, "&#39;"); break;
+        case '"': pbuf_puts(b, "&#34;"); break;
+        default: pbuf_append(b, s, 1);
+        }
+    }
+}
+
 int http_param(struct request *r, const char *name, char *out, size_t size)
 {
     if (size == 0)
@@ -164,20 +178,28 @@ int http_param_debug(struct request *r)
     return (int)v;
 }
 
-int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
-                             long *seconds)
+int http_param_seconds(struct request *r, long *seconds)
 {
     char buf[64];
-    *seconds = 0;
     if (!http_param(r, "seconds", buf, sizeof buf) || buf[0] == '\0')
         return 0;
-    long v;
-    if (config_parse_long(buf, 1, 3600, &v) != 0) {
+    if (config_parse_long(buf, 1, 3600, seconds) != 0) {
         http_error(r, 400,
                    "invalid value for \"seconds\" - must be a positive "
                    "integer (at most 3600)");
         return -1;
     }
+    return 1;
+}
+
+int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
+                             long *seconds)
+{
+    long v = 0;
+    *seconds = 0;
+    int got = http_param_seconds(r, &v);
+    if (got <= 0)
+        return got;
     if (!delta_ok) {
         http_error(r, 400,
                    "\"seconds\" parameter is not supported for this profile "

@@ -117,20 +117,22 @@ static void unauthorized(struct mg_connection *conn)
     mg_write(conn, body, sizeof body - 1);
 }
 
-/* A request that waits for seconds: a CPU profile (30 s by default) or a
- * delta (?seconds=N) of any other profile. */
+/* A request that waits for seconds: one that always does (a CPU profile,
+ * 30 s by default; a flame graph) or a delta (?seconds=N) of a profile. */
 static int is_long(struct request *r, const struct route *route)
 {
     char buf[8];
-    if (route->handle == handle_profile || route->handle == handle_flamegraph)
+    if (route->flags & ROUTE_LONG)
         return 1;
-    return http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0';
+    return (route->flags & ROUTE_DELTA) &&
+           http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0';
 }
 
 static void serve_route(struct request *r, const struct route *route)
 {
+    r->route = route;
     if (is_long(r, route))
-        handoff_serve(r, route->handle, route->handle == handle_profile);
+        handoff_serve(r, route->handle, (route->flags & ROUTE_CPU) != 0);
     else
         route->handle(r);
 }
@@ -151,7 +153,9 @@ static int handle(struct mg_connection *conn, void *data)
         .query = ri->query_string ? ri->query_string : "",
     };
 
-    switch (path_classify(ri->local_uri ? ri->local_uri : "/", &r.name)) {
+    enum path_kind kind =
+        path_classify(ri->local_uri ? ri->local_uri : "/", &r.name);
+    switch (kind) {
     case PATH_REDIRECT:
         http_count_status(301);
         mg_printf(conn, "HTTP/1.1 301 Moved Permanently\r\n"
@@ -159,11 +163,9 @@ static int handle(struct mg_connection *conn, void *data)
                         "Content-Length: 0\r\nConnection: close\r\n\r\n");
         return 301;
     case PATH_NOT_FOUND:
-        /* /debug/stats and /debug/charts live beside /debug/pprof/. */
-        if (debug_pages_serve(&r, ri->local_uri ? ri->local_uri : "/"))
-            return 200;
         http_error(&r, 404, "404 page not found");
         return 404;
+    case PATH_BESIDE:
     case PATH_INDEX:
     case PATH_NAMED:
         break;
@@ -172,15 +174,18 @@ static int handle(struct mg_connection *conn, void *data)
         http_error(&r, 413, "request body too large");
         return 413;
     }
-    if (r.name[0] == '\0') {
+    struct route custom;
+    const struct route *route =
+        kind == PATH_INDEX ? NULL
+                           : routes_find(r.name, kind == PATH_BESIDE, &custom);
+    if (kind == PATH_INDEX)
         handle_index(&r);
-    } else {
-        const struct route *route = path_find_route(r.name);
-        if (route)
-            serve_route(&r, route);
-        else if (!custom_profile_serve(&r))
-            http_error(&r, 404, "Unknown profile");
-    }
+    else if (route)
+        serve_route(&r, route);
+    else if (kind == PATH_BESIDE)
+        http_error(&r, 404, "404 page not found");
+    else
+        http_error(&r, 404, "Unknown profile");
     free(r.body);
     return 200;
 }

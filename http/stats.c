@@ -16,9 +16,10 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/fds.h"
+#include "agent/heap.h"
 #include "agent/proc.h"
 #include "encoder/encoder.h"
-#include "encoder/flamegraph.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -118,32 +119,23 @@ static double cpu_percent(int64_t cpu_ns, double uptime)
     return pct < 0 ? 0 : pct;
 }
 
-/* The sampled heap in use, from the heap profile, unsampled as pprof
- * shows it. Returns 0 or -errno. */
-static int heap_inuse(int64_t *bytes, int64_t *objects, struct request *r)
+/* The sampled heap in use, unsampled as /debug/pprof/heap shows it
+ * (encoder/heap.c): the same records, added up without encoding them.
+ * Returns 0 or -errno. */
+static int heap_inuse(int64_t *bytes, int64_t *objects)
 {
-    struct pbuf gz = {0}, raw = {0};
-    struct request sub = {
-        .conn = r->conn, .method = "GET", .name = "heap", .query = "",
-        .capture = &gz,
-    };
-    handle_heap(&sub);
-    int err = sub.capture_status == 200 && !gz.oom ? 0 : -EIO;
-    if (err == 0)
-        err = gzip_decompress(gz.data, gz.len, (size_t)256 << 20, &raw);
-    pbuf_free(&gz);
-    struct decoded_profile p;
-    if (err == 0)
-        err = decoded_profile_read(raw.data, raw.len, &p);
-    pbuf_free(&raw);
-    if (err != 0)
+    if (!heap_buckets)
+        return -ENOENT;
+    struct stack_snapshot snap;
+    struct heap_record *recs;
+    size_t n;
+    int err = heap_records_take(1, &recs, &n, &snap);
+    if (err)
         return err;
-    int ib = decoded_sample_index(&p, "inuse_space");
-    int io = decoded_sample_index(&p, "inuse_objects");
-    *bytes = ib >= 0 ? decoded_total(&p, ib) : 0;
-    *objects = io >= 0 ? decoded_total(&p, io) : 0;
-    decoded_profile_free(&p);
-    return ib >= 0 ? 0 : -ENOENT;
+    heap_totals(recs, n, opt_heap_rate, bytes, objects);
+    free(recs);
+    stack_snapshot_free(&snap);
+    return 0;
 }
 
 /* ---- allocator statistics ------------------------------------------------- */
@@ -253,7 +245,7 @@ static void put_http(struct pbuf *b)
     pbuf_puts(b, "}}");
 }
 
-static void handle_stats(struct request *r)
+void handle_stats(struct request *r)
 {
     struct proc_stat st = {0};
     int have_stat = read_stat(&st) == 0;
@@ -279,7 +271,7 @@ static void handle_stats(struct request *r)
                 (double)cpu_ns / 1e9, pct, sysconf(_SC_NPROCESSORS_ONLN));
 
     int64_t bytes = 0, objects = 0;
-    if (opt_heap_rate > 0 && heap_inuse(&bytes, &objects, r) == 0)
+    if (opt_heap_rate > 0 && heap_inuse(&bytes, &objects) == 0)
         pbuf_printf(&b,
                     "\"heap_inuse_bytes\": %lld, \"heap_inuse_objects\": %lld, ",
                     (long long)bytes, (long long)objects);
@@ -298,21 +290,4 @@ static void handle_stats(struct request *r)
     else
         http_send(r, 200, "application/json", NULL, b.data, b.len);
     pbuf_free(&b);
-}
-
-int debug_pages_serve(struct request *r, const char *uri)
-{
-    if (strcmp(uri, "/debug/stats") == 0) {
-        handle_stats(r);
-        return 1;
-    }
-    if (strcmp(uri, "/debug/memory") == 0) {
-        handle_memory(r);
-        return 1;
-    }
-    if (strcmp(uri, "/debug/charts") == 0) {
-        handle_charts(r);
-        return 1;
-    }
-    return 0;
 }

@@ -10,3 +10,9 @@ void handle_threadcreate(struct request *r)
 {
     serve_count_table(r, "threadcreate", threadcreate_table);
 }
+
+long threadcreate_count(const char *name)
+{
+    (void)name;
+    return __atomic_load_n(&threads_created, __ATOMIC_RELAXED);
+}

@@ -160,41 +160,24 @@ static int encode_cpu(struct pbuf *out)
 {
     if (!cpu_agg)
         return -ENOENT;
-    int64_t now = agent_now_ns();
-    char comment[256];
-    log_snprintf(comment, sizeof comment,
-                 "pprofagent: whole-run CPU profile at %d Hz per thread "
-                 "(signal %d); %llu samples, lost %llu",
-                 opt_cpu_hz, cpu_signo,
-                 (unsigned long long)cpu_counters.handled,
-                 (unsigned long long)cpu_counters.lost);
-    return cpu_profile_proto(cpu_agg, cpu_period_ns, cpu_start_ns,
-                             now - cpu_start_ns, (int64_t)cpu_counters.lost,
-                             cpu_thread_name, comment, out);
+    struct write_options o = {.time_nanos = cpu_start_ns,
+                              .duration_nanos = agent_now_ns() - cpu_start_ns};
+    return cpu_write(cpu_agg, 1, &o, out);
 }
 
-/* The heap profile as /debug/pprof/heap serves it (http/heap.c). */
+/* The heap profile as /debug/pprof/heap serves it, without the age split
+ * (encoder/heap.c writes both). */
 static int encode_heap(struct pbuf *out)
 {
     if (!heap_buckets)
         return -ENOENT;
     struct stack_snapshot snap;
-    if (stack_table_snapshot(heap_buckets, &snap) != 0)
+    struct heap_record *recs;
+    size_t n;
+    if (heap_records_take(0, &recs, &n, &snap) != 0)
         return -ENOMEM;
-    struct heap_record *recs = malloc((snap.n ? snap.n : 1) * sizeof *recs);
-    if (!recs) {
-        stack_snapshot_free(&snap);
-        return -ENOMEM;
-    }
-    size_t n = heap_records_from_snapshot(&snap, 0, recs);
-    struct heap_stats st;
-    heap_table_stats(&st);
-    char comment[200];
-    log_snprintf(comment, sizeof comment,
-                 "pprofagent heap: rate=%ld sampled=%ld live=%ld lost=%ld",
-                 opt_heap_rate, st.sampled, st.live, st.lost);
-    int err = heap_profile_proto(recs, n, opt_heap_rate, NULL,
-                                 agent_now_ns(), 0, comment, out);
+    struct write_options o = {.time_nanos = agent_now_ns()};
+    int err = heap_write("heap", recs, n, NULL, &o, out);
     free(recs);
     stack_snapshot_free(&snap);
     return err;

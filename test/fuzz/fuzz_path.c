@@ -1,7 +1,8 @@
 /*
  * Fuzz target: request paths as dispatch sees them. Oracle: only paths
- * under /debug/pprof/ reach a route, and a route is found only for an
- * exact name of the table.
+ * under /debug/pprof/ reach a profile's route, only /debug/NAME (no
+ * further slash) reaches a route flagged ROUTE_BESIDE, and a route is found
+ * only for an exact name of the registry (routes.c, linked as it is).
  */
 #include "http/http.h"
 
@@ -23,10 +24,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (k == PATH_NAMED || k == PATH_INDEX) {
         if (strncmp(s, "/debug/pprof/", 13) != 0 || name != s + 13)
             __builtin_trap();
-        const struct route *r = path_find_route(name);
-        if (r && strcmp(r->name, name) != 0)
+        const struct route *r = routes_find(name, 0, NULL);
+        if (r && (strcmp(r->name, name) != 0 || (r->flags & ROUTE_BESIDE)))
             __builtin_trap();
         if (r && k == PATH_INDEX)
+            __builtin_trap();
+    } else if (k == PATH_BESIDE) {
+        if (strncmp(s, "/debug/", 7) != 0 || name != s + 7 || !name[0] ||
+            strchr(name, '/'))
+            __builtin_trap();
+        const struct route *r = routes_find(name, 1, NULL);
+        if (r && (strcmp(r->name, name) != 0 || !(r->flags & ROUTE_BESIDE)))
             __builtin_trap();
     } else if (k == PATH_REDIRECT) {
         if (strcmp(s, "/debug/pprof") != 0)

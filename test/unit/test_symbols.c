@@ -288,8 +288,8 @@ TEST(stacks_glue)
     uint64_t ids[5] = {0};
     size_t n = stacks_locations(se, pcs, 5, ids);
     struct pbuf text = {0};
-    stacks_describe(se, fn, &text);
-    stacks_describe(se, 0x10000, &text);
+    stacks_describe(fn, &text);
+    stacks_describe(0x10000, &text);
     stacks_end(se);
     expect_int_eq(n, 5);
     expect_true(ids[0] && ids[1] && ids[2]);

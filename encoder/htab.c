@@ -1,0 +1,92 @@
+/*
+ * The encoder's one hash index: open addressing with linear probing over
+ * indexes into the caller's own array (its entries stay in insertion
+ * order, so nothing a profile writes depends on the hash). A slot keeps
+ * the full hash, so growing never reads the keys, and index + 1, so that
+ * zero marks an empty slot. Used by the profile builder (strings,
+ * functions, locations), the CPU sample aggregate and the flame graph's
+ * tree. Runs on the agent's server threads; plain malloc.
+ */
+#include "encoder/encoder.h"
+
+#include <stdlib.h>
+
+uint64_t htab_mix(uint64_t x)
+{
+    /* The splitmix64 finalizer: cheap and spreads nearby addresses well. */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+    /* FNV-1a over the bytes, finished with the mixer for the low bits a
+     * table masks. */
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 0x100000001b3ULL;
+    }
+    return htab_mix(h);
+}
+
+static int grow(struct htab *t)
+{
+    size_t ncap = t->cap ? t->cap * 2 : 64;
+    struct htab_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].idx1)
+            continue;
+        size_t j = t->slots[i].hash & (ncap - 1);
+        while (ns[j].idx1)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = ns;
+    t->cap = ncap;
+    return 0;
+}
+
+struct htab_slot *htab_find(const struct htab *t, uint64_t hash,
+                            htab_eq_fn eq, const void *ctx, const void *key)
+{
+    if (!t->cap)
+        return NULL;
+    size_t i = hash & (t->cap - 1);
+    while (t->slots[i].idx1) {
+        if (t->slots[i].hash == hash && eq(ctx, t->slots[i].idx1 - 1, key))
+            return &t->slots[i];
+        i = (i + 1) & (t->cap - 1);
+    }
+    return &t->slots[i];
+}
+
+struct htab_slot *htab_find_for_insert(struct htab *t, uint64_t hash,
+                                       htab_eq_fn eq, const void *ctx,
+                                       const void *key)
+{
+    if ((t->count + 1) * 2 > t->cap && grow(t) != 0)
+        return NULL;
+    return htab_find(t, hash, eq, ctx, key);
+}
+
+void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx)
+{
+    s->hash = hash;
+    s->idx1 = idx + 1;
+    t->count++;
+}
+
+void htab_free(struct htab *t)
+{
+    free(t->slots);
+    *t = (struct htab){0};
+}

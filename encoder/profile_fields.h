@@ -1,0 +1,63 @@
+/*
+ * The field numbers of profile.proto (package perftools.profiles), named
+ * once for the writer (profile.c) and the reader (decode.c).
+ */
+#ifndef PPROF_PROFILE_FIELDS_H
+#define PPROF_PROFILE_FIELDS_H
+
+enum {
+    PROFILE_F_SAMPLE_TYPE = 1,
+    PROFILE_F_SAMPLE = 2,
+    PROFILE_F_MAPPING = 3,
+    PROFILE_F_LOCATION = 4,
+    PROFILE_F_FUNCTION = 5,
+    PROFILE_F_STRING_TABLE = 6,
+    PROFILE_F_DROP_FRAMES = 7,
+    PROFILE_F_KEEP_FRAMES = 8,
+    PROFILE_F_TIME_NANOS = 9,
+    PROFILE_F_DURATION_NANOS = 10,
+    PROFILE_F_PERIOD_TYPE = 11,
+    PROFILE_F_PERIOD = 12,
+    PROFILE_F_COMMENT = 13,
+    PROFILE_F_DEFAULT_SAMPLE_TYPE = 14,
+};
+enum { VALUETYPE_F_TYPE = 1, VALUETYPE_F_UNIT = 2 };
+enum {
+    SAMPLE_F_LOCATION_ID = 1,
+    SAMPLE_F_VALUE = 2,
+    SAMPLE_F_LABEL = 3,
+};
+enum {
+    LABEL_F_KEY = 1,
+    LABEL_F_STR = 2,
+    LABEL_F_NUM = 3,
+    LABEL_F_NUM_UNIT = 4,
+};
+enum {
+    MAPPING_F_ID = 1,
+    MAPPING_F_MEMORY_START = 2,
+    MAPPING_F_MEMORY_LIMIT = 3,
+    MAPPING_F_FILE_OFFSET = 4,
+    MAPPING_F_FILENAME = 5,
+    MAPPING_F_BUILD_ID = 6,
+    MAPPING_F_HAS_FUNCTIONS = 7,
+    MAPPING_F_HAS_FILENAMES = 8,
+    MAPPING_F_HAS_LINE_NUMBERS = 9,
+    MAPPING_F_HAS_INLINE_FRAMES = 10,
+};
+enum {
+    LOCATION_F_ID = 1,
+    LOCATION_F_MAPPING_ID = 2,
+    LOCATION_F_ADDRESS = 3,
+    LOCATION_F_LINE = 4,
+};
+enum { LINE_F_FUNCTION_ID = 1, LINE_F_LINE = 2 };
+enum {
+    FUNCTION_F_ID = 1,
+    FUNCTION_F_NAME = 2,
+    FUNCTION_F_SYSTEM_NAME = 3,
+    FUNCTION_F_FILENAME = 4,
+    FUNCTION_F_START_LINE = 5,
+};
+
+#endif
