@@ -14,6 +14,7 @@
 #include "agent/cpu.h"
 #include "agent/labels.h"
 #include "agent/symbols.h"
+#include "agent/wall.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ static void thread_exit(void *unused)
     (void)unused;
     guard_enter();
     cpu_thread_exiting();
+    wall_thread_exiting();
     guard_leave();
 }
 

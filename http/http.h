@@ -74,6 +74,8 @@ int http_param_delta_seconds(struct request *r, int delta_ok, int debug,
 /* Sleeps for seconds, returning early (and -1) when the client went away.
  * Returns 0 after the full time. */
 int http_wait(struct request *r, long seconds);
+/* 1 when the client of r has gone away (closed its connection). */
+int http_client_gone(struct request *r);
 
 /* ---- parsers facing the network (auth.c, parse.c) ----------------------- *
  * Pure functions over attacker-controlled bytes, fuzzed by test/fuzz/.
@@ -126,6 +128,7 @@ void handle_threadcreate(struct request *r);
 void handle_processes(struct request *r);
 void processes_html(struct pbuf *b);
 void handle_profile(struct request *r); /* cpu_profile.c */
+void handle_wall(struct request *r);    /* wall_profile.c */
 void handle_block(struct request *r);
 void handle_mutex(struct request *r);
 long block_count(void);

@@ -228,6 +228,11 @@ static int client_gone(int fd)
     return n == 0;
 }
 
+int http_client_gone(struct request *r)
+{
+    return client_gone(find_client_socket(r));
+}
+
 int http_wait(struct request *r, long seconds)
 {
     int fd = find_client_socket(r);

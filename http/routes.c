@@ -40,6 +40,11 @@ const struct route routes[] = {
      "parameter. After you get the profile file, use the go tool pprof "
      "command to investigate the profile.",
      NULL, 1},
+    {"wall", handle_wall,
+     "Wall-clock profile: every thread, running or blocked, labelled with "
+     "its name, state and system call. You can specify the duration in "
+     "the seconds GET parameter.",
+     NULL, 1},
     {"symbol", handle_symbol,
      "Maps addresses to function names (used by pprof)", NULL, 0},
     {"processes", handle_processes,

@@ -50,9 +50,9 @@
 #define SERVER_LONG_MAX 1
 
 /* Requests in progress that hold their worker for seconds, and of those
- * the CPU profiles. */
+ * the CPU profiles ([1]) and the wall profiles ([2]). */
 static int long_requests;
-static int long_cpu_profiles;
+static int long_cpu_profiles[3];
 
 static struct mg_context *server_ctx;
 
@@ -62,7 +62,7 @@ void server_fork_child(void)
      * its own server starts from nothing (agent/children.c). */
     server_ctx = NULL;
     long_requests = 0;
-    long_cpu_profiles = 0;
+    memset(long_cpu_profiles, 0, sizeof long_cpu_profiles);
 }
 
 static int log_message(const struct mg_connection *conn, const char *message)
@@ -124,12 +124,13 @@ static void unauthorized(struct mg_connection *conn)
     mg_write(conn, body, sizeof body - 1);
 }
 
-/* A request that waits for seconds: a CPU profile (30 s by default) or a
- * delta (?seconds=N) of any other profile. */
+/* A request that waits for seconds: a CPU or wall profile (30 s by
+ * default) or a delta (?seconds=N) of any other profile. */
 static int is_long(struct request *r, const struct route *route)
 {
     char buf[8];
-    if (route->handle == handle_profile || route->handle == handle_flamegraph)
+    if (route->handle == handle_profile || route->handle == handle_wall ||
+        route->handle == handle_flamegraph)
         return 1;
     return http_param(r, "seconds", buf, sizeof buf) && buf[0] != '\0';
 }
@@ -140,19 +141,22 @@ static void serve_route(struct request *r, const struct route *route)
         route->handle(r);
         return;
     }
-    int cpu = route->handle == handle_profile;
-    /* A CPU profile counts itself first, so that a second one that finds
-     * the long requests full also finds the first counted and gets Go's
-     * answer (the handler refuses it at once: 500) rather than 503. */
+    int cpu = route->handle == handle_profile ? 1
+              : route->handle == handle_wall  ? 2
+                                              : 0;
+    /* A CPU (or wall) profile counts itself first, so that a second one
+     * that finds the long requests full also finds the first counted and
+     * gets Go's answer (the handler refuses it at once: 500) rather than
+     * 503. */
     if (cpu)
-        __atomic_add_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&long_cpu_profiles[cpu], 1, __ATOMIC_SEQ_CST);
     if (__atomic_add_fetch(&long_requests, 1, __ATOMIC_SEQ_CST) >
         SERVER_LONG_MAX) {
         __atomic_sub_fetch(&long_requests, 1, __ATOMIC_SEQ_CST);
-        int other_cpu = cpu && __atomic_load_n(&long_cpu_profiles,
+        int other_cpu = cpu && __atomic_load_n(&long_cpu_profiles[cpu],
                                                __ATOMIC_SEQ_CST) > 1;
         if (cpu)
-            __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
+            __atomic_sub_fetch(&long_cpu_profiles[cpu], 1, __ATOMIC_SEQ_CST);
         if (other_cpu) {
             route->handle(r);
             return;
@@ -164,7 +168,7 @@ static void serve_route(struct request *r, const struct route *route)
     }
     route->handle(r);
     if (cpu)
-        __atomic_sub_fetch(&long_cpu_profiles, 1, __ATOMIC_SEQ_CST);
+        __atomic_sub_fetch(&long_cpu_profiles[cpu], 1, __ATOMIC_SEQ_CST);
     __atomic_sub_fetch(&long_requests, 1, __ATOMIC_SEQ_CST);
 }
 
