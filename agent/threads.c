@@ -90,29 +90,25 @@ static void task_path(char *out, size_t size, int tid, const char *file)
     log_snprintf(out, size, "/proc/self/task/%d/%s", tid, file);
 }
 
-static void read_name(int tid, char *name, size_t size)
-{
-    char path[64], buf[64];
-    task_path(path, sizeof path, tid, "comm");
-    name[0] = '\0';
-    ssize_t n = read_file(path, buf, sizeof buf);
-    if (n <= 0)
-        return;
-    if (buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    size_t len = (size_t)n < size - 1 ? (size_t)n : size - 1;
-    memcpy(name, buf, len);
-    name[len] = '\0';
-}
-
-/* State letter from stat: the field after the ")" that ends the name. */
-static char read_state(int tid)
+/* State letter from stat: the field after the ")" that ends the name;
+ * and, when name is not NULL, the name between the parentheses (the same
+ * bytes as /proc/.../comm: one read instead of two). */
+static char read_state(int tid, char *name, size_t size)
 {
     char path[64], buf[512];
     task_path(path, sizeof path, tid, "stat");
+    if (name)
+        name[0] = '\0';
     if (read_file(path, buf, sizeof buf) <= 0)
         return '?';
-    char *p = strrchr(buf, ')');
+    char *open = strchr(buf, '('), *p = strrchr(buf, ')');
+    if (name && open && p && p > open) {
+        size_t len = (size_t)(p - open - 1);
+        if (len > size - 1)
+            len = size - 1;
+        memcpy(name, open + 1, len);
+        name[len] = '\0';
+    }
     return p && p[1] == ' ' && p[2] ? p[2] : '?';
 }
 
@@ -518,8 +514,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
 /* Fills what /proc says and decides whether to ask. Returns 1 to ask. */
 static int describe(struct thread_dump *d, struct thread_info *t, int sig)
 {
-    read_name(t->tid, t->name, sizeof t->name);
-    t->state = read_state(t->tid);
+    t->state = read_state(t->tid, t->name, sizeof t->name);
     t->syscall = -1;
     struct thread_syscall st;
     int have = threads_read_syscall(t->tid, &st) == 0;
@@ -537,8 +532,10 @@ static int describe(struct thread_dump *d, struct thread_info *t, int sig)
     /* Blocked in a system call that a handler would cut short, or that
      * cannot be asked: walked where it stands, never signalled. */
     int blocked = have && st.nr >= 0 && st.sp && st.pc;
-    if (blocked && (sig <= 0 || sigmask_thread_blocks(t->tid, sig) == 1 ||
-                    !restarts(&st, sig))) {
+    /* (restarts() first: a call that a handler would cut short is walked
+     * whatever the mask, and the mask's /proc read is the dearer look.) */
+    if (blocked && (sig <= 0 || !restarts(&st, sig) ||
+                    sigmask_thread_blocks(t->tid, sig) == 1)) {
         walk_blocked(d, t, &st);
         return 0;
     }
@@ -626,7 +623,7 @@ int threads_dump(struct thread_dump *out)
         }
         if (moved) {
             t->syscall = st.nr;
-            t->state = read_state(t->tid);
+            t->state = read_state(t->tid, NULL, 0);
             walk_blocked(out, t, &st);
             continue;
         }

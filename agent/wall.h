@@ -65,6 +65,7 @@ struct wall_slot {
     uint32_t tid;   /* the owner; 0: free */
     uint32_t depth;
     uint32_t labels; /* the thread's label set id (agent/labels.h) */
+    uint64_t nvcsw;  /* its voluntary context switches then; ~0: unknown */
     uintptr_t pcs[WALL_STACK_MAX]; /* leaf first; callers ra - 1 */
 };
 
@@ -84,10 +85,11 @@ void wall_signal_handler(int sig, siginfo_t *si, void *uc);
 
 /* Copies slot's stack if it holds one of at least seq `after` + 1 (a stack
  * taken after the reader saw `after`). Returns the slot's sequence number
- * (even) with *depth and pcs filled, or 0 when there is none or the
- * handler kept writing. Not async-signal-safe (never runs in one). */
+ * (even) with *depth, pcs and *nvcsw (the thread's voluntary switches when
+ * it was taken, ~0 unknown) filled, or 0 when there is none or the handler
+ * kept writing. Not async-signal-safe (never runs in one). */
 uint32_t wall_slot_read(const struct wall_slot *s, uint32_t after,
-                        uintptr_t *pcs, int *depth, uint32_t *labels);
+                        uintptr_t *pcs, int *depth, uint64_t *nvcsw);
 
 /* ---- the session and its threads (wall_timer.c) -------------------------- */
 
@@ -104,7 +106,9 @@ struct wall_thread {
     /* the looks' own (wall_look.c) */
     int64_t prev_cpu;    /* CPU time at the previous look, ns */
     int prev_blocked;    /* the previous look saw it blocked (walked) */
-    uint64_t walk_key;   /* hash of the /proc syscall line walked; 0 none */
+    char letter;         /* state letter of its last stat read */
+    int stat_age;        /* looks since then */
+    uint64_t walk_key;   /* hash of the call, sp and pc walked; 0 none */
     long walk_nr;        /* the system call of that walk */
     int walk_depth;
     int walk_status;     /* enum thread_stack_status of that walk */
@@ -112,6 +116,7 @@ struct wall_thread {
     /* running looks that wait for the thread's next stack */
     int owing;
     uint32_t owed_seq;   /* the stack must be newer than this */
+    uint64_t owed_nvcsw; /* and taken before the thread slept again */
     int64_t owed_since;  /* monotonic ns of the first such look */
     int64_t owed_ns[2];  /* running, runnable */
     int64_t owed_count[2];
@@ -126,7 +131,7 @@ extern int wall_signo;
 extern struct wall_thread *wall_threads;
 
 /* CPU time between two stacks of a running thread, ns. */
-#define WALL_TIMER_PERIOD_NS 5000000
+#define WALL_TIMER_PERIOD_NS 2000000
 /* First expiry after arming: soon, so that a thread that just woke has a
  * stack of what it is doing now. */
 #define WALL_TIMER_FIRST_NS 500000
@@ -207,7 +212,8 @@ struct wall_look_counters {
     uint64_t owed;          /* running charges that waited for a stack */
     uint64_t no_stack;      /* running charges that never got one */
     uint64_t arms, disarms;
-    int64_t look_ns;        /* time spent looking, summed */
+    int64_t look_ns;        /* wall time spent looking, summed */
+    int64_t look_cpu_ns;    /* the session thread's CPU time for it */
 };
 
 /* Running looks waiting for a stack, at most (more are charged without). */

@@ -5,8 +5,9 @@
  * stands for, with a stack, a state and the system call it is in.
  *
  * What a look reads, per thread: its CPU clock, /proc/self/task/TID/syscall
- * and /proc/self/task/TID/stat (name, state letter), then its CPU clock
- * again. Then:
+ * and /proc/self/task/TID/stat (name, state letter; skipped for a thread
+ * parked where its previous look found it, but for one look in
+ * STAT_EVERY), then its CPU clock again. Then:
  *  - "running" in the syscall file (the thread is runnable or on a CPU):
  *    state running if its CPU clock moved while it was looked at, runnable
  *    if not; its stack is the most recent one its own CPU-time timer took
@@ -17,9 +18,9 @@
  *    is charged that call's stack, runnable.
  *  - blocked in a system call (S or D): walked where it stands from its
  *    stack pointer and a copy of its stack (threads_walk_blocked, no
- *    signal), the walk kept while the syscall line stays the same (a
- *    thread parked in one call for long is walked once); state sleeping
- *    or disk, the call's name.
+ *    signal), the walk kept while the thread waits in the same call at
+ *    the same stack pointer and address (a thread parked in one place is
+ *    walked once); state sleeping or disk, the call's name.
  * Timers: armed on a thread seen running, disarmed on one seen blocked
  * that has used no CPU since its previous look (it slept the whole time
  * between the two looks).
@@ -50,6 +51,8 @@
 #define RELIST_NS 1000000000LL
 /* How long a running look waits for its thread's first stack, ns. */
 #define OWED_MAX_NS 1000000000LL
+/* Looks of a parked thread between two reads of its stat. */
+#define STAT_EVERY 8
 
 const char *wall_state_name(int state)
 {
@@ -128,18 +131,53 @@ static int64_t thread_cpu_ns(int tid)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int64_t mono_ns(void)
+/* The thread's voluntary context switches (times it slept) from its
+ * status, or ~0 when they cannot be read. */
+static uint64_t read_nvcsw(int tid)
+{
+    char path[64], buf[2048];
+    log_snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ~0ULL;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    fds_close(fd);
+    if (n <= 0)
+        return ~0ULL;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
+    return p ? strtoull(p + 25, NULL, 10) : ~0ULL;
+}
+
+/* 1 when a stack taken at a count of voluntary switches belongs to the
+ * run the thread is in at count now (either unknown: taken as so). */
+static int same_run(uint64_t taken, uint64_t now)
+{
+    return taken == ~0ULL || now == ~0ULL || taken == now;
+}
+
+static int64_t clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static uint64_t line_key(const char *line)
+static int64_t mono_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* The walk's key: the call, the stack pointer and the address it returns
+ * to. Not the arguments: a futex word's value or a timeout changes from
+ * one wait to the next while the thread waits at the same place, under
+ * the same callers. */
+static uint64_t walk_key(const struct thread_syscall *st)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *c = (const unsigned char *)line; *c; c++)
-        h = (h ^ *c) * 0x100000001b3ULL;
+    h = (h ^ (uint64_t)st->nr) * 0x100000001b3ULL;
+    h = (h ^ st->sp) * 0x100000001b3ULL;
+    h = (h ^ st->pc) * 0x100000001b3ULL;
     return h ? h : 1;
 }
 
@@ -194,13 +232,18 @@ static int settle_owed(struct wall_looker *l, int64_t now, int all,
             continue;
         uintptr_t pcs[WALL_STACK_MAX];
         int depth = 0;
+        uint64_t nv;
         if (wall_slot_read(&wall_slots[l->owed[i]], t->owed_seq, pcs, &depth,
-                           NULL) == 0)
+                           &nv) == 0)
             depth = 0;
-        if (depth > 0 || all || now - t->owed_since >= OWED_MAX_NS) {
+        else if (!same_run(nv, t->owed_nvcsw))
+            depth = 0; /* it slept before its stack was taken: not the
+                          place it was looked at */
+        int came = depth > 0 || wall_slots[l->owed[i]].seq > t->owed_seq;
+        if (came || all || now - t->owed_since >= OWED_MAX_NS) {
             if (!err)
                 err = settle(l, t, pcs, depth, fn, arg);
-            if (depth == 0)
+            if (!came)
                 /* No stack came: a timer that died with an earlier
                  * thread of the same id is made anew at the next arming. */
                 wall_thread_disarm(t);
@@ -223,10 +266,21 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
                       WALL_OTHER, -1, ns, 1);
     int64_t cpu0 = thread_cpu_ns(tid);
     struct thread_syscall st;
-    char letter;
-    if (cpu0 < 0 || threads_read_syscall(tid, &st) != 0 ||
-        read_stat(tid, t->name, sizeof t->name, &letter) != 0)
+    if (cpu0 < 0 || threads_read_syscall(tid, &st) != 0)
         return 0; /* it ended: its time up to now was charged before */
+    /* Name and state letter: read again unless the thread waits where it
+     * waited at its previous look (its walk kept), and at least every
+     * STAT_EVERY looks for a name it may have changed. */
+    int parked = st.nr >= 0 && t->walk_key && walk_key(&st) == t->walk_key &&
+                 t->letter && t->stat_age < STAT_EVERY;
+    if (parked) {
+        t->stat_age++;
+    } else {
+        if (read_stat(tid, t->name, sizeof t->name, &t->letter) != 0)
+            return 0;
+        t->stat_age = 0;
+    }
+    char letter = t->letter;
     int64_t cpu1 = thread_cpu_ns(tid);
     int64_t prev_cpu = t->prev_cpu;
     int prev_blocked = t->prev_blocked;
@@ -251,10 +305,24 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         }
         uintptr_t pcs[WALL_STACK_MAX];
         int depth = 0;
-        if (t->armed &&
-            wall_slot_read(&wall_slots[e], t->armed_seq, pcs, &depth, NULL)) {
+        uint64_t nv_cap;
+        uint32_t seq = t->armed
+                           ? wall_slot_read(&wall_slots[e], t->armed_seq, pcs,
+                                            &depth, &nv_cap)
+                           : 0;
+        uint64_t nv_now = read_nvcsw(tid);
+        if (seq && same_run(nv_cap, nv_now)) {
+            /* Its stack of this run (it has not slept since). */
             int err = t->owing ? settle(l, t, pcs, depth, fn, arg) : 0;
             return err ? err : charge(fn, arg, t, pcs, depth, state, -1, ns, 1);
+        }
+        /* Slept since its last stack (on its way out of a call no look
+         * saw, or running for less than a timer period since), or none
+         * yet: owed to its next stack, if taken before it sleeps again. */
+        if (t->owing && !same_run(t->owed_nvcsw, nv_now)) {
+            int err = settle(l, t, NULL, 0, fn, arg);
+            if (err)
+                return err;
         }
         if (!t->armed) {
             if (!wall_thread_arm(t, now))
@@ -269,7 +337,8 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
             l->owed[l->nowed++] = e;
             t->owing = 1;
             t->owed_since = now;
-            t->owed_seq = t->armed_seq;
+            t->owed_seq = seq ? seq : t->armed_seq;
+            t->owed_nvcsw = nv_now;
         }
         int i = state == WALL_RUNNABLE;
         t->owed_ns[i] += ns;
@@ -299,14 +368,13 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         uintptr_t pc = st.pc;
         return charge(fn, arg, t, &pc, pc ? 1 : 0, state, -1, ns, 1);
     }
-    uint64_t key = line_key(st.line);
+    uint64_t key = walk_key(&st);
     if (key != t->walk_key) {
         t->walk_status = threads_walk_blocked(tid, &st, l->copy, t->walk_pcs,
                                               WALL_STACK_MAX, &t->walk_depth);
         t->walk_nr = st.nr;
         /* The line the walk was consistent with (st was updated). */
-        t->walk_key = t->walk_status == THREAD_STACK_OK ? line_key(st.line)
-                                                        : 0;
+        t->walk_key = t->walk_status == THREAD_STACK_OK ? walk_key(&st) : 0;
         l->c.walks++;
         if (t->walk_status != THREAD_STACK_OK) {
             uintptr_t pc = st.pc;
@@ -344,8 +412,10 @@ static int relist(struct wall_looker *l, int64_t now, charge_fn fn,
         if (t->owing && !listed(tids, n, t->tid)) {
             uintptr_t pcs[WALL_STACK_MAX];
             int depth = 0;
+            uint64_t nv;
             if (wall_slot_read(&wall_slots[l->owed[i]], t->owed_seq, pcs,
-                               &depth, NULL) == 0)
+                               &depth, &nv) == 0 ||
+                !same_run(nv, t->owed_nvcsw))
                 depth = 0;
             if (!err)
                 err = settle(l, t, pcs, depth, fn, arg);
@@ -368,7 +438,7 @@ static int relist(struct wall_looker *l, int64_t now, charge_fn fn,
 int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
                    charge_fn fn, void *arg)
 {
-    int64_t t0 = mono_ns();
+    int64_t t0 = mono_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     int err = 0;
     err = settle_owed(l, now, 0, fn, arg);
     if (!err && (!l->tids || now - l->listed_ns >= RELIST_NS))
@@ -384,6 +454,7 @@ int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
     if (n)
         l->cursor = (l->cursor + k) % n;
     l->c.look_ns += mono_ns() - t0;
+    l->c.look_cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     return err;
 }
 

@@ -22,7 +22,10 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 struct wall_slot *wall_slots;
 struct wall_counters wall_counters;
@@ -57,6 +60,12 @@ PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
         pcs[0] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
         depth = 1;
     }
+    /* How many times it has slept so far: a stack taken before its last
+     * sleep is not what it does after it (wall_look.c). */
+    struct rusage ru;
+    uint64_t nvcsw = syscall(SYS_getrusage, RUSAGE_THREAD, &ru) == 0
+                         ? (uint64_t)ru.ru_nvcsw
+                         : ~0ULL;
     uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -64,13 +73,14 @@ PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
         __atomic_store_n(&s->pcs[i], pcs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&s->depth, depth, __ATOMIC_RELAXED);
     __atomic_store_n(&s->labels, labels_current_id(), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->nvcsw, nvcsw, __ATOMIC_RELAXED);
     __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
     __atomic_fetch_add(&wall_counters.taken, 1, __ATOMIC_RELAXED);
     errno = saved_errno;
 }
 
 uint32_t wall_slot_read(const struct wall_slot *s, uint32_t after,
-                        uintptr_t *pcs, int *depth, uint32_t *labels)
+                        uintptr_t *pcs, int *depth, uint64_t *nvcsw)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
         uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
@@ -83,13 +93,12 @@ uint32_t wall_slot_read(const struct wall_slot *s, uint32_t after,
             d = WALL_STACK_MAX;
         for (uint32_t i = 0; i < d; i++)
             pcs[i] = __atomic_load_n(&s->pcs[i], __ATOMIC_RELAXED);
-        uint32_t l = __atomic_load_n(&s->labels, __ATOMIC_RELAXED);
+        uint64_t nv = __atomic_load_n(&s->nvcsw, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq)
             continue;
         *depth = (int)d;
-        if (labels)
-            *labels = l;
+        *nvcsw = nv;
         return seq;
     }
     return 0;

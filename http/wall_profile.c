@@ -154,7 +154,7 @@ void handle_wall(struct request *r)
                  "(running %llu, runnable %llu, blocked %llu); blocked walks "
                  "%llu, kept %llu; running looks that waited for a stack "
                  "%llu, without one %llu; timer stacks %llu, arms %llu, "
-                 "disarms %llu; look time %llu us a tick",
+                 "disarms %llu; looking took %llu us a tick (%llu us of CPU)",
                  (unsigned long long)c.ticks, opt_wall_hz,
                  (unsigned long long)late, (unsigned long long)c.looks,
                  (unsigned long long)c.running,
@@ -165,6 +165,8 @@ void handle_wall(struct request *r)
                  (unsigned long long)wall_counters.taken,
                  (unsigned long long)c.arms, (unsigned long long)c.disarms,
                  (unsigned long long)(c.ticks ? c.look_ns / (int64_t)c.ticks / 1000
+                                              : 0),
+                 (unsigned long long)(c.ticks ? c.look_cpu_ns / (int64_t)c.ticks / 1000
                                               : 0));
     log_debug("wall profile: %s", comment);
     struct pbuf out = {0};

@@ -2,7 +2,7 @@
 # sent a directed signal (test/programs/wall_truth). Four cycler threads
 # go through compute(), nap() (nanosleep), wait_epoll() (epoll_wait on a
 # pipe) and wait_lock() (a mutex a holder thread keeps), measuring the wall
-# time of each. Over a 12 s profile at PPROF_WALL_HZ=50 (>= 2000 samples of
+# time of each. Over a 16 s profile at PPROF_WALL_HZ=50 (>= 2000 samples of
 # the cyclers):
 # - each function's share of the cyclers' wall time within 3 points of what
 #   they measured (compute's wall time includes its waits for a CPU: run
@@ -24,7 +24,7 @@ prog="$BUILD/test/programs/wall_truth"
 export PPROF_WALL_HZ=50
 
 mkdir -p "$WORK/dump"
-PPROF_DUMP_DIR="$WORK/dump" start_agent wall "$prog" 22
+PPROF_DUMP_DIR="$WORK/dump" start_agent wall "$prog" 26
 for i in $(seq 100); do grep -q '^started' "$WORK/wall.out" && break; sleep 0.05; done
 sigcgt() { awk '/^SigCgt:/ {print $2}' "/proc/$PID/status"; }
 cgt0=$(sigcgt)
@@ -38,7 +38,7 @@ measured() { # "compute nap epoll lock eintr", ns
     grep '^compute=' "$WORK/wall.out" | tail -n 1 | sed 's/[a-z]*=//g'
 }
 set -- $(measured); c0=$1 n0=$2 e0=$3 l0=$4
-fetch "debug/pprof/wall?seconds=12" > "$WORK/wall.pb.gz" &
+fetch "debug/pprof/wall?seconds=16" > "$WORK/wall.pb.gz" &
 W=$!
 sleep 3
 # Meanwhile: the CPU profile's slot is the dump's, the wall's this one's.
@@ -62,6 +62,7 @@ samples=$(pprof -top -sample_index=samples -tagfocus=thread=cycler "$WORK/wall.p
 note "cycler samples: ${samples:-?}"
 [ "${samples:-0}" -ge 2000 ] || fail "fewer than 2000 samples of the cyclers: ${samples:-none}"
 pc=$(cum "$top" compute) pn=$(cum "$top" nap) pe=$(cum "$top" wait_epoll) pl=$(cum "$top" wait_lock) pt=$(cum "$top" cycler)
+note "running looks whose stack never came: $(cum "$top" 'unavailable]') ms"
 [ -n "$pc" ] && [ -n "$pn" ] && [ -n "$pe" ] && [ -n "$pl" ] && [ -n "$pt" ] ||
     fail "compute, nap, wait_epoll, wait_lock or cycler missing from the wall profile"
 awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" -v e="$((e1 - e0))" -v l="$((l1 - l0))" \
