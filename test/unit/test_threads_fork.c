@@ -7,7 +7,7 @@
  * The dump is made to last: a busy thread marked as the agent's (but not
  * known to it as such) is asked for its stack and its handler does not
  * answer, so the dump waits THREADS_WAIT_MS for it; the fork lands well
- * inside that window.
+ * inside that window, once the dump has borrowed its signal.
  */
 #include "agent/agent.h"
 #include "agent/threads.h"
@@ -114,7 +114,12 @@ TEST(child_forked_mid_dump)
     assert_true(pthread_create(&t, NULL, dumper, NULL) == 0);
     while (!dumping)
         usleep(1000);
-    usleep(THREADS_WAIT_MS * 1000 / 4);
+    /* Until the dump has borrowed its signal (a fixed pause was not
+     * always enough under the sanitizers on a busy machine: the dump was
+     * still building its unwind tables), then inside its wait. */
+    for (int i = 0; i < 5000 && borrowed_signals() != 1; i++)
+        usleep(1000);
+    usleep(THREADS_WAIT_MS * 1000 / 8);
     pid_t pid = fork();
     if (pid == 0)
         _exit(child());
