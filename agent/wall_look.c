@@ -312,8 +312,13 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
                            : 0;
         uint64_t nv_now = read_nvcsw(tid);
         if (seq && same_run(nv_cap, nv_now)) {
-            /* Its stack of this run (it has not slept since). */
-            int err = t->owing ? settle(l, t, pcs, depth, fn, arg) : 0;
+            /* Its stack of this run (it has not slept since); what it
+             * owes from an earlier run gets none. */
+            int err = 0;
+            if (t->owing)
+                err = same_run(t->owed_nvcsw, nv_cap)
+                          ? settle(l, t, pcs, depth, fn, arg)
+                          : settle(l, t, NULL, 0, fn, arg);
             return err ? err : charge(fn, arg, t, pcs, depth, state, -1, ns, 1);
         }
         /* Slept since its last stack (on its way out of a call no look
