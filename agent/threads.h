@@ -85,6 +85,42 @@ extern int threads_signo;
  * Not async-signal-safe. */
 long threads_host_count(void);
 
+/* ---- reading a thread from /proc, without a signal ------------------------
+ * (threads.c; also used by the wall profile, agent/wall_look.c) */
+
+/* What /proc/self/task/TID/syscall says. */
+struct thread_syscall {
+    long nr;            /* -1: running (not in a system call); -2: unread */
+    unsigned long args[6];
+    uintptr_t sp;       /* user stack pointer in the call; 0: unknown */
+    uintptr_t pc;       /* user address the call returns to; 0: unknown */
+    char line[256];     /* the file as read, for the consistency check */
+};
+
+/* Parses /proc/self/task/TID/syscall: "running", or "-1 sp pc" (blocked
+ * outside a system call), or "nr a0 .. a5 sp pc". Returns 0 or -1 (the
+ * thread is gone). Not async-signal-safe. */
+int threads_read_syscall(int tid, struct thread_syscall *st);
+
+/* Bytes of a blocked thread's stack copied for its walk, at most. */
+#define THREADS_COPY_MAX (256 * 1024)
+
+/* Walks thread tid, blocked in the system call st describes (nr >= 0, sp
+ * and pc known), from a copy of its stack made in copy (THREADS_COPY_MAX
+ * bytes, the caller's): copies, reads st again and walks when it has not
+ * moved, else tries once more with the new line (st updated). No signal
+ * is sent. Returns THREAD_STACK_OK with *depth frames in pcs (leaf as
+ * /proc gives it, callers ra - 1, the agent's frames between host frames
+ * left out), or THREAD_STACK_MOVED / THREAD_STACK_UNREADABLE.
+ * Not async-signal-safe. */
+int threads_walk_blocked(int tid, struct thread_syscall *st, void *copy,
+                         uintptr_t *pcs, int max, int *depth);
+
+/* Host thread ids now (the agent's own left out, counted in *agent), in
+ * the order /proc lists them. Returns a malloc'd array of *n, or NULL.
+ * Not async-signal-safe. */
+int *threads_list_tids(size_t *n, size_t *agent);
+
 /* Human-readable state ("sleeping", "running", ...) of a /proc state letter
  * and name of a system call number ("futex", NULL when not in the table).
  * Async-signal-safe. */

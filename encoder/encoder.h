@@ -294,6 +294,28 @@ void goroutine_free(struct goroutine_snapshot *s);
 int goroutine_write(const struct goroutine_snapshot *s,
                     const struct write_options *o, struct pbuf *out);
 
+/* ---- wall-clock profile (wall.c) ----------------------------------------- */
+
+/* One distinct (stack, thread name, state, system call) and the samples
+ * and wall time charged to it. */
+struct wall_record {
+    const uintptr_t *pcs; /* leaf first, location addresses */
+    int depth;
+    int64_t count;
+    int64_t wall_ns;
+    const char *thread;  /* the thread's name */
+    const char *state;   /* "running", "runnable", "sleeping", "disk" */
+    const char *syscall; /* the call it is blocked in, or NULL */
+};
+
+/* Encodes the wall profile (sample types samples/count and
+ * wall/nanoseconds, the default; period period_ns of wall) into a gzipped
+ * proto. Returns 0 or -errno. Not async-signal-safe. */
+int wall_profile_proto(const struct wall_record *recs, size_t n,
+                       int64_t period_ns, int64_t time_nanos,
+                       int64_t duration_nanos, const char *comment,
+                       struct pbuf *out);
+
 /* ---- contention profiles (contention.c): block, mutex --------------------- */
 
 /* Writes a block (is_mutex 0) or mutex profile from a snapshot of its table

@@ -107,6 +107,8 @@ int http_wait(struct request *r, long seconds);
 /* The client's socket (a registered descriptor of civetweb's, or the
  * hand-off thread's duplicate), or -1 when it cannot be found. */
 int http_client_socket(struct request *r);
+/* 1 when the client of r has gone away (closed its connection). */
+int http_client_gone(struct request *r);
 
 /* ---- parsers facing the network (auth.c, parse.c) ----------------------- *
  * Pure functions over attacker-controlled bytes, fuzzed by test/fuzz/.
@@ -204,7 +206,7 @@ static inline int http_delta_ok(const struct request *r)
 #define HTTP_HANDLERS(X)                                                       \
     X(index) X(cmdline) X(symbol) X(threadcreate) X(processes) X(profile)      \
     X(block) X(mutex) X(heap) X(allocs) X(peak) X(memory) X(flamegraph)        \
-    X(stats) X(charts) X(goroutine) X(custom)
+    X(stats) X(charts) X(goroutine) X(custom) X(wall)
 #define HTTP_COUNTS(X)                                                         \
     X(threadcreate) X(block) X(mutex) X(heap_profile) X(heap_peak) X(goroutine)
 #define HTTP_DECLARE_HANDLER(name) void handle_##name(struct request *r);

@@ -93,6 +93,8 @@ void handle_index(struct request *r)
                               : "heap sampling off");
     put_setting(&b, "PPROF_CPU_HZ", opt_cpu_hz,
                 "CPU samples per second of CPU time per thread");
+    put_setting(&b, "PPROF_WALL_HZ", opt_wall_hz,
+                "wall profile ticks per second");
     put_setting(&b, "PPROF_MUTEX_FRACTION", opt_mutex_fraction,
                 opt_mutex_fraction ? "1 in N contended unlocks recorded"
                                    : "mutex profile off");

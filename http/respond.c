@@ -268,6 +268,11 @@ static int client_gone(int fd)
     return n == 0;
 }
 
+int http_client_gone(struct request *r)
+{
+    return client_gone(http_client_socket(r));
+}
+
 int http_wait(struct request *r, long seconds)
 {
     int fd = http_client_socket(r);

@@ -46,6 +46,11 @@ const struct route routes[] = {
      "parameter. After you get the profile file, use the go tool pprof "
      "command to investigate the profile.",
      NULL, PROFILE | ROUTE_LONG | ROUTE_CPU, 10},
+    {"wall", handle_wall,
+     "Wall-clock profile: every thread, running or blocked, labelled with "
+     "its name, state and system call. You can specify the duration in "
+     "the seconds GET parameter.",
+     NULL, PROFILE | ROUTE_LONG, 10},
     {"symbol", handle_symbol,
      "Maps addresses to function names (used by pprof)", NULL, 0, 0},
     {"processes", handle_processes,

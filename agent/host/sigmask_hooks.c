@@ -23,6 +23,7 @@
 #include "agent/agent.h"
 #include "agent/cpu.h"
 #include "agent/threads.h"
+#include "agent/wall.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -45,13 +46,13 @@ __attribute__((constructor(101))) static void resolve(void)
         real_sigprocmask = (mask_fn)dlsym(RTLD_NEXT, "sigprocmask");
 }
 
-/* 1 when si is one of the agent's own signals: a CPU timer's expiry or a
- * threads dump's question. */
+/* 1 when si is one of the agent's own signals: a CPU or wall timer's
+ * expiry or a threads dump's question. */
 static int agent_sent(const siginfo_t *si)
 {
     uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
     if (si->si_code == SI_TIMER)
-        return (v >> 32) == CPU_TIMER_COOKIE;
+        return (v >> 32) == CPU_TIMER_COOKIE || (v >> 48) == WALL_COOKIE;
     return si->si_code == SI_QUEUE && si->si_pid == getpid() &&
            (v >> 48) == THREADS_COOKIE;
 }
@@ -144,6 +145,15 @@ static __attribute__((noinline)) int change_watched(mask_fn real, int how,
     }
     if (dump && dump != cpu && sigismember(&next, dump) == 1)
         discard_pending(dump);
+    /* The wall profile's timer: disarmed before the signal is blocked
+     * (wall_timer.c), and the blocked state remembered for its arming. */
+    int wall = __atomic_load_n(&wall_active, __ATOMIC_SEQ_CST) ? wall_signo : 0;
+    if (wall) {
+        int wall_blocks = sigismember(&next, wall) == 1;
+        wall_thread_mask(wall_blocks);
+        if (wall_blocks)
+            discard_pending(wall);
+    }
     if (cpu && !cpu_blocks)
         cpu_thread_resume();
     spin_unlock(&sigmask_lock);

@@ -216,19 +216,89 @@ static int trial_walk(const struct cfi_regs *regs, const struct bounds *b);
  * process_vm_readv on our own pid: it fails instead of faulting if the
  * object went away. Only the /proc walks (the agent's threads) get here:
  * a signal handler's walk has the frame pointer. */
+/* Reads n bytes of code at addr; 0 when they cannot be read (the object
+ * went away): process_vm_readv on our own pid fails instead of faulting. */
+static PPROF_SIGNAL_SAFE int read_code(uintptr_t addr, void *out, size_t n)
+{
+    struct iovec local = {out, n};
+    struct iovec remote = {(void *)addr, n};
+    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
+                   1L, 0L) == (long)n;
+}
+
+/* Where a PLT stub at target jumps: "jmp *slot(%rip)" (ff 25 rel32),
+ * after an endbr64 and a bnd prefix where present (.plt.sec, .plt.got, the
+ * lazy .plt's entries), through its GOT slot. target itself when it is
+ * not such a stub or its slot cannot be read. */
+static PPROF_SIGNAL_SAFE uintptr_t through_plt(uintptr_t target)
+{
+    unsigned char c[11];
+    if (!read_code(target, c, sizeof c))
+        return target;
+    size_t i = 0;
+    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+        i = 4; /* endbr64 */
+    if (c[i] == 0xf2)
+        i++; /* bnd */
+    if (c[i] != 0xff || c[i + 1] != 0x25)
+        return target;
+    int32_t rel;
+    memcpy(&rel, c + i + 2, sizeof rel);
+    uintptr_t slot = target + i + 6 + (uintptr_t)(intptr_t)rel, to;
+    if (!read_code(slot, &to, sizeof to) || !to)
+        return target;
+    return to;
+}
+
+static inline int at_entry(const struct cfi_row *r)
+{
+    return r->cfa == CFI_CFA_SP && r->cfa_off == 8;
+}
+
+/* 1 when target can be the entry of the function that contains at (both
+ * in o): the rules at target are an entry's (cfa = sp + 8), and no other
+ * function's prologue (a row with cfa = sp + 8 other than target's own,
+ * followed by one that pushed something) lies between them. A stale
+ * return address after a direct call to an earlier function (main's
+ * helpers, called before the call being walked) fails here: that
+ * function's epilogue and the next one's prologue come between. */
+#define ENTRY_ROWS_MAX 256
+static PPROF_SIGNAL_SAFE int entry_of(const struct cfi_object *o,
+                                      uintptr_t target, uintptr_t at)
+{
+    uint64_t misses = 0;
+    const struct cfi_row *r = find_row(o, target, &misses);
+    if (!r || !at_entry(r))
+        return 0;
+    const struct cfi_row *first = r, *end = o->rows + o->nrows;
+    uint32_t to = (uint32_t)(at - o->base);
+    for (int n = 0; r + 1 < end && r[1].start <= to; r++, n++) {
+        if (n == ENTRY_ROWS_MAX)
+            return 0; /* far too long for one function's rows */
+        if (r != first && at_entry(r) && r[1].cfa == CFI_CFA_SP &&
+            r[1].cfa_off > 8)
+            return 0;
+    }
+    return 1;
+}
+
 static PPROF_SIGNAL_SAFE int called_into(const struct cfi_set *set,
                                          const struct cfi_object *o,
                                          uintptr_t at, uintptr_t ra)
 {
     unsigned char code[CFI_CALL_BYTES];
     uintptr_t target;
-    struct iovec local = {code, sizeof code};
-    struct iovec remote = {(void *)(ra - CFI_CALL_BYTES), sizeof code};
-    if (syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
-                1L, 0L) != (long)sizeof code ||
+    if (!read_code(ra - CFI_CALL_BYTES, code, sizeof code) ||
         !cfi_arch_direct_call(code, ra, &target))
         return 1;
-    return o && find_object(set, target) == o && target <= at;
+    /* A call through a PLT stub is a call to what the stub's GOT slot
+     * holds: a stale record of a call into another object (the C
+     * library's nanosleep, say) must not pass for one into this frame
+     * because the stub itself lies below it. */
+    target = through_plt(target);
+    if (!o || find_object(set, target) != o || target > at)
+        return 0;
+    return entry_of(o, target, at);
 }
 
 static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,

@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/cpu.h"
 #include "agent/labels.h"
+#include "agent/wall.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -43,6 +44,7 @@ static void thread_exit(void *unused)
     (void)unused;
     guard_enter();
     cpu_thread_exiting();
+    wall_thread_exiting();
     guard_leave();
 }
 

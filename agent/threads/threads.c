@@ -76,14 +76,25 @@ static void task_path(char *out, size_t size, int tid, const char *file)
     log_snprintf(out, size, "/proc/self/task/%d/%s", tid, file);
 }
 
-/* State letter from stat: the field after the ")" that ends the name. */
-static char read_state(int tid)
+/* State letter from stat: the field after the ")" that ends the name;
+ * and, when name is not NULL, the name between the parentheses (the same
+ * bytes as /proc/.../comm: one read instead of two). */
+static char read_state(int tid, char *name, size_t size)
 {
     char path[64], buf[512];
     task_path(path, sizeof path, tid, "stat");
+    if (name)
+        name[0] = '\0';
     if (proc_read(path, buf, sizeof buf) <= 0)
         return '?';
-    char *p = strrchr(buf, ')');
+    char *open = strchr(buf, '('), *p = strrchr(buf, ')');
+    if (name && open && p && p > open) {
+        size_t len = (size_t)(p - open - 1);
+        if (len > size - 1)
+            len = size - 1;
+        memcpy(name, open + 1, len);
+        name[len] = '\0';
+    }
     return p && p[1] == ' ' && p[2] ? p[2] : '?';
 }
 
@@ -102,17 +113,7 @@ static int signalfd_reads(int fd, int sig)
     return (mask >> (sig - 1)) & 1;
 }
 
-struct syscall_state {
-    long nr;            /* -1: running (not in a system call) */
-    unsigned long args[6];
-    uintptr_t sp;       /* user stack pointer in the call; 0: unknown */
-    uintptr_t pc;       /* user address the call returns to; 0: unknown */
-    char line[256];     /* the file as read, for the consistency check */
-};
-
-/* Parses /proc/self/task/TID/syscall: "running", or "-1 sp pc" (blocked
- * outside a system call), or "nr a0 .. a5 sp pc". Returns 0 or -1. */
-static int read_syscall(int tid, struct syscall_state *st)
+int threads_read_syscall(int tid, struct thread_syscall *st)
 {
     char path[64], *buf = st->line;
     task_path(path, sizeof path, tid, "syscall");
@@ -166,7 +167,7 @@ static int socket_untimed(int fd, int optname)
 /* 1 when a handler (SA_RESTART) on a thread blocked in st cannot make the
  * call fail with EINTR: the kernel restarts it. Also 0 for a read of a
  * signalfd that would return sig itself. */
-static int restarts(const struct syscall_state *st, int sig)
+static int restarts(const struct thread_syscall *st, int sig)
 {
     int fd = (int)st->args[0];
     switch (st->nr) {
@@ -282,9 +283,7 @@ static int add_tid(void *arg, int tid, int dir_fd)
     return 0;
 }
 
-/* Host thread ids now, sorted; *agent gets the number of agent threads.
- * Returns a malloc'd array (n entries) or NULL. */
-static int *list_tids(size_t *n, size_t *agent)
+int *threads_list_tids(size_t *n, size_t *agent)
 {
     struct tid_list l = {.cap = 64};
     l.tids = malloc(l.cap * sizeof *l.tids);
@@ -306,7 +305,7 @@ static int by_tid(const void *a, const void *b)
 long threads_host_count(void)
 {
     size_t n, agent;
-    int *tids = list_tids(&n, &agent);
+    int *tids = threads_list_tids(&n, &agent);
     free(tids);
     return (long)n;
 }
@@ -408,26 +407,23 @@ static int64_t mono_ms(void)
  * A thread blocked in a system call does not move: /proc gives the stack
  * pointer and program counter it entered the call with, and its stack
  * above that pointer stays as it is until the call returns. The worker
- * copies up to STACK_COPY_MAX bytes from there with process_vm_readv on
+ * copies up to THREADS_COPY_MAX bytes from there with process_vm_readv on
  * its own process (page by page, so the copy ends at the first unmapped
  * page instead of faulting: the thread may return and exit meanwhile)
  * and walks the copy (cfi_walk_copy), then reads /proc again: a different
  * line means the thread moved while it was copied, and the copy is taken
  * once more, then given up on (THREAD_STACK_MOVED). No signal is sent.
  */
-#define STACK_COPY_MAX (256 * 1024)
 #define PAGE 4096
 
-static void *stack_copy;
-
-/* Copies [sp, sp + STACK_COPY_MAX) up to the first unreadable page into
- * stack_copy. Returns the number of bytes copied. */
-static size_t copy_stack(uintptr_t sp)
+/* Copies [sp, sp + THREADS_COPY_MAX) up to the first unreadable page into
+ * copy. Returns the number of bytes copied. */
+static size_t copy_stack(uintptr_t sp, void *copy)
 {
-    struct iovec local = {stack_copy, STACK_COPY_MAX};
-    struct iovec remote[STACK_COPY_MAX / PAGE + 1];
+    struct iovec local = {copy, THREADS_COPY_MAX};
+    struct iovec remote[THREADS_COPY_MAX / PAGE + 1];
     int n = 0;
-    for (uintptr_t a = sp, end = sp + STACK_COPY_MAX; a < end; n++) {
+    for (uintptr_t a = sp, end = sp + THREADS_COPY_MAX; a < end; n++) {
         uintptr_t next = (a & ~(uintptr_t)(PAGE - 1)) + PAGE;
         if (next > end)
             next = end;
@@ -440,22 +436,13 @@ static size_t copy_stack(uintptr_t sp)
     return got > 0 ? (size_t)got : 0;
 }
 
-static void walk_blocked(struct thread_dump *d, struct thread_info *t,
-                         struct syscall_state *st)
+int threads_walk_blocked(int tid, struct thread_syscall *st, void *copy,
+                         uintptr_t *pcs, int max, int *depth)
 {
-    if (!stack_copy) {
-        void *p = mmap(NULL, STACK_COPY_MAX, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            t->status = THREAD_STACK_UNREADABLE;
-            return;
-        }
-        stack_copy = p;
-    }
     for (int attempt = 0; attempt < 2; attempt++) {
-        size_t got = copy_stack(st->sp);
-        struct syscall_state after;
-        if (read_syscall(t->tid, &after) != 0)
+        size_t got = copy_stack(st->sp, copy);
+        struct thread_syscall after;
+        if (threads_read_syscall(tid, &after) != 0)
             break; /* it ended */
         if (strcmp(after.line, st->line) != 0) {
             *st = after;
@@ -463,33 +450,52 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
                 break;
             continue;
         }
-        if (got < sizeof(uintptr_t)) {
+        if (got < sizeof(uintptr_t))
+            return THREAD_STACK_UNREADABLE;
+        struct cfi_regs regs = {st->pc, st->sp, 0, NULL};
+        int full;
+        int n = cfi_walk_copy(&regs, st->sp, st->sp + got, copy, pcs, max,
+                              &full);
+        /* Callers are return addresses: turned into their call sites, as
+         * in every other stack. The agent's frames between host frames
+         * are left out, as for the threads that answer a signal. */
+        int kept = 0;
+        for (int f = 0; f < n; f++) {
+            uintptr_t pc = pcs[f];
+            if (f > 0 && pc >= stack_self_start && pc < stack_self_end)
+                continue;
+            pcs[kept++] = f > 0 ? pc - 1 : pc;
+        }
+        if (full && kept > 0)
+            pcs[kept - 1] = FRAME_TRUNCATED;
+        *depth = kept ? kept : 1;
+        return THREAD_STACK_OK;
+    }
+    return THREAD_STACK_MOVED;
+}
+
+static void *stack_copy;
+
+static void walk_blocked(struct thread_dump *d, struct thread_info *t,
+                         struct thread_syscall *st)
+{
+    if (!stack_copy) {
+        void *p = mmap(NULL, THREADS_COPY_MAX, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
             t->status = THREAD_STACK_UNREADABLE;
             return;
         }
-        struct cfi_regs regs = {st->pc, st->sp, 0, NULL};
-        int full;
-        uint64_t found = cfi_walk_counters.fp_found;
-        uint64_t lost = cfi_walk_counters.fp_lost;
-        int depth = cfi_walk_copy(&regs, st->sp, st->sp + got, stack_copy,
-                                  t->pcs, THREADS_STACK_MAX, &full);
-        d->walked++;
-        d->fp_found += cfi_walk_counters.fp_found - found;
-        d->fp_lost += cfi_walk_counters.fp_lost - lost;
-        /* The agent's frames between host frames are left out, as for
-         * the threads that answer a signal. */
-        int kept = 0;
-        for (int f = 0; f < depth; f++) {
-            uintptr_t pc = t->pcs[f];
-            if (f > 0 && pc >= stack_self_start && pc < stack_self_end)
-                continue;
-            t->pcs[kept++] = pc;
-        }
-        t->depth = kept ? kept : 1;
-        t->status = THREAD_STACK_OK;
-        return;
+        stack_copy = p;
     }
-    t->status = THREAD_STACK_MOVED;
+    uint64_t found = cfi_walk_counters.fp_found;
+    uint64_t lost = cfi_walk_counters.fp_lost;
+    t->status = threads_walk_blocked(t->tid, st, stack_copy, t->pcs,
+                                     THREADS_STACK_MAX, &t->depth);
+    if (t->status == THREAD_STACK_OK)
+        d->walked++;
+    d->fp_found += cfi_walk_counters.fp_found - found;
+    d->fp_lost += cfi_walk_counters.fp_lost - lost;
 }
 
 /* ---- the dump ------------------------------------------------------------ */
@@ -497,11 +503,10 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
 /* Fills what /proc says and decides whether to ask. Returns 1 to ask. */
 static int describe(struct thread_dump *d, struct thread_info *t, int sig)
 {
-    proc_thread_name(t->tid, t->name, sizeof t->name);
-    t->state = read_state(t->tid);
+    t->state = read_state(t->tid, t->name, sizeof t->name);
     t->syscall = -1;
-    struct syscall_state st;
-    int have = read_syscall(t->tid, &st) == 0;
+    struct thread_syscall st;
+    int have = threads_read_syscall(t->tid, &st) == 0;
     if (have && st.nr >= 0)
         t->syscall = st.nr;
     if (have && st.pc && st.nr != -1) {
@@ -516,8 +521,10 @@ static int describe(struct thread_dump *d, struct thread_info *t, int sig)
     /* Blocked in a system call that a handler would cut short, or that
      * cannot be asked: walked where it stands, never signalled. */
     int blocked = have && st.nr >= 0 && st.sp && st.pc;
-    if (blocked && (sig <= 0 || sigmask_thread_blocks(t->tid, sig) == 1 ||
-                    !restarts(&st, sig))) {
+    /* (restarts() first: a call that a handler would cut short is walked
+     * whatever the mask, and the mask's /proc read is the dearer look.) */
+    if (blocked && (sig <= 0 || !restarts(&st, sig) ||
+                    sigmask_thread_blocks(t->tid, sig) == 1)) {
         walk_blocked(d, t, &st);
         return 0;
     }
@@ -541,7 +548,7 @@ int threads_dump(struct thread_dump *out)
     memset(out, 0, sizeof *out);
     out->time_ns = agent_now_ns();
     size_t n;
-    int *tids = list_tids(&n, &out->agent_threads);
+    int *tids = threads_list_tids(&n, &out->agent_threads);
     if (!tids)
         return -ENOMEM;
     qsort(tids, n, sizeof *tids, by_tid);
@@ -588,8 +595,8 @@ int threads_dump(struct thread_dump *out)
          * thread seen running that has entered a call the signal would
          * cut short since is walked instead. This leaves a window of one
          * read of /proc (microseconds), not of the whole look. */
-        struct syscall_state st;
-        int moved = !blocked && read_syscall(t->tid, &st) == 0 &&
+        struct thread_syscall st;
+        int moved = !blocked && threads_read_syscall(t->tid, &st) == 0 &&
                     st.nr >= 0 && st.sp && st.pc && !restarts(&st, sig);
         if (!blocked && !moved) {
             __atomic_store_n(&slots[i].word,
@@ -604,7 +611,7 @@ int threads_dump(struct thread_dump *out)
         }
         if (moved) {
             t->syscall = st.nr;
-            t->state = read_state(t->tid);
+            t->state = read_state(t->tid, NULL, 0);
             walk_blocked(out, t, &st);
             continue;
         }

@@ -1,5 +1,5 @@
 # The files whose code runs in signal handlers (the CPU sampler, the threads
-# profile, the signal-context unwinder, the dump signal) call nothing outside this list:
+# profile, the signal-context unwinder, the wall profile's timer handler, the dump signal) call nothing outside this list:
 # async-signal-safe C-library functions, the table-driven walker
 # (agent/stacks/cfi_walk.c: plain reads of its tables and the stack) and the
 # agent's own functions
@@ -9,7 +9,8 @@
 
 allowed='^(_GLOBAL_OFFSET_TABLE_|__errno_location|clock_gettime|getpid|syscall|write|agent_tls|cpu_active|cpu_ringbuf_claim|cpu_ringbuf_commit|labels_current|stack_unwind_signal|cfi_walk|cfi_stack_lo|cfi_stack_hi|cfi_current|cfi_epoch|cfi_readers|cfi_tables_stale|cfi_walk_counters|cfi_parse_lookup|agent_find_object|cpu_phdr_readers|cpu_phdr_busy|memset|memcpy|memcmp|strnlen|log_msg)$'
 for o in agent/cpu/cpu_signal agent/threads/threads_signal agent/stacks/stack_signal \
-         agent/stacks/cfi_walk agent/stacks/cfi_parse process/dump_signal; do
+         agent/stacks/cfi_walk agent/stacks/cfi_parse process/dump_signal \
+         agent/wall/wall_signal; do
     obj="$BUILD/$o.o"
     [ -f "$obj" ] || fail "$obj is missing"
     calls=$(nm -u "$obj" | awk '{print $2}')

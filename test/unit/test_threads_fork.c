@@ -7,7 +7,7 @@
  * The dump is made to last: a busy thread marked as the agent's (but not
  * known to it as such) is asked for its stack and its handler does not
  * answer, so the dump waits THREADS_WAIT_MS for it; the fork lands well
- * inside that window.
+ * inside that window, once the dump has borrowed its signal.
  */
 #include "agent/agent.h"
 #include "agent/threads.h"

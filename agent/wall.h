@@ -1,0 +1,278 @@
+/*
+ * The wall-clock profile (/debug/pprof/wall): every host thread looked at
+ * PPROF_WALL_HZ times a second whatever it is doing, and never sent a
+ * directed signal (docs/wall.md has the design, its cost and its truth).
+ *
+ *   wall_signal.c  the handler of the per-thread CPU-time timers, and
+ *                  nothing else: a running thread's most recent stack
+ *   wall_timer.c   the session: its signal and handler, the table of
+ *                  threads (tid -> timer, slot), arming and disarming, the
+ *                  mask and exit hooks, fork
+ *   wall_look.c    one tick: which threads are looked at, what /proc says
+ *                  of each, the walk of a blocked one (cached while its
+ *                  system call stays the same), the charges
+ *   wall_agg.c     charges grouped by (stack, thread, state, system call)
+ *
+ * Running threads are sampled by timers on their own CPU clocks, which only
+ * advance while the thread runs: a sleeping thread is never interrupted,
+ * and on kernels that handle CPU-timer expiry on the way back to user mode
+ * (POSIX_CPU_TIMERS_TASK_WORK, x86-64 and arm64 since 5.11) the signal is
+ * only ever delivered there, never inside a system call. A timer is armed
+ * only on a thread seen running at a tick and disarmed when it is seen
+ * asleep. Threads blocked in the kernel are walked from /proc and a copy of
+ * their stack by the session's own thread (agent/threads.c).
+ *
+ * Contexts: the handler on any host thread; the mask and exit hooks on host
+ * threads inside the interposers; everything else on the one HTTP worker
+ * that holds the session (wall_session_start hands out a single slot).
+ */
+#ifndef PPROF_WALL_H
+#define PPROF_WALL_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Frames kept per stack, as the CPU profile. */
+#define WALL_STACK_MAX 64
+/* Threads one session can follow at once (table slots, a power of two). */
+#define WALL_THREADS_MAX 16384
+/* si_value of a wall timer: this cookie in the top 16 bits, the slot index
+ * in bits 32..47, the thread id in the low 32. */
+#define WALL_COOKIE 0x7761ULL
+
+static inline uint64_t wall_timer_value(uint32_t slot, uint32_t tid)
+{
+    return (WALL_COOKIE << 48) | ((uint64_t)(slot & 0xffff) << 32) | tid;
+}
+
+/* ---- signal side (wall_signal.c) ----------------------------------------- */
+
+/*
+ * A thread's most recent stack, taken by its own timer's handler. Writer:
+ * the handler, on the owning thread only (a timer signals its own thread,
+ * and the signal is blocked while its handler runs, so writers never
+ * overlap). Reader: the session's thread. Kept apart by a sequence count
+ * (a seqlock): the handler makes seq odd, writes, makes it even (release);
+ * the reader reads seq (acquire), copies, reads seq again and keeps the
+ * copy only if both were the same even number. tid is written by the
+ * session before the timer that carries this slot is armed, and cleared
+ * when the slot is given up; the handler writes nothing when it is not
+ * its own.
+ */
+struct wall_slot {
+    uint32_t seq;   /* odd while written; seq / 2 stacks taken */
+    uint32_t tid;   /* the owner; 0: free */
+    uint32_t depth;
+    uint32_t labels; /* the thread's label set id (agent/labels.h) */
+    uint64_t nvcsw;  /* its voluntary context switches then; ~0: unknown */
+    uintptr_t pcs[WALL_STACK_MAX]; /* leaf first; callers ra - 1 */
+};
+
+/* WALL_THREADS_MAX slots, mapped by the first session and never unmapped
+ * (a late handler may look at them). */
+extern struct wall_slot *wall_slots;
+
+/* Handler statistics of the session (read by the profile's comment). */
+struct wall_counters {
+    uint64_t taken;   /* stacks the handler wrote */
+    uint64_t foreign; /* expiries for a slot that had changed hands */
+};
+extern struct wall_counters wall_counters;
+
+/* The handler, for sigaction (SA_SIGINFO). Async-signal-safe. */
+void wall_signal_handler(int sig, siginfo_t *si, void *uc);
+
+/* Copies slot's stack if it holds one of at least seq `after` + 1 (a stack
+ * taken after the reader saw `after`). Returns the slot's sequence number
+ * (even) with *depth, pcs and *nvcsw (the thread's voluntary switches when
+ * it was taken, ~0 unknown) filled, or 0 when there is none or the handler
+ * kept writing. Not async-signal-safe (never runs in one). */
+uint32_t wall_slot_read(const struct wall_slot *s, uint32_t after,
+                        uintptr_t *pcs, int *depth, uint64_t *nvcsw);
+
+/* ---- the session and its threads (wall_timer.c) -------------------------- */
+
+/* What the session knows of one host thread. The timer fields and tid are
+ * changed under sigmask_lock (by the session, and by the thread itself in
+ * the mask and exit hooks); the rest belongs to the session's thread. */
+struct wall_thread {
+    int tid;        /* 0: free; -1: removed (kept for the probe chain) */
+    int timer;      /* kernel timer id, -1: none */
+    int armed;
+    int blocks;     /* blocks wall_signo: 1, 0, -1 not known yet */
+    int64_t mask_checked_ns; /* when its mask was last read from /proc */
+    uint32_t armed_seq; /* the slot's seq when the timer was last armed */
+    /* the looks' own (wall_look.c) */
+    int64_t prev_cpu;    /* CPU time at the previous look, ns */
+    int prev_blocked;    /* the previous look saw it blocked (walked) */
+    char letter;         /* state letter of its last stat read */
+    int stat_age;        /* looks since then */
+    uint64_t walk_key;   /* hash of the call, sp and pc walked; 0 none */
+    long walk_nr;        /* the system call of that walk */
+    int walk_depth;
+    int walk_status;     /* enum thread_stack_status of that walk */
+    uintptr_t walk_pcs[WALL_STACK_MAX];
+    /* running looks that wait for the thread's next stack */
+    int owing;
+    uint32_t owed_seq;   /* the stack must be newer than this */
+    uint64_t owed_nvcsw; /* and taken before the thread slept again */
+    int64_t owed_since;  /* monotonic ns of the first such look */
+    int64_t owed_ns[2];  /* running, runnable */
+    int64_t owed_count[2];
+    char name[16];
+};
+
+/* 1 while a session runs; its signal. */
+extern int wall_active;
+extern int wall_signo;
+/* WALL_THREADS_MAX entries, index = slot index; valid while a session
+ * runs. */
+extern struct wall_thread *wall_threads;
+
+/* CPU time between two stacks of a running thread, ns. */
+#define WALL_TIMER_PERIOD_NS 2000000
+/* First expiry after arming: soon, so that a thread that just woke has a
+ * stack of what it is doing now. */
+#define WALL_TIMER_FIRST_NS 500000
+
+/* Takes the single session slot, maps the table and the slots, installs
+ * the handler on a real-time signal the host leaves at its default, and
+ * starts watching mask changes. Returns 0, -EBUSY (a session runs),
+ * -EAGAIN (no signal free) or -ENOMEM. Not async-signal-safe. */
+int wall_session_start(void);
+
+/* Deletes every timer, puts the host's disposition back, frees the slot.
+ * Not async-signal-safe. */
+void wall_session_stop(void);
+
+/* Brings the unwind tables up to date with the objects loaded since the
+ * last call (once a second while the session runs). Not async-signal-safe. */
+void wall_session_refresh(void);
+
+/* The entry of tid, added when absent (NULL when the table is full).
+ * Session thread only. Not async-signal-safe. */
+struct wall_thread *wall_thread_get(int tid);
+
+/* Forgets the threads not in tids (sorted, n of them): deletes their
+ * timers and frees their slots. Session thread only.
+ * Not async-signal-safe. */
+void wall_threads_sweep(const int *tids, size_t n);
+
+/* Arms t's timer (creating it on first use; its first expiry after
+ * WALL_TIMER_FIRST_NS of the thread's CPU time) unless the thread blocks
+ * the signal; looks at its mask in /proc when not known, and again a
+ * second after it was last seen blocking it. Returns 1 when armed.
+ * Session thread only. Not async-signal-safe. */
+int wall_thread_arm(struct wall_thread *t, int64_t now_ns);
+/* Stops t's timer (kept for the next arming). Not async-signal-safe. */
+void wall_thread_disarm(struct wall_thread *t);
+
+/* Hooks for host threads, no-ops while no session runs: the calling
+ * thread's new mask blocks the signal or not (called by the mask
+ * interposers with sigmask_lock held), and the calling thread is ending
+ * (thread_hooks.c). Not async-signal-safe. */
+void wall_thread_mask(int blocks);
+void wall_thread_exiting(void);
+
+/* ---- one tick (wall_look.c) ---------------------------------------------- */
+
+/* Threads looked at per tick at most: with more, a round robin, and each
+ * charge weighs threads / WALL_LOOK_MAX ticks. */
+#define WALL_LOOK_MAX 16
+
+/* States a charge is labelled with. */
+enum wall_state {
+    WALL_RUNNING,  /* on a CPU */
+    WALL_RUNNABLE, /* ready, waiting for a CPU */
+    WALL_SLEEPING, /* blocked, interruptible (S) */
+    WALL_DISK,     /* blocked, uninterruptible (D) */
+    WALL_OTHER,    /* stopped, traced, exiting */
+};
+const char *wall_state_name(int state);
+
+/* One charge: a thread seen in a state with a stack, for ns of wall. */
+struct wall_charge {
+    const uintptr_t *pcs;
+    int depth;
+    int state;     /* enum wall_state */
+    long syscall;  /* the call it is blocked in; -1 none */
+    const char *thread;
+    int64_t ns;
+    int64_t count; /* looks this charge stands for (samples) */
+};
+
+/* Per-session counters of the looks, for the profile's comment and the
+ * benchmark. */
+struct wall_look_counters {
+    uint64_t ticks, late, looks;
+    uint64_t running, runnable, blocked;
+    uint64_t walks;         /* blocked threads walked from a copy */
+    uint64_t walks_cached;  /* blocked threads whose cached walk was kept */
+    uint64_t owed;          /* running charges that waited for a stack */
+    uint64_t no_stack;      /* running charges that never got one */
+    uint64_t arms, disarms;
+    int64_t look_ns;        /* wall time spent looking, summed */
+    int64_t look_cpu_ns;    /* the session thread's CPU time for it */
+};
+
+/* Running looks waiting for a stack, at most (more are charged without). */
+#define WALL_OWED_MAX 256
+
+/* The tick's state: the list of threads, the round robin, the counters. */
+struct wall_looker {
+    int *tids;
+    size_t n;
+    size_t cursor;
+    int64_t listed_ns;  /* when tids was read */
+    void *copy;         /* THREADS_COPY_MAX bytes for stack copies */
+    uint32_t owed[WALL_OWED_MAX]; /* entries with owing set */
+    size_t nowed;
+    struct wall_look_counters c;
+};
+
+/* Prepares and frees a looker (the session must run). Returns 0 or
+ * -ENOMEM. Not async-signal-safe. */
+int wall_look_init(struct wall_looker *l);
+void wall_look_free(struct wall_looker *l);
+
+/* One tick at time now_ns, elapsed_ns after the previous one: looks at up
+ * to WALL_LOOK_MAX threads and calls charge() for each look (and for
+ * earlier running looks whose stack arrived since). Returns 0 or -ENOMEM
+ * (from charge). Session thread only. Not async-signal-safe. */
+int wall_look_tick(struct wall_looker *l, int64_t now_ns, int64_t elapsed_ns,
+                   int (*charge)(const struct wall_charge *c, void *arg),
+                   void *arg);
+
+/* Charges what is still owed at the end (the stacks that never came) and
+ * ends the looker's session work. */
+int wall_look_finish(struct wall_looker *l,
+                     int (*charge)(const struct wall_charge *c, void *arg),
+                     void *arg);
+
+/* ---- grouping (wall_agg.c) ----------------------------------------------- */
+
+struct wall_agg;
+
+/* One group, as the encoder reads it. */
+struct wall_group {
+    uint64_t hash;
+    int depth;
+    int state;
+    long syscall;
+    int64_t count;
+    int64_t ns;
+    char thread[16];
+    uintptr_t pcs[WALL_STACK_MAX];
+};
+
+struct wall_agg *wall_agg_new(void);
+void wall_agg_free(struct wall_agg *a);
+/* Adds a charge (a callback for wall_look_tick). Returns 0 or -ENOMEM.
+ * Not async-signal-safe. */
+int wall_agg_add(const struct wall_charge *c, void *agg);
+/* The groups, in the order they were first charged. */
+const struct wall_group *wall_agg_groups(const struct wall_agg *a,
+                                         size_t *n);
+
+#endif

@@ -1,0 +1,468 @@
+/*
+ * One tick of the wall profile: the session's thread looks at up to
+ * WALL_LOOK_MAX host threads (a round robin over the list of threads,
+ * read again every second) and charges each one the wall time the tick
+ * stands for, with a stack, a state and the system call it is in.
+ *
+ * What a look reads, per thread: its CPU clock, /proc/self/task/TID/syscall
+ * and /proc/self/task/TID/stat (name, state letter; skipped for a thread
+ * parked where its previous look found it, but for one look in
+ * STAT_EVERY), then its CPU clock again. Then:
+ *  - "running" in the syscall file (the thread is runnable or on a CPU):
+ *    state running if its CPU clock moved while it was looked at, runnable
+ *    if not; its stack is the most recent one its own CPU-time timer took
+ *    (wall_signal.c), when it took one since it was armed. A thread that
+ *    has none yet (it was just armed) owes the charge until its first
+ *    stack arrives, at most OWED_MAX_NS later. One that has not used its
+ *    CPU since a look that saw it blocked has not left that call yet: it
+ *    is charged that call's stack, runnable.
+ *  - blocked in a system call (S or D): walked where it stands from its
+ *    stack pointer and a copy of its stack (threads_walk_blocked, no
+ *    signal), the walk kept while the thread waits in the same call at
+ *    the same stack pointer and address (a thread parked in one place is
+ *    walked once); state sleeping or disk, the call's name.
+ * Timers: armed on a thread seen running, disarmed on one seen blocked
+ * that has used no CPU since its previous look (it slept the whole time
+ * between the two looks).
+ *
+ * Weights: with n threads and k looked at per tick, each look stands for
+ * n / k ticks of that thread, each tick for the wall time since the
+ * previous one; so a thread's expected charge is the profile's duration
+ * whatever k is.
+ *
+ * Context: the HTTP worker holding the session (wall_timer.c). Allocates.
+ */
+#include "agent/wall.h"
+
+#include "agent/agent.h"
+#include "agent/fds.h"
+#include "agent/threads.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How often the list of threads is read again, ns. */
+#define RELIST_NS 1000000000LL
+/* How long a running look waits for its thread's first stack, ns. */
+#define OWED_MAX_NS 1000000000LL
+/* Looks of a parked thread between two reads of its stat. */
+#define STAT_EVERY 8
+
+const char *wall_state_name(int state)
+{
+    switch (state) {
+    case WALL_RUNNING: return "running";
+    case WALL_RUNNABLE: return "runnable";
+    case WALL_SLEEPING: return "sleeping";
+    case WALL_DISK: return "disk";
+    default: return "other";
+    }
+}
+
+static int by_tid(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int wall_look_init(struct wall_looker *l)
+{
+    memset(l, 0, sizeof *l);
+    void *p = mmap(NULL, THREADS_COPY_MAX, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -ENOMEM;
+    own_memory_add(p, THREADS_COPY_MAX);
+    l->copy = p;
+    return 0;
+}
+
+void wall_look_free(struct wall_looker *l)
+{
+    if (l->copy) {
+        own_memory_remove(l->copy, THREADS_COPY_MAX);
+        munmap(l->copy, THREADS_COPY_MAX);
+    }
+    free(l->tids);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- /proc --------------------------------------------------------------- */
+
+/* Name and state letter from /proc/self/task/TID/stat ("tid (name) S ..."). */
+static int read_stat(int tid, char *name, size_t size, char *state)
+{
+    char path[64], buf[512];
+    log_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    fds_close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    if (!open || !close || close < open || close[1] != ' ' || !close[2])
+        return -1;
+    size_t len = (size_t)(close - open - 1);
+    if (len >= size)
+        len = size - 1;
+    memcpy(name, open + 1, len);
+    name[len] = '\0';
+    *state = close[2];
+    return 0;
+}
+
+/* The thread's CPU time, ns, or -1 when it is gone. */
+static int64_t thread_cpu_ns(int tid)
+{
+    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
+    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The thread's voluntary context switches (times it slept) from its
+ * status, or ~0 when they cannot be read. */
+static uint64_t read_nvcsw(int tid)
+{
+    char path[64], buf[2048];
+    log_snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ~0ULL;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    fds_close(fd);
+    if (n <= 0)
+        return ~0ULL;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
+    return p ? strtoull(p + 25, NULL, 10) : ~0ULL;
+}
+
+/* 1 when a stack taken at a count of voluntary switches belongs to the
+ * run the thread is in at count now (either unknown: taken as so). */
+static int same_run(uint64_t taken, uint64_t now)
+{
+    return taken == ~0ULL || now == ~0ULL || taken == now;
+}
+
+static int64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* The walk's key: the call, the stack pointer and the address it returns
+ * to. Not the arguments: a futex word's value or a timeout changes from
+ * one wait to the next while the thread waits at the same place, under
+ * the same callers. */
+static uint64_t walk_key(const struct thread_syscall *st)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = (h ^ (uint64_t)st->nr) * 0x100000001b3ULL;
+    h = (h ^ st->sp) * 0x100000001b3ULL;
+    h = (h ^ st->pc) * 0x100000001b3ULL;
+    return h ? h : 1;
+}
+
+/* ---- charges ------------------------------------------------------------- */
+
+typedef int (*charge_fn)(const struct wall_charge *c, void *arg);
+
+static int charge(charge_fn fn, void *arg, const struct wall_thread *t,
+                  const uintptr_t *pcs, int depth, int state, long nr,
+                  int64_t ns, int64_t count)
+{
+    static const uintptr_t unavailable = FRAME_UNAVAILABLE;
+    struct wall_charge c = {
+        .pcs = depth > 0 ? pcs : &unavailable,
+        .depth = depth > 0 ? depth : 1,
+        .state = state,
+        .syscall = nr,
+        .thread = t->name,
+        .ns = ns,
+        .count = count,
+    };
+    return fn(&c, arg);
+}
+
+/* Charges what t owes with the stack pcs (depth 0: none came). */
+static int settle(struct wall_looker *l, struct wall_thread *t,
+                  const uintptr_t *pcs, int depth, charge_fn fn, void *arg)
+{
+    int err = 0;
+    if (depth == 0)
+        l->c.no_stack += t->owed_count[0] + t->owed_count[1];
+    for (int i = 0; i < 2 && !err; i++)
+        if (t->owed_count[i])
+            err = charge(fn, arg, t, pcs, depth,
+                         i ? WALL_RUNNABLE : WALL_RUNNING, -1, t->owed_ns[i],
+                         t->owed_count[i]);
+    t->owed_ns[0] = t->owed_ns[1] = 0;
+    t->owed_count[0] = t->owed_count[1] = 0;
+    t->owing = 0;
+    return err;
+}
+
+/* The owed charges whose stack has come, or that waited long enough. */
+static int settle_owed(struct wall_looker *l, int64_t now, int all,
+                       charge_fn fn, void *arg)
+{
+    int err = 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < l->nowed; i++) {
+        struct wall_thread *t = &wall_threads[l->owed[i]];
+        if (!t->owing)
+            continue;
+        uintptr_t pcs[WALL_STACK_MAX];
+        int depth = 0;
+        uint64_t nv;
+        if (wall_slot_read(&wall_slots[l->owed[i]], t->owed_seq, pcs, &depth,
+                           &nv) == 0)
+            depth = 0;
+        else if (!same_run(nv, t->owed_nvcsw))
+            depth = 0; /* it slept before its stack was taken: not the
+                          place it was looked at */
+        int came = depth > 0 || wall_slots[l->owed[i]].seq > t->owed_seq;
+        if (came || all || now - t->owed_since >= OWED_MAX_NS) {
+            if (!err)
+                err = settle(l, t, pcs, depth, fn, arg);
+            if (!came)
+                /* No stack came: a timer that died with an earlier
+                 * thread of the same id is made anew at the next arming. */
+                wall_thread_disarm(t);
+            continue;
+        }
+        l->owed[kept++] = l->owed[i];
+    }
+    l->nowed = kept;
+    return err;
+}
+
+/* ---- one look ------------------------------------------------------------ */
+
+static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
+                charge_fn fn, void *arg)
+{
+    struct wall_thread *t = wall_thread_get(tid);
+    if (!t)
+        return charge(fn, arg, &(struct wall_thread){.name = "?"}, NULL, 0,
+                      WALL_OTHER, -1, ns, 1);
+    int64_t cpu0 = thread_cpu_ns(tid);
+    struct thread_syscall st;
+    if (cpu0 < 0 || threads_read_syscall(tid, &st) != 0)
+        return 0; /* it ended: its time up to now was charged before */
+    /* Name and state letter: read again unless the thread waits where it
+     * waited at its previous look (its walk kept), and at least every
+     * STAT_EVERY looks for a name it may have changed. */
+    int parked = st.nr >= 0 && t->walk_key && walk_key(&st) == t->walk_key &&
+                 t->letter && t->stat_age < STAT_EVERY;
+    if (parked) {
+        t->stat_age++;
+    } else {
+        if (read_stat(tid, t->name, sizeof t->name, &t->letter) != 0)
+            return 0;
+        t->stat_age = 0;
+    }
+    char letter = t->letter;
+    int64_t cpu1 = thread_cpu_ns(tid);
+    int64_t prev_cpu = t->prev_cpu;
+    int prev_blocked = t->prev_blocked;
+    t->prev_cpu = cpu1 >= 0 ? cpu1 : cpu0;
+    t->prev_blocked = 0;
+    l->c.looks++;
+    uint32_t e = (uint32_t)(t - wall_threads);
+
+    if (st.nr == -1) {
+        int state = cpu1 > cpu0 ? WALL_RUNNING : WALL_RUNNABLE;
+        if (state == WALL_RUNNING)
+            l->c.running++;
+        else
+            l->c.runnable++;
+        /* Not on a CPU since it was seen blocked: still on its way out of
+         * that call (woken, waiting for a CPU). */
+        if (prev_blocked && cpu0 == prev_cpu && t->walk_key &&
+            t->walk_status == THREAD_STACK_OK) {
+            t->prev_blocked = 1;
+            return charge(fn, arg, t, t->walk_pcs, t->walk_depth,
+                          WALL_RUNNABLE, t->walk_nr, ns, 1);
+        }
+        uintptr_t pcs[WALL_STACK_MAX];
+        int depth = 0;
+        uint64_t nv_cap;
+        uint32_t seq = t->armed
+                           ? wall_slot_read(&wall_slots[e], t->armed_seq, pcs,
+                                            &depth, &nv_cap)
+                           : 0;
+        uint64_t nv_now = read_nvcsw(tid);
+        if (seq && same_run(nv_cap, nv_now)) {
+            /* Its stack of this run (it has not slept since); what it
+             * owes from an earlier run gets none. */
+            int err = 0;
+            if (t->owing)
+                err = same_run(t->owed_nvcsw, nv_cap)
+                          ? settle(l, t, pcs, depth, fn, arg)
+                          : settle(l, t, NULL, 0, fn, arg);
+            return err ? err : charge(fn, arg, t, pcs, depth, state, -1, ns, 1);
+        }
+        /* Slept since its last stack (on its way out of a call no look
+         * saw, or running for less than a timer period since), or none
+         * yet: owed to its next stack, if taken before it sleeps again. */
+        if (t->owing && !same_run(t->owed_nvcsw, nv_now)) {
+            int err = settle(l, t, NULL, 0, fn, arg);
+            if (err)
+                return err;
+        }
+        if (!t->armed) {
+            if (!wall_thread_arm(t, now))
+                /* It blocks the signal: no stack to be had. */
+                return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
+            l->c.arms++;
+        }
+        /* Owed until its timer's next stack. */
+        if (!t->owing) {
+            if (l->nowed == WALL_OWED_MAX)
+                return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
+            l->owed[l->nowed++] = e;
+            t->owing = 1;
+            t->owed_since = now;
+            t->owed_seq = seq ? seq : t->armed_seq;
+            t->owed_nvcsw = nv_now;
+        }
+        int i = state == WALL_RUNNABLE;
+        t->owed_ns[i] += ns;
+        t->owed_count[i]++;
+        l->c.owed++;
+        return 0;
+    }
+
+    /* Blocked (or stopped). */
+    l->c.blocked++;
+    int state = letter == 'D'   ? WALL_DISK
+                : letter == 'T' || letter == 't' || letter == 'Z' ||
+                        letter == 'X'
+                    ? WALL_OTHER
+                    : WALL_SLEEPING;
+    int err = 0;
+    if (t->owing) /* it ran and slept again before its timer fired */
+        err = settle(l, t, NULL, 0, fn, arg);
+    if (t->armed && prev_cpu == cpu0) {
+        wall_thread_disarm(t);
+        l->c.disarms++;
+    }
+    if (err)
+        return err;
+    if (st.nr < 0 || !st.sp || !st.pc) {
+        /* Not in a system call (a page fault, a stop): where it is. */
+        uintptr_t pc = st.pc;
+        return charge(fn, arg, t, &pc, pc ? 1 : 0, state, -1, ns, 1);
+    }
+    uint64_t key = walk_key(&st);
+    if (key != t->walk_key) {
+        t->walk_status = threads_walk_blocked(tid, &st, l->copy, t->walk_pcs,
+                                              WALL_STACK_MAX, &t->walk_depth);
+        t->walk_nr = st.nr;
+        /* The line the walk was consistent with (st was updated). */
+        t->walk_key = t->walk_status == THREAD_STACK_OK ? walk_key(&st) : 0;
+        l->c.walks++;
+        if (t->walk_status != THREAD_STACK_OK) {
+            uintptr_t pc = st.pc;
+            return charge(fn, arg, t, &pc, pc ? 1 : 0, state, st.nr, ns, 1);
+        }
+    } else {
+        l->c.walks_cached++;
+    }
+    t->prev_blocked = 1;
+    return charge(fn, arg, t, t->walk_pcs, t->walk_depth, state, t->walk_nr,
+                  ns, 1);
+}
+
+/* ---- the tick ------------------------------------------------------------ */
+
+static int listed(const int *tids, size_t n, int tid)
+{
+    return bsearch(&tid, tids, n, sizeof *tids, by_tid) != NULL;
+}
+
+static int relist(struct wall_looker *l, int64_t now, charge_fn fn,
+                  void *arg)
+{
+    size_t n, agent;
+    int *tids = threads_list_tids(&n, &agent);
+    if (!tids)
+        return -ENOMEM;
+    qsort(tids, n, sizeof *tids, by_tid);
+    /* Threads that ended settle what they owed with the stack their slot
+     * holds (or none) before the sweep frees their entries. */
+    int err = 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < l->nowed; i++) {
+        struct wall_thread *t = &wall_threads[l->owed[i]];
+        if (t->owing && !listed(tids, n, t->tid)) {
+            uintptr_t pcs[WALL_STACK_MAX];
+            int depth = 0;
+            uint64_t nv;
+            if (wall_slot_read(&wall_slots[l->owed[i]], t->owed_seq, pcs,
+                               &depth, &nv) == 0 ||
+                !same_run(nv, t->owed_nvcsw))
+                depth = 0;
+            if (!err)
+                err = settle(l, t, pcs, depth, fn, arg);
+            continue;
+        }
+        l->owed[kept++] = l->owed[i];
+    }
+    l->nowed = kept;
+    free(l->tids);
+    l->tids = tids;
+    l->n = n;
+    l->cursor = n ? l->cursor % n : 0;
+    l->listed_ns = now;
+    wall_threads_sweep(tids, n);
+    /* And the objects loaded meanwhile: the handler unwinds them. */
+    wall_session_refresh();
+    return err;
+}
+
+int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
+                   charge_fn fn, void *arg)
+{
+    int64_t t0 = mono_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    int err = 0;
+    err = settle_owed(l, now, 0, fn, arg);
+    if (!err && (!l->tids || now - l->listed_ns >= RELIST_NS))
+        err = relist(l, now, fn, arg);
+    l->c.ticks++;
+    size_t n = l->n;
+    size_t k = n < WALL_LOOK_MAX ? n : WALL_LOOK_MAX;
+    int64_t ns = k ? elapsed * (int64_t)n / (int64_t)k : 0;
+    for (size_t i = 0; i < k && !err; i++) {
+        int tid = l->tids[(l->cursor + i) % n];
+        err = look(l, tid, now, ns, fn, arg);
+    }
+    if (n)
+        l->cursor = (l->cursor + k) % n;
+    l->c.look_ns += mono_ns() - t0;
+    l->c.look_cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    return err;
+}
+
+int wall_look_finish(struct wall_looker *l, charge_fn fn, void *arg)
+{
+    return settle_owed(l, mono_ns(), 1, fn, arg);
+}

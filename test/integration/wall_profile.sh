@@ -1,0 +1,123 @@
+# /debug/pprof/wall: every thread sampled whatever it is doing, and never
+# sent a directed signal (test/programs/wall_truth). Four cycler threads
+# go through compute(), nap() (nanosleep), wait_epoll() (epoll_wait on a
+# pipe) and wait_lock() (a mutex a holder thread keeps), measuring the wall
+# time of each. Over a 16 s profile at PPROF_WALL_HZ=50 (>= 2000 samples of
+# the cyclers):
+# - each function's share of the cyclers' wall time within 3 points of what
+#   they measured (compute's wall time includes its waits for a CPU: run
+#   beside `sh test/with-load 2 ...` too);
+# - no EINTR seen by any of them;
+# - labels: nap is sleeping in clock_nanosleep, wait_epoll in epoll_wait,
+#   wait_lock in futex, compute running or runnable; the off-CPU view
+#   (-tagfocus=state=sleeping) holds no compute;
+# - the main thread's samples walk through main to _start;
+# - a CPU profile runs through the wall profile (PPROF_DUMP_DIR's whole-run
+#   profile: both timer sets armed at once) and names compute; meanwhile
+#   a second wall profile gets Go's 500 and /debug/pprof/profile the
+#   server's 503 (one long request at a time); bad seconds 400;
+# - afterwards the agent's signal handler is gone from the host (SigCgt as
+#   before);
+# - listed in the index, with a flame graph.
+. "$TOP/test/integration/lib.sh"
+prog="$BUILD/test/programs/wall_truth"
+export PPROF_WALL_HZ=50
+
+mkdir -p "$WORK/dump"
+PPROF_DUMP_DIR="$WORK/dump" start_agent wall "$prog" 26
+for i in $(seq 100); do grep -q '^started' "$WORK/wall.out" && break; sleep 0.05; done
+sigcgt() { awk '/^SigCgt:/ {print $2}' "/proc/$PID/status"; }
+cgt0=$(sigcgt)
+measured() { # "compute nap epoll lock eintr", ns
+    n=$(grep -c '^compute=' "$WORK/wall.out" || true)
+    kill -USR1 "$PID"
+    for i in $(seq 100); do
+        [ "$(grep -c '^compute=' "$WORK/wall.out" || true)" -gt "$n" ] && break
+        sleep 0.05
+    done
+    grep '^compute=' "$WORK/wall.out" | tail -n 1 | sed 's/[a-z]*=//g'
+}
+set -- $(measured); c0=$1 n0=$2 e0=$3 l0=$4
+fetch "debug/pprof/wall?seconds=16" > "$WORK/wall.pb.gz" &
+W=$!
+sleep 3
+# Meanwhile: the CPU profile's slot is the dump's, the wall's this one's.
+cpu_busy=$(curl -s -w ' %{http_code}' --max-time 60 "http://$ADDR/debug/pprof/profile?seconds=1")
+busy=$(curl -s -w ' %{http_code}' --max-time 60 "http://$ADDR/debug/pprof/wall?seconds=1")
+wait "$W"
+set -- $(measured); c1=$1 n1=$2 e1=$3 l1=$4 eintr=$5
+expect_contains "$busy" "wall profiling already in use
+ 500" "a second wall profile"
+# (the server's one long request is the wall profile: 503, said plainly)
+expect_contains "$cpu_busy" "too many profiles in progress" "a CPU profile request"
+
+cum() { # cum wall ms of function $2 in the top output $1
+    printf '%s\n' "$1" | awk -v f="$2" '$NF == f {v = $4; sub(/ms$/, "", v); print v + 0; exit}'
+}
+top=$(pprof -top -cum -unit=ms -sample_index=wall -tagfocus=thread=cycler "$WORK/wall.pb.gz")
+echo "$top" | head -n 30
+expect_contains "$top" "Type: wall"
+samples=$(pprof -top -sample_index=samples -tagfocus=thread=cycler "$WORK/wall.pb.gz" |
+    sed -n 's/.*Total samples = \([0-9]*\).*/\1/p')
+note "cycler samples: ${samples:-?}"
+[ "${samples:-0}" -ge 2000 ] || fail "fewer than 2000 samples of the cyclers: ${samples:-none}"
+pc=$(cum "$top" compute) pn=$(cum "$top" nap) pe=$(cum "$top" wait_epoll) pl=$(cum "$top" wait_lock) pt=$(cum "$top" cycler)
+note "running looks whose stack never came: $(cum "$top" 'unavailable]') ms"
+[ -n "$pc" ] && [ -n "$pn" ] && [ -n "$pe" ] && [ -n "$pl" ] && [ -n "$pt" ] ||
+    fail "compute, nap, wait_epoll, wait_lock or cycler missing from the wall profile"
+awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" -v e="$((e1 - e0))" -v l="$((l1 - l0))" \
+    -v pc="$pc" -v pn="$pn" -v pe="$pe" -v pl="$pl" -v pt="$pt" '
+function check(name, m, p) {
+    d = m - p; if (d < 0) d = -d
+    printf "# %-10s measured %5.1f%%  profile %5.1f%%  (%.1f points)\n", name, m, p, d
+    if (d > 3) bad = 1
+}
+BEGIN {
+    t = c + n + e + l
+    check("compute", c / t * 100, pc / pt * 100)
+    check("nap", n / t * 100, pn / pt * 100)
+    check("wait_epoll", e / t * 100, pe / pt * 100)
+    check("wait_lock", l / t * 100, pl / pt * 100)
+    printf "# cyclers: measured %.0f ms in the four functions, profile %.0f ms in all\n", t / 1e6, pt
+    exit bad
+}' || fail "a function's share differs by more than 3 points from the measured one"
+note "EINTR seen by the program: $eintr"
+[ "$eintr" = 0 ] || fail "the program saw $eintr EINTR"
+
+# Labels.
+tags() { pprof -tags -tagfocus=thread=cycler -focus="$1" "$WORK/wall.pb.gz"; }
+t=$(tags nap); expect_contains "$t" "sleeping" "nap's states"; expect_contains "$t" "clock_nanosleep" "nap's calls"
+t=$(tags wait_epoll); expect_contains "$t" "epoll_wait" "wait_epoll's calls"
+t=$(tags wait_lock); expect_contains "$t" "futex" "wait_lock's calls"
+t=$(tags compute)
+case "$t" in *running*|*runnable*) ;; *) echo "$t"; fail "compute is neither running nor runnable" ;; esac
+expect_not_contains "$t" "sleeping" "compute's states"
+off=$(pprof -top -cum -sample_index=wall -tagfocus=state=sleeping "$WORK/wall.pb.gz")
+expect_contains "$off" " nap"
+expect_not_contains "$off" " compute" "the off-CPU view"
+
+# The main thread (nanosleep under main): walked through main to _start.
+mainthr=$(pprof -top -cum -unit=ms -sample_index=wall -tagfocus=thread=wall_truth "$WORK/wall.pb.gz")
+pm=$(cum "$mainthr" main) ps=$(cum "$mainthr" _start)
+note "main thread: main ${pm:-?} ms, _start ${ps:-?} ms"
+[ -n "$pm" ] && [ "$pm" = "$ps" ] || { echo "$mainthr"; fail "main thread samples do not all reach _start through main"; }
+
+# The handler is gone once the profile is over.
+cgt1=$(sigcgt)
+[ "$cgt0" = "$cgt1" ] || fail "caught signals before $cgt0, after the profile $cgt1"
+
+[ "$(http_status 'debug/pprof/wall?seconds=0')" = 400 ] || fail "seconds=0 is not refused"
+index=$(fetch 'debug/pprof/')
+expect_contains "$index" "<a href='wall?debug=1'>wall</a>"
+expect_contains "$index" "<a href='flamegraph?profile=wall'>"
+expect_contains "$index" "PPROF_WALL_HZ"
+svg=$(fetch "debug/pprof/flamegraph?profile=wall&seconds=1")
+expect_contains "$svg" "<svg"
+
+# The whole-run CPU profile, written at exit, ran beside the wall profile.
+wait_exit "$PID" 30
+[ "$STATUS" = 0 ] || fail "the program exited with $STATUS"
+cpu=$(ls "$WORK"/dump/*.cpu.pb.gz 2>/dev/null | head -n 1)
+[ -n "$cpu" ] || fail "no CPU profile written at exit"
+expect_contains "$(pprof -top "$cpu")" "compute" "the whole-run CPU profile"
+echo ok
