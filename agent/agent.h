@@ -369,6 +369,22 @@ extern int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
 /* Resolves the real_* pointers of this file. Not async-signal-safe. */
 void thread_hooks_init(void);
 
+/* ---- borrowed signals (signals.c) ------------------------------------------ */
+
+/* Installs handler (SA_SIGINFO | SA_RESTART, blocking mask while it runs;
+ * NULL: nothing more) on the first signal from first to last (either way
+ * round, skipping skip; 0: none) that the host leaves at its default
+ * action; the action it had goes to *saved. Returns the signal or -EAGAIN.
+ * Not async-signal-safe. */
+int signals_borrow(int first, int last, int skip,
+                   void (*handler)(int, siginfo_t *, void *),
+                   const sigset_t *mask, struct sigaction *saved);
+
+/* Gives sig back as saved, unless the host has replaced handler meanwhile;
+ * what is still pending of it is discarded first. Not async-signal-safe. */
+void signals_give_back(int sig, void (*handler)(int, siginfo_t *, void *),
+                       const struct sigaction *saved);
+
 /* ---- signal masks (sigmask.c, sigmask_hooks.c) ---------------------------- */
 
 /*

@@ -498,18 +498,8 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     spin_unlock(&reg_lock);
     sigmask_watch_end();
 
-    /* Ignoring a signal discards it where it is pending, so restoring the
-     * host's default afterwards cannot let a late expiry kill it. Leave
-     * the disposition alone when the host replaced our handler meanwhile. */
-    struct sigaction cur;
-    if (handler_installed && sigaction(cpu_signo, NULL, &cur) == 0 &&
-        handler_is(&cur)) {
-        struct sigaction ign;
-        memset(&ign, 0, sizeof ign);
-        ign.sa_handler = SIG_IGN;
-        sigaction(cpu_signo, &ign, NULL);
-        sigaction(cpu_signo, &saved_action, NULL);
-    }
+    if (handler_installed)
+        signals_give_back(cpu_signo, cpu_signal_handler, &saved_action);
     handler_installed = 0;
     /* A handler still running on another thread finishes its sample. */
     while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)

@@ -312,49 +312,22 @@ long threads_host_count(void)
 
 /* ---- signal -------------------------------------------------------------- */
 
-static int handler_is_ours(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) &&
-           sa->sa_sigaction == threads_signal_handler;
-}
-
 /* A real-time signal left at its default by the host and not the CPU
  * profiler's; installs the handler. Returns the signal or -EAGAIN. */
 static int install(struct sigaction *saved)
 {
-    for (int sig = SIGRTMAX; sig >= SIGRTMIN + 4; sig--) {
-        if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST) &&
-            sig == cpu_signo)
-            continue;
-        struct sigaction cur;
-        if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
-            (cur.sa_flags & SA_SIGINFO))
-            continue;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = threads_signal_handler;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaddset(&sa.sa_mask, SIGPROF);
-        sigaddset(&sa.sa_mask, cpu_signo);
-        if (sigaction(sig, &sa, saved) == 0)
-            return sig;
-    }
-    return -EAGAIN;
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGPROF);
+    sigaddset(&mask, cpu_signo);
+    int skip = __atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST) ? cpu_signo : 0;
+    return signals_borrow(SIGRTMAX, SIGRTMIN + 4, skip,
+                          threads_signal_handler, &mask, saved);
 }
 
 static void uninstall(int sig, const struct sigaction *saved)
 {
-    struct sigaction cur;
-    if (sigaction(sig, NULL, &cur) != 0 || !handler_is_ours(&cur))
-        return; /* the host replaced it meanwhile: leave the host's */
-    /* SIG_IGN discards what is still pending (a thread that blocked it, or
-     * never ran); the default action must never see our signal. */
-    struct sigaction ign;
-    memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
-    sigaction(sig, &ign, NULL);
-    sigaction(sig, saved, NULL);
+    signals_give_back(sig, threads_signal_handler, saved);
 }
 
 static int ask(int tid, int sig, uint32_t gen, uint32_t slot)

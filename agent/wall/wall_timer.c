@@ -351,31 +351,13 @@ static void fork_child(void)
 
 /* ---- the session --------------------------------------------------------- */
 
-static int handler_is(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) &&
-           sa->sa_sigaction == wall_signal_handler;
-}
-
 /* A real-time signal the host leaves at its default, taken from the low
  * end (the CPU profile and the threads dump take theirs from the high
  * end). Installs the handler. Returns the signal or -EAGAIN. */
 static int install(void)
 {
-    for (int sig = SIGRTMIN + 4; sig <= SIGRTMAX - 4; sig++) {
-        struct sigaction cur;
-        if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
-            (cur.sa_flags & SA_SIGINFO))
-            continue;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = wall_signal_handler;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(sig, &sa, &saved_action) == 0)
-            return sig;
-    }
-    return -EAGAIN;
+    return signals_borrow(SIGRTMIN + 4, SIGRTMAX - 4, 0, wall_signal_handler,
+                          NULL, &saved_action);
 }
 
 static void *map(size_t size)
@@ -459,18 +441,8 @@ void wall_session_stop(void)
     nfree = 0;
     spin_unlock(&sigmask_lock);
     sigmask_watch_end();
-    /* Ignoring the signal discards it where it is still pending, so
-     * putting the host's default back cannot let a late expiry kill it;
-     * a disposition the host changed meanwhile is left alone. */
-    struct sigaction cur;
-    if (handler_installed && sigaction(wall_signo, NULL, &cur) == 0 &&
-        handler_is(&cur)) {
-        struct sigaction ign;
-        memset(&ign, 0, sizeof ign);
-        ign.sa_handler = SIG_IGN;
-        sigaction(wall_signo, &ign, NULL);
-        sigaction(wall_signo, &saved_action, NULL);
-    }
+    if (handler_installed)
+        signals_give_back(wall_signo, wall_signal_handler, &saved_action);
     handler_installed = 0;
     if (table_full)
         log_info("wall profile: %ld threads not followed (table full)",

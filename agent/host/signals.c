@@ -1,0 +1,56 @@
+/*
+ * The real-time signals the agent borrows from the host: the threads
+ * dump's, the wall profile's (and the CPU profile's, when SIGPROF is the
+ * host's). A signal is taken only while the host leaves it at its default
+ * action, and given back the way it was found.
+ *
+ * Contexts: the agent's workers, when a profile or a dump starts and ends.
+ * Never in a signal handler.
+ */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+int signals_borrow(int first, int last, int skip,
+                   void (*handler)(int, siginfo_t *, void *),
+                   const sigset_t *mask, struct sigaction *saved)
+{
+    int step = first <= last ? 1 : -1;
+    for (int sig = first; sig != last + step; sig += step) {
+        if (sig == skip)
+            continue;
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
+            (cur.sa_flags & SA_SIGINFO))
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = handler;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        if (mask)
+            sa.sa_mask = *mask;
+        else
+            sigemptyset(&sa.sa_mask);
+        if (sigaction(sig, &sa, saved) == 0)
+            return sig;
+    }
+    return -EAGAIN;
+}
+
+void signals_give_back(int sig, void (*handler)(int, siginfo_t *, void *),
+                       const struct sigaction *saved)
+{
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
+        cur.sa_sigaction != handler)
+        return; /* the host replaced it meanwhile: leave the host's */
+    /* SIG_IGN discards what is still pending (on a thread that blocked it,
+     * or an expiry late), so the default action never sees our signal. */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(sig, &ign, NULL);
+    sigaction(sig, saved, NULL);
+}
