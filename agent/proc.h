@@ -27,6 +27,11 @@ int proc_slurp(const char *path, char **out);
  * -errno with out = "" (a thread that is gone). */
 int proc_thread_name(int tid, char *out, size_t size);
 
+/* The state letter of thread tid (/proc/self/task/TID/stat: R, S, D, ...)
+ * and, when name is not NULL, its name from the same read (as comm, cut
+ * to size - 1 bytes). Returns '?' with name = "" when unreadable. */
+char proc_thread_state(int tid, char *name, size_t size);
+
 /* Calls fn(arg, n, dir_fd) for each entry of folder dir whose name is a
  * number in [0, INT_MAX] (thread ids in /proc/self/task, descriptors in
  * /proc/self/fd), in readdir order; dir_fd is the listing's own

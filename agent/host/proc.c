@@ -89,6 +89,29 @@ int proc_thread_name(int tid, char *out, size_t size)
     return (int)n;
 }
 
+char proc_thread_state(int tid, char *name, size_t size)
+{
+    char path[64], buf[512];
+    log_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    if (name && size)
+        name[0] = '\0';
+    if (proc_read(path, buf, sizeof buf) <= 0)
+        return '?';
+    /* "tid (name) S ...": the name may hold spaces and parentheses, so it
+     * ends at the last ")". */
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    if (!open || !close || close < open || close[1] != ' ' || !close[2])
+        return '?';
+    if (name && size) {
+        size_t len = (size_t)(close - open - 1);
+        if (len > size - 1)
+            len = size - 1;
+        memcpy(name, open + 1, len);
+        name[len] = '\0';
+    }
+    return close[2];
+}
+
 int proc_list(const char *dir, int (*fn)(void *arg, int n, int dir_fd),
               void *arg)
 {

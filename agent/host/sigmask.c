@@ -29,6 +29,7 @@
  * straight to the C library). Never in the agent's own signal handlers.
  */
 #include "agent/agent.h"
+#include "agent/proc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -92,14 +93,8 @@ static int status_mask(int tid, const char *name, unsigned long long *mask)
 {
     char path[64], buf[2048];
     log_snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (proc_read(path, buf, sizeof buf) <= 0)
         return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     char *p = strstr(buf, name);
     if (!p)
         return -1;

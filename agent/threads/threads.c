@@ -76,28 +76,6 @@ static void task_path(char *out, size_t size, int tid, const char *file)
     log_snprintf(out, size, "/proc/self/task/%d/%s", tid, file);
 }
 
-/* State letter from stat: the field after the ")" that ends the name;
- * and, when name is not NULL, the name between the parentheses (the same
- * bytes as /proc/.../comm: one read instead of two). */
-static char read_state(int tid, char *name, size_t size)
-{
-    char path[64], buf[512];
-    task_path(path, sizeof path, tid, "stat");
-    if (name)
-        name[0] = '\0';
-    if (proc_read(path, buf, sizeof buf) <= 0)
-        return '?';
-    char *open = strchr(buf, '('), *p = strrchr(buf, ')');
-    if (name && open && p && p > open) {
-        size_t len = (size_t)(p - open - 1);
-        if (len > size - 1)
-            len = size - 1;
-        memcpy(name, open + 1, len);
-        name[len] = '\0';
-    }
-    return p && p[1] == ' ' && p[2] ? p[2] : '?';
-}
-
 /* 1 when fd is a signalfd whose mask includes sig (its fdinfo has a
  * "sigmask:" line; no other descriptor has one). */
 static int signalfd_reads(int fd, int sig)
@@ -476,7 +454,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
 /* Fills what /proc says and decides whether to ask. Returns 1 to ask. */
 static int describe(struct thread_dump *d, struct thread_info *t, int sig)
 {
-    t->state = read_state(t->tid, t->name, sizeof t->name);
+    t->state = proc_thread_state(t->tid, t->name, sizeof t->name);
     t->syscall = -1;
     struct thread_syscall st;
     int have = threads_read_syscall(t->tid, &st) == 0;
@@ -584,7 +562,7 @@ int threads_dump(struct thread_dump *out)
         }
         if (moved) {
             t->syscall = st.nr;
-            t->state = read_state(t->tid, NULL, 0);
+            t->state = proc_thread_state(t->tid, NULL, 0);
             walk_blocked(out, t, &st);
             continue;
         }

@@ -36,6 +36,7 @@
 
 #include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/proc.h"
 #include "agent/threads.h"
 
 #include <errno.h>
@@ -93,31 +94,6 @@ void wall_look_free(struct wall_looker *l)
 }
 
 /* ---- /proc --------------------------------------------------------------- */
-
-/* Name and state letter from /proc/self/task/TID/stat ("tid (name) S ..."). */
-static int read_stat(int tid, char *name, size_t size, char *state)
-{
-    char path[64], buf[512];
-    log_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    fds_close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-    if (!open || !close || close < open || close[1] != ' ' || !close[2])
-        return -1;
-    size_t len = (size_t)(close - open - 1);
-    if (len >= size)
-        len = size - 1;
-    memcpy(name, open + 1, len);
-    name[len] = '\0';
-    *state = close[2];
-    return 0;
-}
 
 /* The thread's CPU time, ns, or -1 when it is gone. */
 static int64_t thread_cpu_ns(int tid)
@@ -275,7 +251,7 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     if (parked) {
         t->stat_age++;
     } else {
-        if (read_stat(tid, t->name, sizeof t->name, &t->letter) != 0)
+        if ((t->letter = proc_thread_state(tid, t->name, sizeof t->name)) == '?')
             return 0;
         t->stat_age = 0;
     }
