@@ -74,10 +74,14 @@ static inline uint32_t heap_key_labels(uint64_t key)
 
 /*
  * Per-thread sampling state in initial-exec TLS (never allocates).
- * `left` is the number of bytes (counted as n + 1 per allocation) before
- * the next sample point; 0 in a new thread, which sends its first
- * allocation to the slow path to seed the generator. Written only by its
- * own thread, outside signal handlers; a signal handler never reads it.
+ * `left` is the number of bytes (counted as n + 1 per allocation) that
+ * can still be allocated before the next sample point: the allocation
+ * whose n + 1 exceeds it holds the point. The fast path subtracts n + 1
+ * and branches on the borrow, so the slow path finds it wrapped and adds
+ * n + 1 back first. 0 in a new thread, which sends its first allocation
+ * to the slow path to seed the generator; UINT64_MAX when nothing is ever
+ * sampled on this thread. Written only by its own thread, outside signal
+ * handlers; a signal handler never reads it.
  */
 struct heap_tls {
     uint64_t left;
@@ -112,12 +116,21 @@ static inline uint64_t heap_hash(const void *p)
     return (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ULL;
 }
 
+/* p's filter cell: Fibonacci hashing of the pointer's low 32 bits (the
+ * high half of a 32-bit product), two instructions on free's fast path
+ * (imul with an immediate, shift) where the 64-bit hash takes three.
+ * Pointers that differ only above bit 31 share a cell: a false positive
+ * costs a table lookup, never a missed free. */
+static inline uint32_t heap_filter_index(const void *p)
+{
+    return ((uint32_t)(uintptr_t)p * 0x9e3779b1u) >> (32 - HEAP_FILTER_BITS);
+}
+
 /* Non-zero when p may be sampled (or is a bootstrap allocation); zero
  * means it certainly is not. Async-signal-safe. Does not allocate. */
 static inline uint32_t heap_filter_maybe(const void *p)
 {
-    return __atomic_load_n(&heap_filter[heap_hash(p) >> (64 - HEAP_FILTER_BITS)],
-                           __ATOMIC_RELAXED);
+    return __atomic_load_n(&heap_filter[heap_filter_index(p)], __ATOMIC_RELAXED);
 }
 
 /* Raises or lowers p's filter cell, for pointers the free path must look at
