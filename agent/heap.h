@@ -138,6 +138,27 @@ static inline uint32_t heap_filter_maybe(const void *p)
  * Async-signal-safe. Does not allocate. */
 void heap_filter_mark(const void *p);
 
+/* Lowers p's filter cell again (after heap_filter_mark).
+ * Async-signal-safe. Does not allocate. */
+void heap_filter_unmark(const void *p);
+
+/* ---- the agent's own large blocks (heap_own_blocks.c) -------------------- */
+
+/* Allocations of at least this many bytes on the agent's own threads come
+ * from mmap, not from the host's allocator. */
+#define OWN_BLOCK_MIN (128u * 1024)
+
+/* A zeroed block of size bytes of the agent's own, marked in the filter so
+ * that free() finds it; NULL when none can be mapped or the registry is
+ * full (the caller then uses the host's allocator). Agent threads only.
+ * Not async-signal-safe. */
+void *heap_own_block_alloc(size_t size);
+/* Unmaps p and returns 1 when it is an own block, else 0 (nothing done).
+ * Not async-signal-safe (spinlock). Does not allocate. */
+int heap_own_block_free(void *p);
+/* The requested size of own block p, 0 when p is not one. */
+size_t heap_own_block_size(const void *p);
+
 /* ---- live sampled allocations (heap_table.c) ----------------------------- */
 
 /* The heap buckets: (stack, size) with HEAP_NVALUES counters. */

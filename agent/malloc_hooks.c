@@ -362,9 +362,11 @@ static NOINLINE void *sample_slow(void *p, size_t n)
     if (!p)
         return p;
     if (guard_active()) {
-        /* The agent's own threads never sample: keep them off this path. */
+        /* The agent's own threads never sample: they come back here only
+         * for allocations of OWN_BLOCK_MIN bytes or more (and once every
+         * OWN_BLOCK_MIN bytes of small ones). */
         if (agent_tls.agent_thread)
-            heap_tls.left = UINT64_MAX;
+            heap_tls.left = OWN_BLOCK_MIN - 1;
         return p;
     }
     if (heap_sampler_take(n)) {
@@ -385,21 +387,33 @@ static inline void *account(void *p, size_t n)
     return sample_slow(p, n);
 }
 
+/* A large block for an agent thread from mmap (heap_own_blocks.c has
+ * why), or NULL: the host's allocator then serves it. */
+static inline void *own_block(size_t n)
+{
+    if (likely(!agent_tls.agent_thread) || n < OWN_BLOCK_MIN)
+        return NULL;
+    heap_tls.left = OWN_BLOCK_MIN - 1;
+    return heap_own_block_alloc(n);
+}
+
 static NOINLINE void *malloc_slow(size_t n)
 {
     countdown_undo((uint64_t)n + 1);
-    return sample_slow(real_malloc(n), n);
+    void *p = own_block(n);
+    return p ? p : sample_slow(real_malloc(n), n);
 }
 
 static NOINLINE void *calloc_slow(size_t a, size_t b, size_t n)
 {
     countdown_undo((uint64_t)n + 1);
-    return sample_slow(real_calloc(a, b), n);
+    void *p = own_block(n); /* zeroed by mmap */
+    return p ? p : sample_slow(real_calloc(a, b), n);
 }
 
 static NOINLINE void free_slow(void *p)
 {
-    if (is_boot(p))
+    if (is_boot(p) || heap_own_block_free(p))
         return;
     struct heap_live l;
     if (heap_table_forget(p, &l))
@@ -415,6 +429,19 @@ static NOINLINE void *realloc_slow(void *p, size_t n)
         if (q) {
             size_t old = boot_size(p);
             memcpy(q, p, old < n ? old : n);
+        }
+        return q;
+    }
+    size_t own = heap_own_block_size(p);
+    if (own) {
+        if (n == 0) {
+            heap_own_block_free(p);
+            return NULL;
+        }
+        void *q = malloc(n);
+        if (q) {
+            memcpy(q, p, own < n ? own : n);
+            heap_own_block_free(p);
         }
         return q;
     }
@@ -437,7 +464,16 @@ static NOINLINE void *realloc_slow(void *p, size_t n)
 static NOINLINE void *realloc_sample_slow(void *p, size_t n)
 {
     countdown_undo((uint64_t)n + 1);
-    void *q = real_realloc(p, n);
+    void *q = own_block(n);
+    if (q) {
+        if (p) {
+            size_t old = real_usable_size(p);
+            memcpy(q, p, old < n ? old : n);
+            real_free(p);
+        }
+        return q;
+    }
+    q = real_realloc(p, n);
     return q ? sample_slow(q, n) : q;
 }
 
@@ -518,8 +554,13 @@ EXPORT void *pvalloc(size_t n)
 
 EXPORT size_t malloc_usable_size(void *p)
 {
-    if (unlikely(is_boot(p)))
-        return boot_size(p);
+    if (unlikely(heap_filter_maybe(p))) {
+        if (is_boot(p))
+            return boot_size(p);
+        size_t own = heap_own_block_size(p);
+        if (own)
+            return own;
+    }
     return real_usable_size(p);
 }
 

@@ -304,6 +304,7 @@ void symbols_elf_load(struct sym_object *o)
     if (!o->elf)
         return;
     symbols_debug_find(o);
+    symbols_debug_reopen(o);
 
     Elf *full = NULL;
     switch (o->source) {
@@ -392,4 +393,14 @@ void symbols_elf_close(struct sym_object *o)
     o->image = NULL;
     o->funcs = NULL;
     o->segs = NULL;
+}
+
+void symbols_elf_unload(struct sym_object *o)
+{
+    symbols_dwarf_close(o);
+    symbols_debug_unload(o);
+    free(o->funcs);
+    o->funcs = NULL;
+    o->nfuncs = 0;
+    o->loaded = 0;
 }
