@@ -74,10 +74,14 @@ static inline uint32_t heap_key_labels(uint64_t key)
 
 /*
  * Per-thread sampling state in initial-exec TLS (never allocates).
- * `left` is the number of bytes (counted as n + 1 per allocation) before
- * the next sample point; 0 in a new thread, which sends its first
- * allocation to the slow path to seed the generator. Written only by its
- * own thread, outside signal handlers; a signal handler never reads it.
+ * `left` is the number of bytes (counted as n + 1 per allocation) that
+ * can still be allocated before the next sample point: the allocation
+ * whose n + 1 exceeds it holds the point. The fast path subtracts n + 1
+ * and branches on the borrow, so the slow path finds it wrapped and adds
+ * n + 1 back first. 0 in a new thread, which sends its first allocation
+ * to the slow path to seed the generator; UINT64_MAX when nothing is ever
+ * sampled on this thread. Written only by its own thread, outside signal
+ * handlers; a signal handler never reads it.
  */
 struct heap_tls {
     uint64_t left;
@@ -112,18 +116,48 @@ static inline uint64_t heap_hash(const void *p)
     return (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ULL;
 }
 
+/* p's filter cell: Fibonacci hashing of the pointer's low 32 bits (the
+ * high half of a 32-bit product), two instructions on free's fast path
+ * (imul with an immediate, shift) where the 64-bit hash takes three.
+ * Pointers that differ only above bit 31 share a cell: a false positive
+ * costs a table lookup, never a missed free. */
+static inline uint32_t heap_filter_index(const void *p)
+{
+    return ((uint32_t)(uintptr_t)p * 0x9e3779b1u) >> (32 - HEAP_FILTER_BITS);
+}
+
 /* Non-zero when p may be sampled (or is a bootstrap allocation); zero
  * means it certainly is not. Async-signal-safe. Does not allocate. */
 static inline uint32_t heap_filter_maybe(const void *p)
 {
-    return __atomic_load_n(&heap_filter[heap_hash(p) >> (64 - HEAP_FILTER_BITS)],
-                           __ATOMIC_RELAXED);
+    return __atomic_load_n(&heap_filter[heap_filter_index(p)], __ATOMIC_RELAXED);
 }
 
 /* Raises or lowers p's filter cell, for pointers the free path must look at
  * that are not in the table (the bootstrap buffer's).
  * Async-signal-safe. Does not allocate. */
 void heap_filter_mark(const void *p);
+
+/* Lowers p's filter cell again (after heap_filter_mark).
+ * Async-signal-safe. Does not allocate. */
+void heap_filter_unmark(const void *p);
+
+/* ---- the agent's own large blocks (heap_own_blocks.c) -------------------- */
+
+/* Allocations of at least this many bytes on the agent's own threads come
+ * from mmap, not from the host's allocator. */
+#define OWN_BLOCK_MIN (128u * 1024)
+
+/* A zeroed block of size bytes of the agent's own, marked in the filter so
+ * that free() finds it; NULL when none can be mapped or the registry is
+ * full (the caller then uses the host's allocator). Agent threads only.
+ * Not async-signal-safe. */
+void *heap_own_block_alloc(size_t size);
+/* Unmaps p and returns 1 when it is an own block, else 0 (nothing done).
+ * Not async-signal-safe (spinlock). Does not allocate. */
+int heap_own_block_free(void *p);
+/* The requested size of own block p, 0 when p is not one. */
+size_t heap_own_block_size(const void *p);
 
 /* ---- live sampled allocations (heap_table.c) ----------------------------- */
 

@@ -7,9 +7,11 @@
  *
  * Entered only from the agent's own threads, while a profile is encoded or
  * /debug/pprof/symbol is answered; never from a signal handler and never
- * from inside an interposed call, except symbols_invalidate(). Everything
- * is resolved lazily and cached per object; the cache is dropped for objects
- * that were unloaded.
+ * from inside an interposed call. Everything
+ * is resolved lazily per object; symbols_release() gives the objects'
+ * tables and DWARF back once a request is answered, and a bounded cache of
+ * answers by address (owning its strings) keeps the next profile of the
+ * same addresses from loading them again. docs/memory.md has the costs.
  */
 #ifndef PPROF_SYMBOLS_H
 #define PPROF_SYMBOLS_H
@@ -78,6 +80,14 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
                                        const char *build_id,
                                        int exported_only),
                             void *arg);
+
+/* Gives back the memory the last requests' lookups loaded (per object:
+ * function tables, DWARF and the debug files' decompressed sections),
+ * keeping the cache of answers by address (a few MB at most, owning its
+ * strings) so that the next profile of the same addresses loads nothing.
+ * Call when a request is answered, without the lock. Strings returned
+ * before die. Not async-signal-safe. */
+void symbols_release(void);
 
 /* In a fork child (the only thread): when a thread of the parent held the
  * symbolizer's lock at fork time, starts over with an empty state (the old
@@ -204,6 +214,11 @@ const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
  * symbols_debug_close() come first (they read o's ELF).
  * Not async-signal-safe. */
 void symbols_elf_close(struct sym_object *o);
+/* Gives back what the first lookup loaded (function table, DWARF, the
+ * debug file's handle and its decompressed sections), keeping what finds
+ * them again (the object's own handle, segments, the debug file's path);
+ * the next lookup loads them anew. Not async-signal-safe. */
+void symbols_elf_unload(struct sym_object *o);
 
 /* Opens an ELF file read-only through a libelf mmap (no descriptor kept).
  * NULL when it cannot be opened or is not ELF. Not async-signal-safe. */
@@ -228,6 +243,11 @@ void symbols_debug_find(struct sym_object *o);
 void symbols_debug_report(struct sym_object *o);
 /* Releases what symbols_debug_find() attached. Not async-signal-safe. */
 void symbols_debug_close(struct sym_object *o);
+/* Closes the debug file's handle (with the sections libelf decompressed),
+ * keeping its path; symbols_debug_reopen() opens it again, when it still
+ * has the object's build ID. Not async-signal-safe. */
+void symbols_debug_unload(struct sym_object *o);
+void symbols_debug_reopen(struct sym_object *o);
 /* The CRC that .gnu_debuglink records for the file at path (zlib's CRC-32,
  * as binutils computes it). Returns 0 or -errno. Not async-signal-safe. */
 int symbols_debug_crc(const char *path, uint32_t *crc);

@@ -27,6 +27,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/symbols.h"
 #include "agent/fds.h"
 
 #include <errno.h>
@@ -125,6 +126,7 @@ static void *handoff_thread(void *p)
     agent_tls.agent_thread = 1; /* set by the creation too: never sampled */
     pthread_setname_np(pthread_self(), "pprofagent-long");
     h->handle(&h->r);
+    symbols_release(); /* what the answer loaded, as after any request */
     /* The response is whole: the FIN after it, then the descriptor goes
      * (civetweb on Linux closes the same way, without reading what the
      * client may still send). */

@@ -26,6 +26,7 @@
 #include "agent/agent.h"
 #include "agent/fds.h"
 #include "http/http.h"
+#include "agent/symbols.h"
 
 #include <arpa/inet.h>
 #include <civetweb.h>
@@ -187,6 +188,8 @@ static int handle(struct mg_connection *conn, void *data)
     else
         http_error(&r, 404, "Unknown profile");
     free(r.body);
+    /* The answer is out: the symbolizer gives back what it loaded. */
+    symbols_release();
     return 200;
 }
 

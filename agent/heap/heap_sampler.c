@@ -96,17 +96,19 @@ int heap_sampler_take(size_t n)
     if (opt_heap_rate == 1)
         return 1; /* every allocation; left stays 0 */
 
-    /* The fast path counts n + 1 bytes and comes here when that reaches
-     * left: the sample point lies inside this allocation. */
+    /* The fast path counts n + 1 bytes and comes here when that exceeds
+     * left: the sample point lies inside this allocation. A draw d puts
+     * the point in the allocation that brings the count to d, so left,
+     * the bytes allowed before it, is d - 1. */
     uint64_t need = (uint64_t)n + 1;
     if (t->rng == 0) {
         t->rng = seed();
-        t->left = heap_sampler_draw(&t->rng, opt_heap_rate);
-        if (need < t->left) {
+        t->left = heap_sampler_draw(&t->rng, opt_heap_rate) - 1;
+        if (need <= t->left) {
             t->left -= need;
             return 0;
         }
     }
-    t->left = heap_sampler_draw(&t->rng, opt_heap_rate);
+    t->left = heap_sampler_draw(&t->rng, opt_heap_rate) - 1;
     return 1;
 }

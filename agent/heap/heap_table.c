@@ -76,14 +76,14 @@ static inline uint32_t home_slot(uint64_t h, uint32_t nslots)
 
 void heap_filter_mark(const void *p)
 {
-    __atomic_fetch_add(&heap_filter[heap_hash(p) >> (64 - HEAP_FILTER_BITS)],
-                       1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&heap_filter[heap_filter_index(p)], 1,
+                       __ATOMIC_RELAXED);
 }
 
-static void filter_unmark(const void *p)
+void heap_filter_unmark(const void *p)
 {
-    __atomic_fetch_sub(&heap_filter[heap_hash(p) >> (64 - HEAP_FILTER_BITS)],
-                       1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&heap_filter[heap_filter_index(p)], 1,
+                       __ATOMIC_RELAXED);
 }
 
 static struct slot *map_slots(uint32_t n)
@@ -215,7 +215,7 @@ int heap_table_forget(const void *p, struct heap_live *out)
     }
     slots[i].ptr = 0;
     sh->count--;
-    filter_unmark(p);
+    heap_filter_unmark(p);
     spin_unlock(&sh->lock);
     __atomic_fetch_sub(&stat_live, 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&inuse_estimate, (int64_t)heap_table_weight(out->size),

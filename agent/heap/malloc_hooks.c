@@ -304,17 +304,69 @@ static size_t boot_usable_size(void *p)
     return 0;
 }
 
+/* ---- the two tests of the fast paths -------------------------------------- */
+
+/*
+ * Both are written so that each is one instruction with its branch
+ * (docs/memory.md has the disassembly and the instruction counts): the
+ * compiler turns neither C form into that (it loads, compares, then
+ * stores the countdown; it loads the filter cell, then tests it).
+ */
+
+/* Takes need bytes off the thread's countdown: 1 while the sample point
+ * is not reached, else 0 with the countdown wrapped (the slow path calls
+ * countdown_undo). need > left is exactly the borrow of the subtraction. */
+static inline __attribute__((always_inline)) int countdown(uint64_t need)
+{
+#if defined(__x86_64__)
+    __asm__ goto("movq heap_tls@gottpoff(%%rip), %%rax\n\t"
+                 "subq %0, %%fs:(%%rax)\n\t"
+                 "jb %l[reached]"
+                 : : "r"(need) : "rax", "cc", "memory" : reached);
+    return 1;
+reached:
+    return 0;
+#else
+    uint64_t left = heap_tls.left;
+    heap_tls.left = left - need;
+    return need <= left;
+#endif
+}
+
+static inline void countdown_undo(uint64_t need)
+{
+    heap_tls.left += need;
+}
+
+/* 0 when p is certainly not sampled (heap_filter_maybe as one compare). */
+static inline __attribute__((always_inline)) int filter_maybe(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ goto("cmpl $0, %0\n\t"
+                 "jne %l[maybe]"
+                 : : "m"(heap_filter[heap_filter_index(p)]) : "cc" : maybe);
+    return 0;
+maybe:
+    return 1;
+#else
+    return heap_filter_maybe(p) != 0;
+#endif
+}
+
 /* ---- slow paths ----------------------------------------------------------- */
 
-/* The allocation p of n bytes reached the countdown: maybe sample it. */
+/* The allocation p of n bytes reached the countdown (already undone):
+ * maybe sample it. */
 static NOINLINE void *sample_slow(void *p, size_t n)
 {
     if (!p)
         return p;
     if (guard_active()) {
-        /* The agent's own threads never sample: keep them off this path. */
+        /* The agent's own threads never sample: they come back here only
+         * for allocations of OWN_BLOCK_MIN bytes or more (and once every
+         * OWN_BLOCK_MIN bytes of small ones). */
         if (agent_tls.agent_thread)
-            heap_tls.left = UINT64_MAX;
+            heap_tls.left = OWN_BLOCK_MIN - 1;
         return p;
     }
     if (heap_sampler_take(n)) {
@@ -329,26 +381,39 @@ static NOINLINE void *sample_slow(void *p, size_t n)
 static inline void *account(void *p, size_t n)
 {
     uint64_t need = (uint64_t)n + 1;
-    if (likely(need < heap_tls.left)) {
-        heap_tls.left -= need;
+    if (likely(countdown(need)))
         return p;
-    }
+    countdown_undo(need);
     return sample_slow(p, n);
+}
+
+/* A large block for an agent thread from mmap (heap_own_blocks.c has
+ * why), or NULL: the host's allocator then serves it. */
+static inline void *own_block(size_t n)
+{
+    if (likely(!agent_tls.agent_thread) || n < OWN_BLOCK_MIN)
+        return NULL;
+    heap_tls.left = OWN_BLOCK_MIN - 1;
+    return heap_own_block_alloc(n);
 }
 
 static NOINLINE void *malloc_slow(size_t n)
 {
-    return sample_slow(real_malloc(n), n);
+    countdown_undo((uint64_t)n + 1);
+    void *p = own_block(n);
+    return p ? p : sample_slow(real_malloc(n), n);
 }
 
 static NOINLINE void *calloc_slow(size_t a, size_t b, size_t n)
 {
-    return sample_slow(real_calloc(a, b), n);
+    countdown_undo((uint64_t)n + 1);
+    void *p = own_block(n); /* zeroed by mmap */
+    return p ? p : sample_slow(real_calloc(a, b), n);
 }
 
 static NOINLINE void free_slow(void *p)
 {
-    if (is_boot(p))
+    if (is_boot(p) || heap_own_block_free(p))
         return;
     struct heap_live l;
     if (heap_table_forget(p, &l))
@@ -356,6 +421,7 @@ static NOINLINE void free_slow(void *p)
     real_free(p);
 }
 
+/* realloc of a block the filter may know (the countdown untouched). */
 static NOINLINE void *realloc_slow(void *p, size_t n)
 {
     if (is_boot(p)) {
@@ -366,10 +432,23 @@ static NOINLINE void *realloc_slow(void *p, size_t n)
         }
         return q;
     }
+    size_t own = heap_own_block_size(p);
+    if (own) {
+        if (n == 0) {
+            heap_own_block_free(p);
+            return NULL;
+        }
+        void *q = malloc(n);
+        if (q) {
+            memcpy(q, p, own < n ? own : n);
+            heap_own_block_free(p);
+        }
+        return q;
+    }
     /* The old block leaves the table before the allocator may hand its
      * address to another thread; it comes back if realloc fails. */
     struct heap_live l;
-    int had = p && heap_filter_maybe(p) && heap_table_forget(p, &l);
+    int had = p && heap_table_forget(p, &l);
     void *q = real_realloc(p, n);
     if (had) {
         if (!q && n != 0) {
@@ -381,21 +460,35 @@ static NOINLINE void *realloc_slow(void *p, size_t n)
     return q ? account(q, n) : q;
 }
 
+/* realloc of an unsampled block that reached the countdown. */
+static NOINLINE void *realloc_sample_slow(void *p, size_t n)
+{
+    countdown_undo((uint64_t)n + 1);
+    void *q = own_block(n);
+    if (q) {
+        if (p) {
+            size_t old = real_usable_size(p);
+            memcpy(q, p, old < n ? old : n);
+            real_free(p);
+        }
+        return q;
+    }
+    q = real_realloc(p, n);
+    return q ? sample_slow(q, n) : q;
+}
+
 /* ---- interposers ---------------------------------------------------------- */
 
 EXPORT void *malloc(size_t n)
 {
-    uint64_t need = (uint64_t)n + 1;
-    if (likely(need < heap_tls.left)) {
-        heap_tls.left -= need;
+    if (likely(countdown((uint64_t)n + 1)))
         return real_malloc(n);
-    }
     return malloc_slow(n);
 }
 
 EXPORT void free(void *p)
 {
-    if (unlikely(heap_filter_maybe(p))) {
+    if (unlikely(filter_maybe(p))) {
         free_slow(p);
         return;
     }
@@ -407,22 +500,18 @@ EXPORT void *calloc(size_t a, size_t b)
     size_t n;
     if (unlikely(__builtin_mul_overflow(a, b, &n)))
         return real_calloc(a, b); /* fails with ENOMEM, as the allocator's */
-    uint64_t need = (uint64_t)n + 1;
-    if (likely(need < heap_tls.left)) {
-        heap_tls.left -= need;
+    if (likely(countdown((uint64_t)n + 1)))
         return real_calloc(a, b);
-    }
     return calloc_slow(a, b, n);
 }
 
 EXPORT void *realloc(void *p, size_t n)
 {
-    uint64_t need = (uint64_t)n + 1;
-    if (likely(!heap_filter_maybe(p)) && likely(need < heap_tls.left)) {
-        heap_tls.left -= need;
+    if (unlikely(filter_maybe(p)))
+        return realloc_slow(p, n);
+    if (likely(countdown((uint64_t)n + 1)))
         return real_realloc(p, n);
-    }
-    return realloc_slow(p, n);
+    return realloc_sample_slow(p, n);
 }
 
 EXPORT void *reallocarray(void *p, size_t a, size_t b)
@@ -465,8 +554,13 @@ EXPORT void *pvalloc(size_t n)
 
 EXPORT size_t malloc_usable_size(void *p)
 {
-    if (unlikely(is_boot(p)))
-        return boot_size(p);
+    if (unlikely(heap_filter_maybe(p))) {
+        if (is_boot(p))
+            return boot_size(p);
+        size_t own = heap_own_block_size(p);
+        if (own)
+            return own;
+    }
     return real_usable_size(p);
 }
 

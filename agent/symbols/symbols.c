@@ -5,10 +5,10 @@
  * DWARF frames into the answer of symbols_resolve().
  *
  * The agent's own threads (HTTP workers) enter it with symbols_lock() held.
- * symbols_invalidate() is the one exception: the dlopen/dlclose
- * interposers call it from any thread and context, so it only bumps an
- * atomic counter. Nothing here may run in a signal handler: loading an
- * object allocates and maps files.
+ * Loaded objects changing is learnt by comparing the loaded-objects
+ * generation (objects.c), which the dlopen/dlclose interposers bump.
+ * Nothing here may run in a signal handler: loading an object allocates
+ * and maps files.
  */
 #include "agent/symbols.h"
 
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -41,6 +42,7 @@ static size_t nobjects;
 static int refreshed;
 static unsigned seen_generation;
 static char *exe_path;
+static int holding; /* see symbols_release() */
 
 struct name_cache_slot {
     const char *mangled;
@@ -370,6 +372,8 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
         /* Pseudo objects ([vdso], [vsyscall]) are the kernel's. */
         if (o->path[0] != '/')
             continue;
+        if (!o->debug_searched)
+            __atomic_store_n(&holding, 1, __ATOMIC_RELAXED);
         symbols_debug_find(o);
         if (o->source >= SYM_SOURCE_MINIDEBUG)
             continue;
@@ -410,6 +414,7 @@ int symbols_mapping_index(uintptr_t addr)
 
 #define MAX_DWARF_FRAMES 32
 
+
 static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
 {
     int mi = symbols_mapping_index(addr);
@@ -420,9 +425,12 @@ static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
     if (!o || !o->elf || !s->has_bias)
         return 0;
     if (!o->loaded) {
-        /* What o lacks (a debug file, MiniDebugInfo) is found first: the
-         * symbol table is loaded from whichever source that chose. */
+        __atomic_store_n(&holding, 1, __ATOMIC_RELAXED);
+        /* What o lacks (a debug file, MiniDebugInfo) is found first, and a
+         * debug file released after an earlier request is opened again:
+         * the symbol table is loaded from whichever source that chose. */
         symbols_debug_find(o);
+        symbols_debug_reopen(o);
         symbols_elf_load(o);
         symbols_dwarf_load(o);
         /* Objects that appear in a profile are the ones worth a line. */
@@ -468,57 +476,99 @@ static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
 /*
  * Results by runtime address. libdw walks a unit's DIEs under its internal
  * locks for every lookup (about 20 us for a libc address), and each profile
- * request asks again for mostly the same hot addresses. Entries point into
- * objects, so the whole cache is dropped whenever a refresh changes the
- * mappings, and when it grows past CACHE_MAX (a bound on the agent's own
- * memory, not a working-set estimate).
+ * request asks again for mostly the same hot addresses. Each entry owns a
+ * copy of its frames and their strings, so it outlives the objects' tables
+ * and DWARF, which symbols_release() gives back after every request: the
+ * next profile of the same hot addresses opens nothing.
+ *
+ * The cache is one mapping of its own (CACHE_BYTES, pages touched on
+ * demand): a table of CACHE_SLOTS entries, then the entries' frames and
+ * strings, allocated by bumping. Nothing of it sits in the host's heap
+ * among the blocks libdw frees, so it pins none of them, and emptying it
+ * is one munmap. It is emptied when a refresh changes the mappings (the
+ * entries were made against the old list), and at a release when it is
+ * nearly full; when full, new answers are simply not kept (never emptied
+ * during a session, whose callers may still hold its strings).
  */
-#define CACHE_MAX 65536
+#define CACHE_BYTES (2u << 20)
+#define CACHE_SLOTS 16384u /* a power of two; at most half of them used */
 
 struct cache_entry {
     uintptr_t addr; /* 0: empty slot */
     int n;
-    struct sym_frame *frames;
+    struct sym_frame *frames; /* n frames, then their strings */
 };
 
-static struct cache_entry *cache;
-static size_t cache_cap;
+static struct cache_entry *cache; /* the mapping; NULL until first use */
 static size_t cache_count;
+static size_t cache_used; /* bytes of the mapping in use, table included */
 
-static size_t addr_hash(uintptr_t a, size_t cap)
+static size_t addr_hash(uintptr_t a)
 {
-    return (size_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+    return (size_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> 20) &
+           (CACHE_SLOTS - 1);
 }
 
 static void cache_clear(void)
 {
-    for (size_t i = 0; i < cache_cap; i++)
-        free(cache[i].frames);
-    free(cache);
+    if (cache) {
+        own_memory_remove(cache, CACHE_BYTES);
+        munmap(cache, CACHE_BYTES);
+    }
     cache = NULL;
-    cache_cap = cache_count = 0;
+    cache_count = cache_used = 0;
 }
 
-static int cache_grow(void)
+static int cache_open(void)
 {
-    if (cache_count >= CACHE_MAX)
-        cache_clear();
-    size_t ncap = cache_cap ? cache_cap * 2 : 1024;
-    struct cache_entry *nv = calloc(ncap, sizeof *nv);
-    if (!nv)
+    if (cache)
+        return 0;
+    void *m = mmap(NULL, CACHE_BYTES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
         return -ENOMEM;
-    for (size_t i = 0; i < cache_cap; i++) {
-        if (!cache[i].addr)
-            continue;
-        size_t j = addr_hash(cache[i].addr, ncap);
-        while (nv[j].addr)
-            j = (j + 1) & (ncap - 1);
-        nv[j] = cache[i];
-    }
-    free(cache);
-    cache = nv;
-    cache_cap = ncap;
+    own_memory_add(m, CACHE_BYTES);
+    cache = m;
+    cache_used = CACHE_SLOTS * sizeof *cache;
     return 0;
+}
+
+/* Copies n frames and their strings into the cache's mapping. NULL when
+ * it has no room (the answer is then not kept). */
+static struct sym_frame *frames_copy(const struct sym_frame *f, int n)
+{
+    size_t len = (size_t)n * sizeof *f;
+    for (int i = 0; i < n; i++) {
+        len += f[i].name ? strlen(f[i].name) + 1 : 0;
+        if (f[i].system_name && f[i].system_name != f[i].name)
+            len += strlen(f[i].system_name) + 1;
+        len += f[i].file ? strlen(f[i].file) + 1 : 0;
+    }
+    len = (len + 7) & ~(size_t)7;
+    if (len > CACHE_BYTES - cache_used)
+        return NULL;
+    struct sym_frame *out = (struct sym_frame *)((char *)cache + cache_used);
+    cache_used += len;
+    char *str = (char *)(out + n);
+    for (int i = 0; i < n; i++) {
+        out[i] = f[i];
+        const char *src[3] = {f[i].name, f[i].system_name, f[i].file};
+        const char **dst[3] = {&out[i].name, &out[i].system_name,
+                               &out[i].file};
+        for (int k = 0; k < 3; k++) {
+            if (!src[k])
+                continue;
+            if (k == 1 && src[1] == src[0]) {
+                out[i].system_name = out[i].name;
+                continue;
+            }
+            size_t l = strlen(src[k]) + 1;
+            memcpy(str, src[k], l);
+            *dst[k] = str;
+            str += l;
+        }
+    }
+    return out;
 }
 
 static int copy_out(const struct cache_entry *e, struct sym_frame *out,
@@ -534,36 +584,53 @@ int symbols_resolve(uintptr_t addr, struct sym_frame *out, int max)
 {
     if (max <= 0 || addr == 0)
         return 0;
-    if (cache_cap) {
-        size_t i = addr_hash(addr, cache_cap);
+    if (cache) {
+        size_t i = addr_hash(addr);
         while (cache[i].addr && cache[i].addr != addr)
-            i = (i + 1) & (cache_cap - 1);
+            i = (i + 1) & (CACHE_SLOTS - 1);
         if (cache[i].addr)
             return copy_out(&cache[i], out, max);
     }
 
     struct sym_frame tmp[MAX_DWARF_FRAMES];
     int n = resolve_uncached(addr, tmp, MAX_DWARF_FRAMES);
-    struct sym_frame *frames = NULL;
-    if (n > 0) {
-        frames = malloc((size_t)n * sizeof *frames);
-        if (frames)
-            memcpy(frames, tmp, (size_t)n * sizeof *frames);
-    }
-    /* Without memory for the cache the answer is still correct. */
-    if ((n == 0 || frames) &&
-        (2 * (cache_count + 1) <= cache_cap || cache_grow() == 0)) {
-        size_t i = addr_hash(addr, cache_cap);
-        while (cache[i].addr)
-            i = (i + 1) & (cache_cap - 1);
-        cache[i] = (struct cache_entry){addr, n, frames};
-        cache_count++;
-    } else {
-        free(frames);
+    /* Without room or memory for the cache the answer is still correct. */
+    if (2 * (cache_count + 1) <= CACHE_SLOTS && cache_open() == 0) {
+        struct sym_frame *frames = n > 0 ? frames_copy(tmp, n) : NULL;
+        if (n == 0 || frames) {
+            size_t i = addr_hash(addr);
+            while (cache[i].addr)
+                i = (i + 1) & (CACHE_SLOTS - 1);
+            cache[i] = (struct cache_entry){addr, n, frames};
+            cache_count++;
+        }
     }
     n = n < max ? n : max;
     memcpy(out, tmp, (size_t)n * sizeof *out);
     return n;
+}
+
+/* ---- release ----------------------------------------------------------- */
+
+/* holding: set (under the lock) when an object loaded its tables or DWARF
+ * or opened its debug file since the last release; read without the lock
+ * first, so that a request that symbolized nothing does not take it. */
+
+void symbols_release(void)
+{
+    if (!__atomic_load_n(&holding, __ATOMIC_RELAXED))
+        return;
+    symbols_lock();
+    for (size_t i = 0; i < nobjects; i++) {
+        symbols_elf_unload(objects[i]);
+        /* Keyed by the addresses of mangled strings that just went away. */
+        names_free(objects[i]);
+    }
+    if (cache_used >= CACHE_BYTES - CACHE_BYTES / 8 ||
+        cache_count >= CACHE_SLOTS / 2 - CACHE_SLOTS / 16)
+        cache_clear();
+    __atomic_store_n(&holding, 0, __ATOMIC_RELAXED);
+    symbols_unlock();
 }
 
 void symbols_fork_child(void)
@@ -586,5 +653,6 @@ void symbols_fork_child(void)
     seen_generation = 0;
     exe_path = NULL;
     cache = NULL;
-    cache_cap = cache_count = 0;
+    cache_count = cache_used = 0;
+    holding = 0;
 }

@@ -453,3 +453,28 @@ void symbols_debug_close(struct sym_object *o)
     o->mini_image = NULL;
     o->debug_path = NULL;
 }
+
+void symbols_debug_unload(struct sym_object *o)
+{
+    if (o->debug_elf)
+        elf_end(o->debug_elf);
+    o->debug_elf = NULL;
+}
+
+void symbols_debug_reopen(struct sym_object *o)
+{
+    if (o->debug_elf || !o->debug_path)
+        return;
+    Elf *elf = symbols_elf_open_file(o->debug_path);
+    if (!elf)
+        return;
+    /* The file found before, unless it was replaced since: then the
+     * object goes on without it (its symbols and lines as if none). */
+    char *id = symbols_elf_build_id(elf);
+    if (!id || (id[0] && o->build_id[0] && strcmp(id, o->build_id) != 0)) {
+        elf_end(elf);
+        elf = NULL;
+    }
+    free(id);
+    o->debug_elf = elf;
+}

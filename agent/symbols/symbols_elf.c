@@ -390,3 +390,13 @@ void symbols_elf_close(struct sym_object *o)
     o->funcs = NULL;
     o->segs = NULL;
 }
+
+void symbols_elf_unload(struct sym_object *o)
+{
+    symbols_dwarf_close(o);
+    symbols_debug_unload(o);
+    free(o->funcs);
+    o->funcs = NULL;
+    o->nfuncs = 0;
+    o->loaded = 0;
+}

@@ -3,15 +3,20 @@
 # malloc-heavy workload on 4 threads: mostly small sizes, some large, a
 # window of live objects) with no tool, under the agent at the default
 # rate, and under the tools a user would otherwise use: jemalloc's profiler
-# (against plain jemalloc), gperftools' heap profiler (against plain
-# tcmalloc) and heaptrack (against plain glibc). Configurations are
-# interleaved round by round; wall time and peak RSS are medians, shown as
-# ratios to their baseline.
+# (against plain jemalloc), tcmalloc's own sampler at the same mean
+# distance, 512 KiB (TCMALLOC_SAMPLE_PARAMETER, the closest peer: sampled
+# stacks kept for the heap profile, nothing else), gperftools' heap
+# profiler (against plain tcmalloc) and heaptrack (against plain glibc).
+# Configurations are interleaved round by round; wall time and peak RSS
+# are medians, shown as ratios to their baseline, with the range of the
+# per-round wall ratio. The noise of the run is the spread of each
+# baseline's own wall time over the rounds ((max - min) / median).
 #
 # Then deterministic instruction counts with valgrind --tool=callgrind:
-# the instructions the agent adds per malloc+free pair (two loop lengths,
-# so fixed start-up costs cancel), and the instruction ratio of the whole
-# workload (agent vs glibc, jemalloc prof vs jemalloc).
+# the instructions per malloc+free pair of heap_bench's pairs loop (the
+# loop alone, --toggle-collect; the agent with its unwind tables built, as
+# in a process that has run a second), each tool against its allocator,
+# and the instruction ratio of the whole workload.
 #
 #   sh test/bench/heap.sh BUILD_DIR     (HEAP_BENCH_OPS, HEAP_BENCH_ROUNDS)
 set -eu
@@ -37,10 +42,10 @@ run() {
     /usr/bin/time -f "%M" -o "$tmp/rss" "$@" >"$tmp/out" 2>"$tmp/err" \
         || { cat "$tmp/err" >&2; echo "run $name failed" >&2; return; }
     secs=$(awk '/^heap_bench_elapsed / { print $2 }' "$tmp/out")
-    echo "$name ${secs:-0} $(tail -n 1 "$tmp/rss")" >> "$tmp/results"
+    echo "$name ${secs:-0} $(tail -n 1 "$tmp/rss") $r" >> "$tmp/results"
 }
 
-configs="glibc agent jemalloc jemalloc_prof tcmalloc gperftools_heap heaptrack"
+configs="glibc agent jemalloc jemalloc_prof tcmalloc tcmalloc_sample gperftools_heap heaptrack"
 for r in $(seq "$rounds"); do
     for c in $configs; do
         case $c in
@@ -51,6 +56,8 @@ for r in $(seq "$rounds"); do
             run $c env LD_PRELOAD="$je" MALLOC_CONF=prof:true,lg_prof_sample:19,prof_prefix:"$tmp/jeprof" \
                 "$prog" work $threads "$ops" ;;
         tcmalloc) run $c env LD_PRELOAD="$tc" "$prog" work $threads "$ops" ;;
+        tcmalloc_sample)
+            run $c env LD_PRELOAD="$tc" TCMALLOC_SAMPLE_PARAMETER=524288 "$prog" work $threads "$ops" ;;
         gperftools_heap)
             run $c env LD_PRELOAD="$tc" HEAPPROFILE="$tmp/gperf" "$prog" work $threads "$ops" ;;
         heaptrack) run $c heaptrack -o "$tmp/ht.$r" "$prog" work $threads "$ops" ;;
@@ -63,16 +70,32 @@ median() { # NAME FIELD
         | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# range NAME BASE: min and max over the rounds of NAME's wall / BASE's.
+range() {
+    awk -v n="$1" -v b="$2" '$1 == n { t[$4] = $2 } $1 == b { u[$4] = $2 }
+        END { lo = 0; hi = 0
+              for (r in t) if (u[r] > 0) { x = t[r] / u[r]; if (lo == 0 || x < lo) lo = x; if (x > hi) hi = x }
+              printf "%.3f-%.3f", lo, hi }' "$tmp/results"
+}
+# spread NAME: (max - min) / median of NAME's wall time over the rounds.
+spread() {
+    awk -v n="$1" '$1 == n { print $2 }' "$tmp/results" | sort -n |
+        awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                                 printf "%.3f", (m > 0 ? (v[NR] - v[1]) / m : 0) }'
+}
+
 echo "heap_bench: $threads threads x $ops allocations, $rounds interleaved rounds, medians"
-printf '%-16s %-10s %9s %9s %10s %9s\n' tool baseline wall_s ratio peak_MB ratio
-for pair in "agent glibc" "jemalloc_prof jemalloc" "gperftools_heap tcmalloc" "heaptrack glibc" \
-            "glibc glibc" "jemalloc jemalloc" "tcmalloc tcmalloc"; do
+printf '%-16s %-10s %9s %9s %13s %10s %9s\n' tool baseline wall_s ratio ratio_range peak_MB ratio
+for pair in "agent glibc" "tcmalloc_sample tcmalloc" "jemalloc_prof jemalloc" \
+            "gperftools_heap tcmalloc" "heaptrack glibc"; do
     set -- $pair
     w=$(median "$1" 2); bw=$(median "$2" 2)
     m=$(median "$1" 3); bm=$(median "$2" 3)
-    awk -v t="$1" -v b="$2" -v w="$w" -v bw="$bw" -v m="$m" -v bm="$bm" 'BEGIN {
-        printf "%-16s %-10s %9.3f %9.3f %10.1f %9.3f\n", t, b, w, (bw > 0 ? w / bw : 0), m / 1024, (bm > 0 ? m / bm : 0) }'
+    awk -v t="$1" -v b="$2" -v w="$w" -v bw="$bw" -v m="$m" -v bm="$bm" -v rr="$(range "$1" "$2")" 'BEGIN {
+        printf "%-16s %-10s %9.3f %9.3f %13s %10.1f %9.3f\n", t, b, w, (bw > 0 ? w / bw : 0), rr, m / 1024, (bm > 0 ? m / bm : 0) }'
 done
+echo "noise, each baseline's wall time over the rounds, (max - min) / median:" \
+    "glibc $(spread glibc), jemalloc $(spread jemalloc), tcmalloc $(spread tcmalloc)"
 
 # ---- instructions (callgrind) ------------------------------------------------
 if ! command -v valgrind >/dev/null; then
@@ -82,19 +105,28 @@ fi
 ir() { # PRELOAD CMD...: total instructions of a run (valgrind does not
        # follow env's exec, so the preload is set on valgrind itself)
     pre=$1; shift
-    LD_PRELOAD="$pre" valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$@" >/dev/null 2>"$tmp/cg.err" || true
+    LD_PRELOAD="$pre" valgrind --tool=callgrind \
+        --callgrind-out-file="$tmp/cg.out" "$@" >/dev/null 2>"$tmp/cg.err" || true
     awk '/^(summary|totals):/ { print $2; exit }' "$tmp/cg.out"
 }
-n1=200000; n2=1000000
-p1=$(ir "" "$prog" pairs $n1); p2=$(ir "" "$prog" pairs $n2)
-a1=$(ir "$agent" "$prog" pairs $n1); a2=$(ir "$agent" "$prog" pairs $n2)
-awk -v p1="$p1" -v p2="$p2" -v a1="$a1" -v a2="$a2" -v d="$((n2 - n1))" 'BEGIN {
-    base = (p2 - p1) / d; with = (a2 - a1) / d
-    printf "callgrind, malloc(64)+write+free loop: glibc %.1f instructions per pair, with the agent %.1f: +%.1f (ratio %.3f)\n",
-        base, with, with - base, with / base }'
+# pair PRELOAD: instructions per pair of the pairs loop alone.
+np=1000000
+pair() {
+    awk -v i="$(PPROF_START_DELAY_MS=0 ir "$1" --toggle-collect=pairs "$prog" pairs $np)" -v n=$np 'BEGIN { printf "%.2f", i / n }'
+}
+g=$(pair ""); a=$(pair "$agent")
+t=$(pair "$tc"); ts=$(TCMALLOC_SAMPLE_PARAMETER=524288 pair "$tc")
+j=$(pair "$je"); jp=$(MALLOC_CONF=prof:true,lg_prof_sample:19,prof_prefix:"$tmp/jeprof" pair "$je")
+echo "callgrind, malloc(64)+write+free loop ($np pairs), instructions per pair:"
+printf '%-16s %-10s %9s %9s %9s\n' tool baseline base with added
+for row in "agent glibc $g $a" "tcmalloc_sample tcmalloc $t $ts" "jemalloc_prof jemalloc $j $jp"; do
+    set -- $row
+    awk -v t="$1" -v b="$2" -v x="$3" -v y="$4" 'BEGIN { printf "%-16s %-10s %9.2f %9.2f %+9.2f\n", t, b, x, y, y - x }'
+done
 wops=200000
 g=$(ir "" "$prog" work 2 $wops); a=$(ir "$agent" "$prog" work 2 $wops)
 j=$(ir "$je" "$prog" work 2 $wops)
 jp=$(MALLOC_CONF=prof:true,lg_prof_sample:19,prof_prefix:"$tmp/jeprof" ir "$je" "$prog" work 2 $wops)
-awk -v g="$g" -v a="$a" -v j="$j" -v jp="$jp" 'BEGIN {
-    printf "callgrind, whole workload (2 x 200000 allocations): agent/glibc %.4f, jemalloc prof/jemalloc %.4f\n", a / g, jp / j }'
+t=$(ir "$tc" "$prog" work 2 $wops); ts=$(TCMALLOC_SAMPLE_PARAMETER=524288 ir "$tc" "$prog" work 2 $wops)
+awk -v g="$g" -v a="$a" -v j="$j" -v jp="$jp" -v t="$t" -v ts="$ts" 'BEGIN {
+    printf "callgrind, whole workload (2 x 200000 allocations): agent/glibc %.4f, tcmalloc sample/tcmalloc %.4f, jemalloc prof/jemalloc %.4f\n", a / g, ts / t, jp / j }'
