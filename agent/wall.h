@@ -275,4 +275,12 @@ int wall_agg_add(const struct wall_charge *c, void *agg);
 const struct wall_group *wall_agg_groups(const struct wall_agg *a,
                                          size_t *n);
 
+/* The fork steps (agent/core/fork.c calls them in order): prepare blocks
+ * the wall signal on the forking thread while a session runs, parent
+ * restores the mask, child forgets the session (no timer and no session
+ * thread came along) and gives the signal back. Not async-signal-safe. */
+void wall_fork_prepare(void);
+void wall_fork_parent(void);
+void wall_fork_child(void);
+
 #endif

@@ -23,6 +23,7 @@
 #include "process/process.h"
 
 #include "agent/agent.h"
+#include "agent/symbols.h"
 #include "agent/fds.h"
 #include "agent/cpu.h"
 #include "agent/heap.h"
@@ -221,6 +222,9 @@ int dump_now(const char *reason)
     spin_lock(&dump_lock);
     int n = exited ? 0 : dump_locked(reason, 0);
     spin_unlock(&dump_lock);
+    /* The files are written: the symbolizer gives back what it loaded, as
+     * after an HTTP request. */
+    symbols_release();
     guard_leave();
     return n;
 }

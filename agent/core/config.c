@@ -33,8 +33,8 @@ int opt_cpu_hz = 100;
  * stays near 0.5% of a core (docs/wall.md). */
 int opt_wall_hz = 20;
 char opt_debug_dir[4096];
-/* Contention defaults, chosen with test/bench/contention.sh (README,
- * "Contention profiles"): 5 and 10000 ns put the contended benchmark at the
+/* Contention defaults, chosen with test/bench/contention.sh (docs/contention.md,
+ * "Defaults, by measurement"): 5 and 10000 ns put the contended benchmark at the
  * 1.03 limit; 20 and 100000 ns keep it near 1.02. */
 long opt_mutex_fraction = 20;
 long opt_block_rate = 100000;

@@ -11,11 +11,12 @@
  *   takes a spinlock, which records its owner's id.
  * - prepare: the shell first (it notes the forking pid, takes no lock),
  *   then the heap table's shard locks (after waiting for samplers in
- *   flight), then the CPU profiler blocks its signal last, so no timer
- *   signal interrupts the fork itself (clone() would restart for ever).
+ *   flight), then the CPU and the wall profilers block their signals last,
+ *   so no timer signal interrupts the fork itself (clone() would restart
+ *   for ever).
  * - parent undoes prepare in reverse: the signal mask, then the locks.
  * - child: the thread id, then the signal-mask watchers (sigmask), the CPU
- *   profile state, the heap locks; then the registries the parent's other
+ *   and wall profile states, the heap locks; then the registries the parent's other
  *   threads may have been using: descriptors (fds), the symbolizer's lock,
  *   a threads dump in flight; then the shell (dumper, server, the child's
  *   own start, which creates a thread); last the stack walker's shared
@@ -34,6 +35,7 @@
 #include "agent/heap.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
+#include "agent/wall.h"
 
 #include <pthread.h>
 
@@ -50,12 +52,14 @@ static void fork_prepare(void)
     if (heap_buckets)
         heap_table_fork_prepare();
     cpu_timer_fork_prepare();
+    wall_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     if (!modules_on)
         return;
+    wall_fork_parent();
     cpu_timer_fork_parent();
     if (heap_buckets)
         heap_table_fork_parent();
@@ -68,6 +72,7 @@ static void fork_child(void)
         return;
     sigmask_fork_child();
     cpu_timer_fork_child();
+    wall_fork_child();
     if (heap_buckets)
         heap_table_fork_child();
     fds_fork_child();

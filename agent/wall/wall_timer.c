@@ -314,7 +314,7 @@ static __thread int fork_masked __attribute__((tls_model("initial-exec")));
 /* A thread with a busy timer could see clone() restarted for ever on
  * kernels that signal from inside the call: the signal is blocked around
  * fork, as cpu_timer.c does for its own. */
-static void fork_prepare(void)
+void wall_fork_prepare(void)
 {
     fork_masked = 0;
     if (!__atomic_load_n(&wall_active, __ATOMIC_SEQ_CST))
@@ -326,14 +326,14 @@ static void fork_prepare(void)
         fork_masked = 1;
 }
 
-static void fork_parent(void)
+void wall_fork_parent(void)
 {
     if (fork_masked)
         sigmask_real(SIG_SETMASK, &fork_saved_mask, NULL);
     fork_masked = 0;
 }
 
-static void fork_child(void)
+void wall_fork_child(void)
 {
     /* No timers and no session thread came along: the child starts with
      * no session and the host's disposition back. */
@@ -346,7 +346,7 @@ static void fork_child(void)
         nfree = 0;
         fresh = 0;
     }
-    fork_parent();
+    wall_fork_parent();
 }
 
 /* ---- the session --------------------------------------------------------- */
@@ -376,11 +376,6 @@ int wall_session_start(void)
     if (!__atomic_compare_exchange_n(&slot_taken, &expected, 1, 0,
                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         return -EBUSY;
-    static int atfork_done;
-    if (!atfork_done) {
-        pthread_atfork(fork_prepare, fork_parent, fork_child);
-        atfork_done = 1;
-    }
     if (!wall_threads) {
         wall_threads = map(WALL_THREADS_MAX * sizeof *wall_threads);
         tid_index = map(INDEX_SLOTS * sizeof *tid_index);
