@@ -166,26 +166,9 @@ static int start(struct handoff *h, struct request *r,
         goto fail;
     __atomic_store_n(&h->handed, 1, __ATOMIC_RELEASE);
 
-    /* Created as the agent's own (the guard is active on this worker, so
-     * thread_hooks.c marks it) with every signal blocked, as civetweb's. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    guard_enter();
-    pthread_t t;
-    pthread_attr_t attr;
-    int err = pthread_attr_init(&attr);
-    if (err == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        h->r.body = r->body; /* the thread's from now on */
-        err = pthread_create(&t, &attr, handoff_thread, h);
-        if (err != 0)
-            h->r.body = NULL;
-        pthread_attr_destroy(&attr);
-    }
-    guard_leave();
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err != 0) {
+    h->r.body = r->body; /* the thread's from now on */
+    if (agent_thread_spawn(handoff_thread, h) != 0) {
+        h->r.body = NULL;
         __atomic_store_n(&h->handed, 0, __ATOMIC_RELEASE);
         fds_hand_off_end(&h->fd);
         goto fail;

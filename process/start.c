@@ -115,19 +115,5 @@ int start_later(int dumps)
     started = 0;
     prepared = 0;
     pthread_mutex_init(&start_lock, NULL);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    guard_enter();
-    pthread_t t;
-    pthread_attr_t attr;
-    int err = pthread_attr_init(&attr);
-    if (err == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        err = pthread_create(&t, &attr, starter, dumps ? (void *)1 : NULL);
-        pthread_attr_destroy(&attr);
-    }
-    guard_leave();
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return -err;
+    return agent_thread_spawn(starter, dumps ? (void *)1 : NULL);
 }

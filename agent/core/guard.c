@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -76,4 +77,23 @@ void spin_lock(spinlock_t *l)
                 return;
         }
     }
+}
+
+int agent_thread_spawn(void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    guard_enter();
+    pthread_t t;
+    pthread_attr_t attr;
+    int err = pthread_attr_init(&attr);
+    if (err == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        err = pthread_create(&t, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+    }
+    guard_leave();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -err;
 }
