@@ -391,6 +391,12 @@ int signals_borrow(int first, int last, int skip,
 void signals_give_back(int sig, void (*handler)(int, siginfo_t *, void *),
                        const struct sigaction *saved);
 
+/* Around fork, on the forking thread: block sig (a profile's timer signal)
+ * until signals_fork_restore() puts back the mask the thread had before
+ * the first such block. Not async-signal-safe. */
+void signals_fork_block(int sig);
+void signals_fork_restore(void);
+
 /* ---- signal masks (sigmask.c, sigmask_hooks.c) ---------------------------- */
 
 /*

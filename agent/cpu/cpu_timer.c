@@ -280,26 +280,15 @@ void cpu_thread_exiting(void)
 
 /* ---- fork ---------------------------------------------------------------- */
 
-static __thread sigset_t fork_saved_mask __attribute__((tls_model("initial-exec")));
-static __thread int fork_masked __attribute__((tls_model("initial-exec")));
-
 void cpu_timer_fork_prepare(void)
 {
-    fork_masked = 0;
-    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
-        return;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, cpu_signo);
-    if (sigmask_real(SIG_BLOCK, &set, &fork_saved_mask) == 0)
-        fork_masked = 1;
+    if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        signals_fork_block(cpu_signo);
 }
 
 void cpu_timer_fork_parent(void)
 {
-    if (fork_masked)
-        sigmask_real(SIG_SETMASK, &fork_saved_mask, NULL);
-    fork_masked = 0;
+    signals_fork_restore();
 }
 
 static struct sigaction saved_action;

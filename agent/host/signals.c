@@ -4,8 +4,10 @@
  * host's). A signal is taken only while the host leaves it at its default
  * action, and given back the way it was found.
  *
- * Contexts: the agent's workers, when a profile or a dump starts and ends.
- * Never in a signal handler.
+ * Contexts: the agent's workers, when a profile or a dump starts and ends;
+ * the forking thread, around fork (a timer signal must not interrupt
+ * clone(): on kernels that signal from inside the call it restarts for
+ * ever). Never in a signal handler.
  */
 #include "agent/agent.h"
 
@@ -53,4 +55,28 @@ void signals_give_back(int sig, void (*handler)(int, siginfo_t *, void *),
     ign.sa_handler = SIG_IGN;
     sigaction(sig, &ign, NULL);
     sigaction(sig, saved, NULL);
+}
+
+/* The mask the forking thread had before the first of the agent's
+ * signals was blocked for the fork (the CPU and wall profiles' prepare
+ * steps each add theirs; parent and child restore it once). */
+static __thread sigset_t fork_saved __attribute__((tls_model("initial-exec")));
+static __thread int fork_blocked __attribute__((tls_model("initial-exec")));
+
+void signals_fork_block(int sig)
+{
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    if (sigmask_real(SIG_BLOCK, &set, &old) == 0 && !fork_blocked) {
+        fork_saved = old;
+        fork_blocked = 1;
+    }
+}
+
+void signals_fork_restore(void)
+{
+    if (fork_blocked)
+        sigmask_real(SIG_SETMASK, &fork_saved, NULL);
+    fork_blocked = 0;
 }

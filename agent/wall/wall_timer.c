@@ -308,29 +308,18 @@ void wall_thread_exiting(void)
 
 /* ---- fork ---------------------------------------------------------------- */
 
-static __thread sigset_t fork_saved_mask __attribute__((tls_model("initial-exec")));
-static __thread int fork_masked __attribute__((tls_model("initial-exec")));
-
 /* A thread with a busy timer could see clone() restarted for ever on
  * kernels that signal from inside the call: the signal is blocked around
  * fork, as cpu_timer.c does for its own. */
 void wall_fork_prepare(void)
 {
-    fork_masked = 0;
-    if (!__atomic_load_n(&wall_active, __ATOMIC_SEQ_CST))
-        return;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, wall_signo);
-    if (sigmask_real(SIG_BLOCK, &set, &fork_saved_mask) == 0)
-        fork_masked = 1;
+    if (__atomic_load_n(&wall_active, __ATOMIC_SEQ_CST))
+        signals_fork_block(wall_signo);
 }
 
 void wall_fork_parent(void)
 {
-    if (fork_masked)
-        sigmask_real(SIG_SETMASK, &fork_saved_mask, NULL);
-    fork_masked = 0;
+    signals_fork_restore();
 }
 
 void wall_fork_child(void)
