@@ -209,8 +209,10 @@ int stack_capture(uintptr_t *pcs, int max);
 /*
  * The same stack as stack_capture(), for a thread that may hold one of
  * its allocator's locks (a contended lock can be one inside malloc; a
- * thread can be created, or the API called, from inside one): only the
- * walk, which takes no lock, makes no system call and never allocates.
+ * thread can be created, or the API called, from inside one): the walk,
+ * which takes no lock, makes no system call and never allocates; but a
+ * thread the agent did not see start first learns its stack's bounds from
+ * /proc/self/maps (open, read, close: once per thread).
  * Async-signal-safe. Does not allocate.
  */
 int stack_capture_no_alloc(uintptr_t *pcs, int max);

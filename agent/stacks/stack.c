@@ -12,9 +12,13 @@
  */
 #include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/fds.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
+#include <string.h>
+#include <unistd.h>
 
 uintptr_t stack_self_start, stack_self_end;
 
@@ -55,6 +59,68 @@ void stack_thread_prepare(void)
     cfi_stack_learn();
 }
 
+/* Parses "start-end ..." at p; 1 when sp lies in [start, end). */
+static int maps_line_holds(const char *p, uintptr_t sp, uintptr_t *lo,
+                           uintptr_t *hi)
+{
+    uintptr_t a = 0, b = 0;
+    while (*p && *p != '-') {
+        int c = *p++;
+        a = a * 16 + (uintptr_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    if (*p++ != '-')
+        return 0;
+    while (*p && *p != ' ') {
+        int c = *p++;
+        b = b * 16 + (uintptr_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    if (sp < a || sp >= b)
+        return 0;
+    *lo = a;
+    *hi = b;
+    return 1;
+}
+
+/* The calling thread's stack bounds from the mapping that holds its stack
+ * pointer (/proc/self/maps), for a thread the agent did not see start
+ * (created through a pthread_create the agent's interposer never saw, as
+ * jemalloc's background threads are) caught where it may not allocate:
+ * pthread_getattr_np would. Open, read and close only; no allocation, no
+ * lock. */
+static void learn_from_maps(void)
+{
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    int fd = fds_open("/proc/self/maps", O_RDONLY);
+    if (fd < 0)
+        return;
+    char buf[4096];
+    size_t have = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = '\0';
+            uintptr_t lo, hi;
+            if (maps_line_holds(line, sp, &lo, &hi)) {
+                cfi_stack_lo = lo;
+                cfi_stack_hi = hi;
+                fds_close(fd);
+                return;
+            }
+            line = nl + 1;
+        }
+        have = (size_t)(buf + have - line); /* a line cut by the read */
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1)
+            have = 0; /* no line is that long */
+    }
+    fds_close(fd);
+}
+
 /* Returns 0 (no stack) when the thread's stack bounds are unknown and
  * cannot be learnt here. */
 static int capture(uintptr_t *pcs, int max, int may_allocate)
@@ -69,6 +135,8 @@ static int capture(uintptr_t *pcs, int max, int may_allocate)
     if (may_allocate && !agent_tls.in_loader) {
         cfi_stack_learn();
         cfi_tables_maybe_refresh();
+    } else if (!cfi_stack_hi) {
+        learn_from_maps();
     }
     int full;
     int n = cfi_walk_here(raw, want, &full);

@@ -112,12 +112,19 @@ TEST(unreadied_thread_walks_once_it_learnt_its_stack)
     static const enum op ops[] = {NO_ALLOC, CAPTURE, NO_ALLOC, NO_ALLOC};
     struct script s = {.ops = ops, .n = 4};
     run(&s);
-    /* Bounds unknown: no stack, nothing allocated. */
-    expect_int_eq(s.g[0].readied, 0);
-    expect_int_eq(s.g[0].n, 0);
+    /* Bounds unknown where it may not allocate: learnt from
+     * /proc/self/maps (a thread created past the agent's pthread_create,
+     * as jemalloc's are), so the first walk already has the stack and
+     * allocated nothing. */
+    expect_int_eq(s.g[0].readied, 1);
+    expect_true(s.g[0].n >= 3);
+#ifndef __SANITIZE_THREAD__
+    /* (ThreadSanitizer's open/read interceptors allocate for their own
+     * descriptor tracking.) */
     expect_int_eq((long)s.g[0].allocated, 0);
-    /* The capture outside locks learns them; from then on walks in locks
-     * give the same stack and allocate nothing. */
+#endif
+    /* From then on walks in and outside locks give the same stack, and
+     * those in locks allocate nothing. */
     expect_int_eq(s.g[1].readied, 1);
     expect_int_eq(s.g[2].readied, 1);
     expect_int_eq((long)s.g[2].allocated, 0);
