@@ -9,6 +9,7 @@
 # parses. Redis idle: its main thread waits in epoll_wait under aeMain in
 # goroutine?debug=2 and in the wall profile.
 . "$TOP/test/integration/lib.sh"
+. "$TOP/test/integration/services.sh"
 
 for p in redis-server redis-benchmark redis-cli memcached sqlite3 wrk; do
     command -v "$p" >/dev/null 2>&1 || fail "$p is not installed (scripts/install-deps)"
@@ -153,27 +154,17 @@ names "$(pprof -top -nodecount=40 "$WORK/sql.pb.gz")" 1 \
 heap_ok "$WORK/sql-heap.pb.gz"
 
 # ---- python3 ----------------------------------------------------------------
-cat > "$WORK/work.py" <<'PYSRC'
-import hashlib, time
-def churn(n):
-    d = {}
-    for i in range(n):
-        d[i % 50000] = [str(i)] * 8 + [bytes(64)]
-    return len(d)
-def crunch(n):
-    h = hashlib.sha256()
-    s = 0
-    for i in range(n):
-        s += (i * i) % 7
-        if i % 1000 == 0:
-            h.update(str(s).encode())
-    return s, h.hexdigest()[:16]
+{
+    echo 'import hashlib, time'
+    py_churn_crunch
+    cat <<'PYSRC'
 end = time.time() + 4
 rounds = 0
 while time.time() < end:
     churn(200000); crunch(300000); rounds += 1
 print(churn(300000), crunch(1000000), rounds > 0)
 PYSRC
+} > "$WORK/work.py"
 set +e
 $PY "$WORK/work.py" > "$WORK/py-plain.out" 2>&1; pp=$?
 set -e
@@ -191,27 +182,8 @@ heap_ok "$WORK/py-heap.pb.gz"
 
 # ---- nginx under wrk --------------------------------------------------------
 port=$(free_port)
-mkdir -p "$WORK/www" "$WORK/ngx-tmp"
-chmod 755 "$WORK" "$WORK/www"
-$PY -c 'import random; r=random.Random(7); print("".join(r.choice("abcdefgh \n") for _ in range(100000)))' > "$WORK/www/page.txt"
-chmod 644 "$WORK/www/page.txt"
-cat > "$WORK/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/ngx-tmp/body;
-    proxy_temp_path $WORK/ngx-tmp/proxy;
-    fastcgi_temp_path $WORK/ngx-tmp/fastcgi;
-    uwsgi_temp_path $WORK/ngx-tmp/uwsgi;
-    scgi_temp_path $WORK/ngx-tmp/scgi;
-    server { listen 127.0.0.1:$port; root $WORK/www; gzip on; gzip_types text/plain; gzip_min_length 0; }
-}
-CONF
+nginx_site 7 100000
+nginx_conf "$port" "master_process on; worker_processes 2;"
 start_agent nginx "$NGINX" -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log"
 for i in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/page.txt" && break; sleep 0.05; done
 curl -s "http://127.0.0.1:$port/page.txt" | cmp - "$WORK/www/page.txt" || fail "nginx served different bytes"
