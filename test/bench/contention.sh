@@ -110,6 +110,20 @@ si0=$(ir syscall_loop "$prog" syscall "$n" -- valgrind)
 # shellcheck disable=SC2086
 si1=$(ir syscall_loop "$prog" syscall "$n" -- $with_agent)
 
+# ns_row LABEL WITHOUT WITH RUNS_FILE [DECIMALS]: a table row of CPU ns,
+# the difference and the noise of the runs without the agent.
+ns_row() {
+    awk -v l="$1" -v a="$2" -v b="$3" -v z="$(spread "$4")" -v d="${5:-2}" 'BEGIN {
+        f = "%." d "f"; g = "%+." d "f"
+        printf "| %s | " f " | " f " | " g " ns | %s%% |\n", l, a, b, b - a, z }'
+}
+# insn_row LABEL WITHOUT WITH: a table row of callgrind instructions per
+# round (n rounds after n / 10 of warm-up).
+insn_row() {
+    awk -v l="$1" -v a="$2" -v b="$3" -v n="$n" 'BEGIN {
+        p = n + int(n / 10)
+        printf "| %s | %.1f | %.1f | +%.1f | - |\n", l, a / p, b / p, (b - a) / p }'
+}
 echo "contention: $runs interleaved runs, medians; agent settings: defaults${agent_env:+ + $agent_env}"
 echo "noise: the spread ((max - min) / median) of the runs without the agent, this run;"
 echo "a difference within it is not a measured cost. Instruction counts have no noise."
@@ -118,38 +132,19 @@ echo "| workload | without agent | with agent | ratio / added | noise |"
 echo "|---|---|---|---|---|"
 awk -v a="$c0" -v b="$c1" -v t="$threads" -v r="$rounds" -v z="$(spread "$tmp/c0")" 'BEGIN {
     printf "| contended mutex, %d threads x %d rounds (wall ms) | %.1f | %.1f | %.3f | %s%% |\n", t, r, a, b, b / a, z }'
-awk -v a="$u0" -v b="$u1" -v z="$(spread "$tmp/u0")" 'BEGIN {
-    printf "| uncontended lock+unlock pair, idle second thread (ns, CPU time) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
-awk -v a="$i0" -v b="$i1" -v n="$n" 'BEGIN {
-    p = n + int(n / 10)
-    printf "| uncontended pair, callgrind instructions | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$g0" -v b="$g1" -v z="$(spread "$tmp/g0")" 'BEGIN {
-    printf "| the pair with one host thread (ns, CPU time) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
-awk -v a="$g0" -v b="$g2" -v z="$(spread "$tmp/g0")" 'BEGIN {
-    printf "| the same, PPROF_ADDR=off (no agent thread) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
+ns_row "uncontended lock+unlock pair, idle second thread (ns, CPU time)" "$u0" "$u1" "$tmp/u0"
+insn_row "uncontended pair, callgrind instructions" "$i0" "$i1"
+ns_row "the pair with one host thread (ns, CPU time)" "$g0" "$g1" "$tmp/g0"
+ns_row "the same, PPROF_ADDR=off (no agent thread)" "$g0" "$g2" "$tmp/g0"
 awk -v a="$gi0" -v b="$gi1" -v c="$gi2" -v n="$n" 'BEGIN {
     p = n + int(n / 10)
     printf "| one host thread, callgrind instructions (server on / PPROF_ADDR=off) | %.1f | %.1f / %.1f | +%.1f / +%.1f | - |\n", a / p, b / p, c / p, (b - a) / p, (c - a) / p }'
-awk -v a="$u1" -v b="$w1" -v z="$(spread "$tmp/u0")" 'BEGIN {
-    printf "| the pair while a waiter is followed elsewhere (ns; without = agent, nobody followed) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
-awk -v a="$i1" -v b="$wi1" -v n="$n" 'BEGIN {
-    p = n + int(n / 10)
-    printf "| followed elsewhere, callgrind instructions (without = agent, nobody followed) | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$r0" -v b="$r1" -v z="$(spread "$tmp/r0")" 'BEGIN {
-    printf "| Rust std Mutex uncontended lock+unlock pair (ns, CPU time) | %.2f | %.2f | %+.2f ns | %s%% |\n", a, b, b - a, z }'
-awk -v a="$ri0" -v b="$ri1" -v n="$n" 'BEGIN {
-    p = n + int(n / 10)
-    printf "| Rust pair, callgrind instructions | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$f0" -v b="$f1" -v z="$(spread "$tmp/f0")" 'BEGIN {
-    printf "| syscall(SYS_futex, FUTEX_WAKE), nobody waiting (ns, CPU time) | %.1f | %.1f | %+.1f ns | %s%% |\n", a, b, b - a, z }'
-awk -v a="$fi0" -v b="$fi1" -v n="$n" 'BEGIN {
-    p = n + int(n / 10)
-    printf "| FUTEX_WAKE call, callgrind instructions (user space) | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$pi0" -v b="$pi1" -v n="$n" 'BEGIN {
-    p = n + int(n / 10)
-    printf "| FUTEX_WAKE while a waiter is followed elsewhere, callgrind instructions | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
-awk -v a="$s0" -v b="$s1" -v z="$(spread "$tmp/s0")" 'BEGIN {
-    printf "| syscall(SYS_getppid) (ns, CPU time) | %.1f | %.1f | %+.1f ns | %s%% |\n", a, b, b - a, z }'
-awk -v a="$si0" -v b="$si1" -v n="$n" 'BEGIN {
-    p = n + int(n / 10)
-    printf "| other syscall() call, callgrind instructions (user space) | %.1f | %.1f | +%.1f | - |\n", a / p, b / p, (b - a) / p }'
+ns_row "the pair while a waiter is followed elsewhere (ns; without = agent, nobody followed)" "$u1" "$w1" "$tmp/u0"
+insn_row "followed elsewhere, callgrind instructions (without = agent, nobody followed)" "$i1" "$wi1"
+ns_row "Rust std Mutex uncontended lock+unlock pair (ns, CPU time)" "$r0" "$r1" "$tmp/r0"
+insn_row "Rust pair, callgrind instructions" "$ri0" "$ri1"
+ns_row "syscall(SYS_futex, FUTEX_WAKE), nobody waiting (ns, CPU time)" "$f0" "$f1" "$tmp/f0" 1
+insn_row "FUTEX_WAKE call, callgrind instructions (user space)" "$fi0" "$fi1"
+insn_row "FUTEX_WAKE while a waiter is followed elsewhere, callgrind instructions" "$pi0" "$pi1"
+ns_row "syscall(SYS_getppid) (ns, CPU time)" "$s0" "$s1" "$tmp/s0" 1
+insn_row "other syscall() call, callgrind instructions (user space)" "$si0" "$si1"

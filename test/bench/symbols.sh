@@ -14,6 +14,7 @@
 #
 #   sh test/bench/symbols.sh BUILD_DIR     (SYMBOLS_BENCH_ROUNDS=7)
 set -eu
+. "$(dirname "$0")/agent_port.sh"
 build=$(cd "${1:-build}" && pwd)
 agent="$build/libpprofagent.so"
 orig="$build/test/programs/stripped_target"
@@ -61,11 +62,7 @@ start() {
         >/dev/null 2>&1 &
     pid=$!
     pids="$pids $pid"
-    i=0
-    while [ ! -s "$work/port" ]; do
-        i=$((i + 1)); [ $i -lt 1200 ] || { echo "$v did not start"; exit 1; }
-        sleep 0.05
-    done
+    wait_port "$work/port" 1200 "$v"
     addr=$(cat "$work/port")
     base=$(awk -v p="$work/$v/stripped_target" '$6 == p && $3 == "00000000" {split($1, a, "-"); print a[1]; exit}' "/proc/$pid/maps")
     sym=$(printf '0x%x' $((0x$base + 0x$off)))

@@ -10,6 +10,7 @@
 #
 #   sh test/bench/symbols_memory.sh BUILD_DIR
 set -eu
+. "$(dirname "$0")/agent_port.sh"
 build=$(cd "${1:-build}" && pwd)
 agent="$build/libpprofagent.so"
 rounds=${SYMBOLS_MEMORY_ROUNDS:-5}
@@ -46,11 +47,7 @@ for r in $(seq "$rounds"); do
     env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$tmp/port" PPROF_LOG=quiet \
         sleep 60 >/dev/null 2>&1 &
     pid=$!
-    i=0
-    while [ ! -s "$tmp/port" ]; do
-        i=$((i + 1)); [ $i -lt 400 ] || { echo "the agent did not start"; exit 1; }
-        sleep 0.05
-    done
+    wait_port "$tmp/port" 400 "the agent"
     addr=$(cat "$tmp/port")
     base=$(awk '$6 ~ /\/libc\.so\.6$/ && $3 == "00000000" {split($1, a, "-"); print a[1]; exit}' "/proc/$pid/maps")
     sleep 0.5

@@ -5,6 +5,7 @@
  * only for an exact name of the registry (routes.c, linked as it is).
  */
 #include "http/http.h"
+#include "test/fuzz/input.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,11 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *s = malloc(size + 1);
+    char *s = fuzz_string(data, size);
     if (!s)
         return 0;
-    memcpy(s, data, size);
-    s[size] = '\0';
     const char *name;
     enum path_kind k = path_classify(s, &name);
     if (k == PATH_NAMED || k == PATH_INDEX) {

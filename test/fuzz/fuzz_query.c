@@ -10,6 +10,7 @@
  */
 #include "agent/agent.h"
 #include "http/http.h"
+#include "test/fuzz/input.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -50,11 +51,9 @@ static void one(struct request *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *s = malloc(size + 1);
+    char *s = fuzz_string(data, size);
     if (!s)
         return 0;
-    memcpy(s, data, size);
-    s[size] = '\0';
     check_long(s);
 
     struct request q = {.method = "GET", .name = "heap", .query = s};

@@ -12,15 +12,7 @@ start_agent burn "$BUILD/test/programs/cpu_burn" 2 120 6
 sleep 1
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
-measured() { # prints "a b" (ns) as the host measured them
-    n=$(grep -c '^a=' "$WORK/burn.out" || true)
-    kill -USR1 "$PID"
-    for i in $(seq 100); do
-        [ "$(grep -c '^a=' "$WORK/burn.out" || true)" -gt "$n" ] && break
-        sleep 0.05
-    done
-    grep '^a=' "$WORK/burn.out" | tail -n 1 | sed 's/a=//; s/b=//'
-}
+measured() { host_figures burn a; } # prints "a b" (ns) as the host measured them
 
 # The sample count depends on the CPU the machine gives us: a longer
 # profile is taken when a busy machine left fewer than 4000 samples.

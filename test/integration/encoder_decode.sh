@@ -58,12 +58,18 @@ top_field() {
     ' "$WORK/decoded.txt"
 }
 
+# top_strs MSG FIELD: the strings a top-level FIELD of MSG points at, each
+# after a space.
+top_strs() {
+    out=""
+    for i in $(top_field "$1" "$2"); do out="$out $(str "$i")"; done
+    echo "$out"
+}
+
 # Sample types, period type and default sample type, through the table.
-st=""
-for i in $(top_field sample_type type); do st="$st $(str "$i")"; done
+st=$(top_strs sample_type type)
 [ "$st" = " samples cpu" ] || fail "sample types are '$st'"
-su=""
-for i in $(top_field sample_type unit); do su="$su $(str "$i")"; done
+su=$(top_strs sample_type unit)
 [ "$su" = " count nanoseconds" ] || fail "sample units are '$su'"
 [ "$(str "$(top_field period_type type)")" = cpu ] || fail "period_type.type"
 [ "$(str "$(top_field period_type unit)")" = nanoseconds ] || fail "period_type.unit"
@@ -77,11 +83,9 @@ for i in $(sed -n 's/^comment: //p' "$WORK/decoded.txt"); do comments="$comments
 
 # Mappings: ids 1..N, main executable first, build id as lowercase hex.
 [ "$(top_field mapping id | tr '\n' ' ')" = "1 2 " ] || fail "mapping ids: $(top_field mapping id | tr '\n' ' ')"
-mfiles=""
-for i in $(top_field mapping filename); do mfiles="$mfiles $(str "$i")"; done
+mfiles=$(top_strs mapping filename)
 [ "$mfiles" = " /opt/encoder-test/demo /lib/x86_64-linux-gnu/libc.so.6" ] || fail "mapping files: $mfiles"
-builds=""
-for i in $(top_field mapping build_id); do builds="$builds $(str "$i")"; done
+builds=$(top_strs mapping build_id)
 [ "$builds" = " 0123456789abcdef0123456789abcdef01234567 93ac61ec" ] || fail "build ids: $builds"
 [ "$(top_field mapping memory_start | head -n1)" = 4194304 ] || fail "mapping 1 start"
 [ "$(top_field mapping file_offset)" = 155648 ] || fail "mapping 2 file_offset"

@@ -54,6 +54,19 @@ start_agent() {
 }
 
 # stop PID: ends a program started by start_agent and waits for it.
+# host_figures NAME KEY: asks the program started as NAME (PID) for the
+# figures it measured of itself: sends SIGUSR1, waits (up to 5 s) for a new
+# line "KEY=N other=N ..." in $WORK/NAME.out and prints its numbers ("N N ...").
+host_figures() {
+    n=$(grep -c "^$2=" "$WORK/$1.out" || true)
+    kill -USR1 "$PID"
+    for i in $(seq 100); do
+        [ "$(grep -c "^$2=" "$WORK/$1.out" || true)" -gt "$n" ] && break
+        sleep 0.05
+    done
+    grep "^$2=" "$WORK/$1.out" | tail -n 1 | sed 's/[a-z_]*=//g'
+}
+
 stop() {
     kill "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true

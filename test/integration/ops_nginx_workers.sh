@@ -5,39 +5,15 @@
 # them all, and a CPU profile taken from a worker shows nginx's request
 # path in that worker (its cmdline is "nginx: worker process").
 . "$TOP/test/integration/lib.sh"
+. "$TOP/test/integration/services.sh"
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || fail "nginx is not installed (scripts/install-deps)"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$WORK/www" "$WORK/run" "$WORK/nginx-tmp"
-chmod 755 "$WORK" "$WORK/www"
+mkdir -p "$WORK/run"
 # A page that gzip compresses on every request: CPU in each worker.
-python3 -c 'import random; r=random.Random(1); print("".join(r.choice("abcdefgh \n") for _ in range(200000)))' > "$WORK/www/page.txt"
-chmod 644 "$WORK/www/page.txt"
-cat > "$WORK/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/nginx-tmp/body;
-    proxy_temp_path $WORK/nginx-tmp/proxy;
-    fastcgi_temp_path $WORK/nginx-tmp/fastcgi;
-    uwsgi_temp_path $WORK/nginx-tmp/uwsgi;
-    scgi_temp_path $WORK/nginx-tmp/scgi;
-    server {
-        listen 127.0.0.1:$port;
-        root $WORK/www;
-        gzip on;
-        gzip_comp_level 9;
-        gzip_min_length 0;
-        gzip_types text/plain;
-    }
-}
-CONF
+nginx_site 1 200000
+nginx_conf "$port" "master_process on; worker_processes 2;" "gzip_comp_level 9;"
 
 export PPROF_RUN_DIR="$WORK/run"
 start_agent nginx "$NGINX" -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log"

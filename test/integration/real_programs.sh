@@ -9,6 +9,7 @@
 # parses. Redis idle: its main thread waits in epoll_wait under aeMain in
 # goroutine?debug=2 and in the wall profile.
 . "$TOP/test/integration/lib.sh"
+. "$TOP/test/integration/services.sh"
 
 for p in redis-server redis-benchmark redis-cli memcached sqlite3 wrk; do
     command -v "$p" >/dev/null 2>&1 || fail "$p is not installed (scripts/install-deps)"
@@ -128,6 +129,23 @@ heap_ok "$WORK/mc-heap.pb.gz"
 kill -0 "$PID" || fail "memcached died"
 stop "$PID"
 
+# same_under_agent NAME WHAT PAUSE CMD...: runs CMD alone, then under the
+# agent as NAME, taking a 2 s CPU profile ($WORK/NAME.pb.gz) and a heap
+# profile ($WORK/NAME-heap.pb.gz) after PAUSE seconds; WHAT's exit status and
+# output must be the same as without the agent.
+same_under_agent() {
+    name=$1 what=$2 pause=$3
+    shift 3
+    if "$@" > "$WORK/$name-plain.out" 2>&1; then plain=0; else plain=$?; fi
+    start_agent "$name" "$@"
+    sleep "$pause"
+    fetch 'debug/pprof/profile?seconds=2' > "$WORK/$name.pb.gz"
+    fetch debug/pprof/heap > "$WORK/$name-heap.pb.gz"
+    if wait "$PID"; then agent=0; else agent=$?; fi
+    [ "$agent" = "$plain" ] || fail "$what status $agent, expected $plain"
+    cmp "$WORK/$name-plain.out" "$WORK/$name.out" || fail "$what output changed"
+}
+
 # ---- sqlite3 ----------------------------------------------------------------
 cat > "$WORK/q.sql" <<'SQL'
 CREATE TABLE t(a INTEGER, b TEXT);
@@ -138,52 +156,24 @@ SELECT count(*), sum(a % 13), max(b) FROM t;
 SELECT x.a % 50 AS k, count(*), sum(length(x.b)) FROM t x JOIN t y ON y.a = x.a + 1 GROUP BY k ORDER BY k LIMIT 3;
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 12000000) SELECT sum(x * x % 7), count(*) FROM c;
 SQL
-set +e
-sqlite3 :memory: ".read $WORK/q.sql" > "$WORK/sql-plain.out" 2>&1; sp=$?
-set -e
-start_agent sql sqlite3 :memory: ".read $WORK/q.sql"
-sleep 0.3
-fetch 'debug/pprof/profile?seconds=2' > "$WORK/sql.pb.gz"
-fetch debug/pprof/heap > "$WORK/sql-heap.pb.gz"
-if wait "$PID"; then sa=0; else sa=$?; fi
-[ "$sa" = "$sp" ] || fail "sqlite3 status $sa, expected $sp"
-cmp "$WORK/sql-plain.out" "$WORK/sql.out" || fail "sqlite3 output changed"
+same_under_agent sql sqlite3 0.3 sqlite3 :memory: ".read $WORK/q.sql"
 names "$(pprof -top -nodecount=40 "$WORK/sql.pb.gz")" 1 \
     sqlite3VdbeExec sqlite3BtreeInsert sqlite3BtreeDelete sqlite3VdbeMemMakeWriteable sqlite3_step
 heap_ok "$WORK/sql-heap.pb.gz"
 
 # ---- python3 ----------------------------------------------------------------
-cat > "$WORK/work.py" <<'PYSRC'
-import hashlib, time
-def churn(n):
-    d = {}
-    for i in range(n):
-        d[i % 50000] = [str(i)] * 8 + [bytes(64)]
-    return len(d)
-def crunch(n):
-    h = hashlib.sha256()
-    s = 0
-    for i in range(n):
-        s += (i * i) % 7
-        if i % 1000 == 0:
-            h.update(str(s).encode())
-    return s, h.hexdigest()[:16]
+{
+    echo 'import hashlib, time'
+    py_churn_crunch
+    cat <<'PYSRC'
 end = time.time() + 4
 rounds = 0
 while time.time() < end:
     churn(200000); crunch(300000); rounds += 1
 print(churn(300000), crunch(1000000), rounds > 0)
 PYSRC
-set +e
-$PY "$WORK/work.py" > "$WORK/py-plain.out" 2>&1; pp=$?
-set -e
-start_agent py $PY "$WORK/work.py"
-sleep 0.5
-fetch 'debug/pprof/profile?seconds=2' > "$WORK/py.pb.gz"
-fetch debug/pprof/heap > "$WORK/py-heap.pb.gz"
-if wait "$PID"; then pa=0; else pa=$?; fi
-[ "$pa" = "$pp" ] || fail "python3 status $pa, expected $pp"
-cmp "$WORK/py-plain.out" "$WORK/py.out" || fail "python3 output changed"
+} > "$WORK/work.py"
+same_under_agent py python3 0.5 $PY "$WORK/work.py"
 names "$(pprof -top -nodecount=40 "$WORK/py.pb.gz")" 2 \
     _PyEval_EvalFrameDefault PyObject_Malloc _PyObject_Malloc long_ PyLong_ dict_ \
     list_ PyUnicode_ _PyObject_ insertdict
@@ -191,27 +181,8 @@ heap_ok "$WORK/py-heap.pb.gz"
 
 # ---- nginx under wrk --------------------------------------------------------
 port=$(free_port)
-mkdir -p "$WORK/www" "$WORK/ngx-tmp"
-chmod 755 "$WORK" "$WORK/www"
-$PY -c 'import random; r=random.Random(7); print("".join(r.choice("abcdefgh \n") for _ in range(100000)))' > "$WORK/www/page.txt"
-chmod 644 "$WORK/www/page.txt"
-cat > "$WORK/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/ngx-tmp/body;
-    proxy_temp_path $WORK/ngx-tmp/proxy;
-    fastcgi_temp_path $WORK/ngx-tmp/fastcgi;
-    uwsgi_temp_path $WORK/ngx-tmp/uwsgi;
-    scgi_temp_path $WORK/ngx-tmp/scgi;
-    server { listen 127.0.0.1:$port; root $WORK/www; gzip on; gzip_types text/plain; gzip_min_length 0; }
-}
-CONF
+nginx_site 7 100000
+nginx_conf "$port" "master_process on; worker_processes 2;"
 start_agent nginx "$NGINX" -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log"
 for i in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/page.txt" && break; sleep 0.05; done
 curl -s "http://127.0.0.1:$port/page.txt" | cmp - "$WORK/www/page.txt" || fail "nginx served different bytes"

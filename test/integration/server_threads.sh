@@ -68,31 +68,33 @@ note "goroutine answered in $took ms; heap deltas and CPU profile 200, second CP
 # One thread per long request besides the pool: 3 + 4 at least.
 [ "$busy" -ge 7 ] || fail "at most $busy agent threads during four long requests: they did not get threads of their own"
 
+# back_to_pool WHAT: the agent's threads come back to the idle pool (3 at
+# most) within 2 s after WHAT ended.
+back_to_pool() {
+    i=0
+    while [ "$(count)" -gt 3 ]; do
+        i=$((i + 1))
+        [ $i -le 20 ] || fail "$(agent_threads) agent threads 2 s after the $1 ended, want at most 3"
+        sleep 0.1
+    done
+}
+
 # Back to the idle pool within 2 s of the last response.
-i=0
-while [ "$(count)" -gt 3 ]; do
-    i=$((i + 1))
-    [ $i -le 20 ] || fail "$(agent_threads) agent threads 2 s after the requests ended, want at most 3"
-    sleep 0.1
-done
+back_to_pool requests
 back=$(( ($(date +%s%N) - ended) / 1000000 ))
 note "agent threads after: $(agent_threads), $back ms after the last response"
 
 # Hand-off is bounded: at most 8 long requests at once, the rest 503.
+delta_codes() { for i in 1 2 3 4 5 6 7 8 9 10; do cat "$WORK/d$i.code"; echo; done; }
 deltas=""
 for i in 1 2 3 4 5 6 7 8 9 10; do get "d$i" 'goroutine?seconds=2'; deltas="$deltas $!"; done
 # shellcheck disable=SC2086
 wait $deltas || true
-codes=$(for i in 1 2 3 4 5 6 7 8 9 10; do cat "$WORK/d$i.code"; echo; done | sort | uniq -c | tr -s ' \n' '  ')
+codes=$(delta_codes | sort | uniq -c | tr -s ' \n' '  ')
 note "ten goroutine deltas at once: $codes"
-ok=$(for i in 1 2 3 4 5 6 7 8 9 10; do cat "$WORK/d$i.code"; echo; done | grep -c '^200$' || true)
-busy503=$(for i in 1 2 3 4 5 6 7 8 9 10; do cat "$WORK/d$i.code"; echo; done | grep -c '^503$' || true)
+ok=$(delta_codes | grep -c '^200$' || true)
+busy503=$(delta_codes | grep -c '^503$' || true)
 [ "$ok" -ge 8 ] && [ $((ok + busy503)) = 10 ] || fail "ten goroutine deltas at once answered $codes, want 8 or more 200 and the rest 503"
-i=0
-while [ "$(count)" -gt 3 ]; do
-    i=$((i + 1))
-    [ $i -le 20 ] || fail "$(agent_threads) agent threads 2 s after the deltas ended, want at most 3"
-    sleep 0.1
-done
+back_to_pool deltas
 stop "$PID"
 echo ok

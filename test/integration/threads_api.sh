@@ -85,15 +85,7 @@ expect_contains "$(fetch 'debug/pprof/goroutine?debug=1')" "goroutine profile: t
 expect_contains "$index" "<a href='goroutine?debug=1'>goroutine</a>"
 
 # 3. Labels split CPU samples in the measured proportions.
-measured() { # "api static" (ns) as the host measured them
-    n=$(grep -c '^api=' "$WORK/blobs.out" || true)
-    kill -USR1 "$PID"
-    for i in $(seq 100); do
-        [ "$(grep -c '^api=' "$WORK/blobs.out" || true)" -gt "$n" ] && break
-        sleep 0.05
-    done
-    grep '^api=' "$WORK/blobs.out" | tail -n 1 | sed 's/api=//; s/static=//'
-}
+measured() { host_figures blobs api; } # "api static" (ns) as the host measured them
 for secs in 12 25 45; do
     set -- $(measured); a0=$1; s0=$2
     fetch "debug/pprof/profile?seconds=$secs" > "$WORK/cpu.pb.gz"

@@ -14,6 +14,7 @@
 #
 # WALK_TRUTH_SECONDS (default 10) sets the length of each program's work.
 . "$TOP/test/integration/lib.sh"
+. "$TOP/test/integration/services.sh"
 
 CHECK="$BUILD/test/libwalkcheck.so"
 [ -f "$CHECK" ] || fail "$CHECK is not built (make test-bins)"
@@ -62,26 +63,8 @@ judge redis-server "$WORK/redis.rep" 200
 
 # ---- nginx (one process) under wrk and a curl loop -------------------------
 port=$(free_port)
-mkdir -p "$WORK/www" "$WORK/ngx-tmp"
-chmod 755 "$WORK" "$WORK/www"
-$PY -c 'import random; r=random.Random(7); print("".join(r.choice("abcdefgh \n") for _ in range(100000)))' > "$WORK/www/page.txt"
-chmod 644 "$WORK/www/page.txt"
-cat > "$WORK/nginx.conf" <<CONF
-daemon off;
-master_process off;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/ngx-tmp/body;
-    proxy_temp_path $WORK/ngx-tmp/proxy;
-    fastcgi_temp_path $WORK/ngx-tmp/fastcgi;
-    uwsgi_temp_path $WORK/ngx-tmp/uwsgi;
-    scgi_temp_path $WORK/ngx-tmp/scgi;
-    server { listen 127.0.0.1:$port; root $WORK/www; gzip on; gzip_types text/plain; gzip_min_length 0; }
-}
-CONF
+nginx_site 7 100000
+nginx_conf "$port" "master_process off;"
 WALKCHECK_REPORT="$WORK/nginx.rep" LD_PRELOAD="$CHECK" "$NGINX" -c "$WORK/nginx.conf" \
     -e "$WORK/nginx-error.log" >"$WORK/nginx.out" 2>&1 &
 NP=$!; PIDS="$PIDS $NP"
@@ -101,22 +84,11 @@ wait "$NP" 2>/dev/null || true
 judge nginx "$WORK/nginx.rep" 200
 
 # ---- python3 ---------------------------------------------------------------
-cat > "$WORK/work.py" <<'PYSRC'
-import hashlib, json, re, sys, time
-from decimal import Decimal
-def churn(n):
-    d = {}
-    for i in range(n):
-        d[i % 50000] = [str(i)] * 8 + [bytes(64)]
-    return len(d)
-def crunch(n):
-    h = hashlib.sha256()
-    s = 0
-    for i in range(n):
-        s += (i * i) % 7
-        if i % 1000 == 0:
-            h.update(str(s).encode())
-    return s, h.hexdigest()[:16]
+{
+    echo 'import hashlib, json, re, sys, time'
+    echo 'from decimal import Decimal'
+    py_churn_crunch
+    cat <<'PYSRC'
 def deep(n):
     return 1 if n == 0 else deep(n - 1) + 1
 def text(n):
@@ -129,6 +101,7 @@ while time.time() < end:
     churn(100000); crunch(150000); deep(300); text(20000); rounds += 1
 print("rounds", rounds > 0)
 PYSRC
+} > "$WORK/work.py"
 WALKCHECK_REPORT="$WORK/py.rep" LD_PRELOAD="$CHECK" $PY "$WORK/work.py" "$SECS" > "$WORK/py.out" 2>&1 \
     || { cat "$WORK/py.out" >&2; fail "python3 failed under the harness"; }
 grep -q "rounds True" "$WORK/py.out" || fail "python3 output: $(cat "$WORK/py.out")"

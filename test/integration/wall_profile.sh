@@ -28,15 +28,7 @@ PPROF_DUMP_DIR="$WORK/dump" start_agent wall "$prog" 26
 for i in $(seq 100); do grep -q '^started' "$WORK/wall.out" && break; sleep 0.05; done
 sigcgt() { awk '/^SigCgt:/ {print $2}' "/proc/$PID/status"; }
 cgt0=$(sigcgt)
-measured() { # "compute nap epoll lock eintr", ns
-    n=$(grep -c '^compute=' "$WORK/wall.out" || true)
-    kill -USR1 "$PID"
-    for i in $(seq 100); do
-        [ "$(grep -c '^compute=' "$WORK/wall.out" || true)" -gt "$n" ] && break
-        sleep 0.05
-    done
-    grep '^compute=' "$WORK/wall.out" | tail -n 1 | sed 's/[a-z]*=//g'
-}
+measured() { host_figures wall compute; } # "compute nap epoll lock eintr", ns
 set -- $(measured); c0=$1 n0=$2 e0=$3 l0=$4
 fetch "debug/pprof/wall?seconds=16" > "$WORK/wall.pb.gz" &
 W=$!

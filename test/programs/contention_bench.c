@@ -123,24 +123,37 @@ static void *contender(void *arg)
     return NULL;
 }
 
+/* CPU time (ns) of this thread per round of loop(n), after a warm-up of
+ * n / 10 rounds. */
+static double ns_per_round(void (*loop)(long), long n)
+{
+    loop(n / 10);
+    double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+    loop(n);
+    double t1 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+    return (t1 - t0) * 1e6 / (double)n;
+}
+
+/* Starts a thread running fn and gives it 20 ms to get where it waits. */
+static void start_settled(void *(*fn)(void *))
+{
+    pthread_t t;
+    pthread_create(&t, NULL, fn, NULL);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && strncmp(argv[1], "uncontended", 11) == 0) {
         long n = atol(argv[2]);
         if (strcmp(argv[1], "uncontended_single") == 0) {
-            uncontended_loop(n / 10);
-            double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
-            uncontended_loop(n);
-            double t1 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
-            printf("ns_per_pair=%.3f\n", (t1 - t0) * 1e6 / (double)n);
+            printf("ns_per_pair=%.3f\n", ns_per_round(uncontended_loop, n));
             return 0;
         }
         if (strcmp(argv[1], "uncontended_followed") == 0) {
-            pthread_t b;
             pthread_mutex_lock(&held);
-            pthread_create(&b, NULL, blocked_thread, NULL);
-            struct timespec ts = {0, 20000000};
-            nanosleep(&ts, NULL); /* let it block */
+            start_settled(blocked_thread); /* it blocks on held */
         }
         /* Services are multi-threaded, and glibc drops the lock prefix of
          * its atomics while a process has one thread: without this idle
@@ -148,31 +161,20 @@ int main(int argc, char **argv)
          * what the comparison measures. */
         pthread_t idle;
         pthread_create(&idle, NULL, idle_thread, NULL);
-        uncontended_loop(n / 10); /* warm up */
-        double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
-        uncontended_loop(n);
-        double t1 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
-        printf("ns_per_pair=%.3f\n", (t1 - t0) * 1e6 / (double)n);
+        printf("ns_per_pair=%.3f\n", ns_per_round(uncontended_loop, n));
         return 0;
     }
     if (argc >= 3 && (strncmp(argv[1], "futex_wake", 10) == 0 ||
                       strcmp(argv[1], "syscall") == 0)) {
         long n = atol(argv[2]);
         if (strcmp(argv[1], "futex_wake_parked") == 0) {
-            pthread_t p;
-            pthread_create(&p, NULL, parked_thread, NULL);
-            struct timespec ts = {0, 20000000};
-            nanosleep(&ts, NULL); /* let it park */
+            start_settled(parked_thread); /* it parks */
         }
         void (*loop)(long) =
             argv[1][0] == 'f' ? futex_wake_loop : syscall_loop;
         pthread_t idle;
         pthread_create(&idle, NULL, idle_thread, NULL);
-        loop(n / 10); /* warm up */
-        double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
-        loop(n);
-        double t1 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
-        printf("ns_per_call=%.3f\n", (t1 - t0) * 1e6 / (double)n);
+        printf("ns_per_call=%.3f\n", ns_per_round(loop, n));
         return 0;
     }
     if (argc >= 4 && strcmp(argv[1], "contended") == 0) {

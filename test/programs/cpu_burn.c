@@ -15,24 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile unsigned long sink;
+#include "spin.h"
+#include "timing.h"
+
 static long long total_a, total_b; /* atomics */
 static volatile sig_atomic_t report;
-
-static long long thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-__attribute__((noinline)) static void spin(long n)
-{
-    unsigned long x = sink;
-    for (long i = 0; i < n; i++)
-        x = x * 2862933555777941757ULL + 3037000493ULL;
-    sink = x;
-}
 
 __attribute__((noinline)) void hot_a(long n) { spin(n); }
 __attribute__((noinline)) void hot_b(long n) { spin(n); }

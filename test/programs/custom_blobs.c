@@ -29,8 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "spin.h"
+#include "timing.h"
+
 static pprof_profile *blobs;
-static volatile unsigned long sink;
 static long long cpu_api, cpu_static; /* ns, atomics */
 static volatile sig_atomic_t report;
 
@@ -53,28 +55,13 @@ __attribute__((noinline)) void close_blob(struct blob *b)
     free(b);
 }
 
-static long long thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-__attribute__((noinline)) static void work(long n)
-{
-    unsigned long x = sink;
-    for (long i = 0; i < n; i++)
-        x = x * 2862933555777941757ULL + 3037000493ULL;
-    sink = x;
-}
-
 /* Both request types run the same code: only the label tells them apart.
  * Each request also allocates a response buffer (heap samples carry the
  * label too). */
 __attribute__((noinline)) static void handle_request(long n)
 {
     char *response = malloc(4096);
-    work(n);
+    spin(n);
     if (response) {
         response[0] = (char)sink;
         sink += (unsigned long)response[0];

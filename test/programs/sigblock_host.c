@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 static volatile unsigned long sink;
 static volatile int ending;
 static int use_signalfd;
@@ -52,13 +54,6 @@ static double mono(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long long thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void spin(long n)

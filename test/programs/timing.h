@@ -12,6 +12,14 @@ static inline long now_ns(void)
     return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* The CPU time the calling thread has used. */
+static inline long long thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* Sleeps the whole time even when a signal interrupts it. */
 static inline void sleep_us(long us)
 {

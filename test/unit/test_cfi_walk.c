@@ -15,6 +15,7 @@
 #include "agent/cfi.h"
 #include "agent/unwinder.h"
 #include "harness.h"
+#include "in_use.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -344,18 +345,6 @@ TEST(debug_frame_only)
         reference = "libunwind";
         expect_true(n_ref > depth + 3);
     }
-}
-
-/* Bytes in use from the allocator: glibc's count, or the sanitizer
- * runtime's when it owns malloc. */
-extern size_t __sanitizer_get_current_allocated_bytes(void)
-    __attribute__((weak));
-
-static size_t in_use(void)
-{
-    if (__sanitizer_get_current_allocated_bytes)
-        return __sanitizer_get_current_allocated_bytes();
-    return mallinfo2().uordblks;
 }
 
 static int walks_left;

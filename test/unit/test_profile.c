@@ -337,6 +337,19 @@ static const char *str_at(const struct decoded *d, int64_t idx)
     return d->strs[idx];
 }
 
+/* Serializes p (then frees it) and decodes the result into d, which must
+ * parse to the end with ids numbered 1..N; the caller frees d. */
+static void serialize_decode(struct profile *p, struct decoded *d)
+{
+    struct pbuf out = {0};
+    expect_int_eq(profile_serialize(p, &out), 0);
+    decode(out.data, out.len, d);
+    expect_true(d->ok);
+    expect_true(d->ids_sequential);
+    pbuf_free(&out);
+    profile_free(p);
+}
+
 /* ---- builder behaviour ----------------------------------------------------- */
 
 TEST(strings_dedup)
@@ -404,12 +417,8 @@ TEST(locations_dedup)
     expect_int_eq(profile_find_location(p, 0), 0);
     expect_int_eq(profile_location(p, m, 0x3000, NULL, 0), 5);
 
-    struct pbuf out = {0};
-    expect_int_eq(profile_serialize(p, &out), 0);
     struct decoded d;
-    decode(out.data, out.len, &d);
-    expect_true(d.ok);
-    expect_true(d.ids_sequential);
+    serialize_decode(p, &d);
     expect_int_eq(d.nlocs, 5);
     expect_int_eq(d.locs[0].address, 0x1234);
     expect_int_eq(d.locs[0].mapping_id, 1);
@@ -421,8 +430,6 @@ TEST(locations_dedup)
     expect_int_eq(d.locs[2].mapping_id, 0);
     expect_int_eq(d.locs[2].line_fn[0], 2);
     decoded_free(&d);
-    pbuf_free(&out);
-    profile_free(p);
 }
 
 TEST(mappings_numbered)
@@ -442,12 +449,8 @@ TEST(mappings_numbered)
     profile_mapping_flags(p, 3, PROFILE_HAS_INLINE_FRAMES);
     profile_mapping_flags(p, 9, PROFILE_HAS_FUNCTIONS); /* ignored */
 
-    struct pbuf out = {0};
-    expect_int_eq(profile_serialize(p, &out), 0);
     struct decoded d;
-    decode(out.data, out.len, &d);
-    expect_true(d.ok);
-    expect_true(d.ids_sequential);
+    serialize_decode(p, &d);
     expect_int_eq(d.nmappings, 3);
     expect_int_eq(d.mappings[0].start, 0x400000);
     expect_int_eq(d.mappings[0].limit, 0x500000);
@@ -463,8 +466,6 @@ TEST(mappings_numbered)
     expect_int_eq(d.mappings[1].has[0], 0);
     expect_int_eq(d.mappings[2].has[3], 1);
     decoded_free(&d);
-    pbuf_free(&out);
-    profile_free(p);
 }
 
 TEST(empty_profile_golden)

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/cfi.h"
 #include "harness.h"
+#include "in_use.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -22,18 +23,6 @@ struct grabbed {
     int readied;      /* the thread knows its stack bounds */
     uintptr_t caller; /* the thread's call site of grab, as in pcs */
 };
-
-/* Bytes in use from the allocator: glibc's count, or the sanitizer
- * runtime's when it owns malloc (the sanitizer build of this test). */
-extern size_t __sanitizer_get_current_allocated_bytes(void)
-    __attribute__((weak));
-
-static size_t in_use(void)
-{
-    if (__sanitizer_get_current_allocated_bytes)
-        return __sanitizer_get_current_allocated_bytes();
-    return mallinfo2().uordblks;
-}
 
 /* Every capture from one call instruction, called from one call
  * instruction: the stacks from grab outwards must be identical. */
