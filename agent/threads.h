@@ -86,7 +86,7 @@ extern int threads_signo;
 long threads_host_count(void);
 
 /* ---- reading a thread from /proc, without a signal ------------------------
- * (threads.c; also used by the wall profile, agent/wall_look.c) */
+ * (threads.c; also used by the wall profile, agent/wall/wall_look.c) */
 
 /* What /proc/self/task/TID/syscall says. */
 struct thread_syscall {

@@ -20,7 +20,7 @@
  * only ever delivered there, never inside a system call. A timer is armed
  * only on a thread seen running at a tick and disarmed when it is seen
  * asleep. Threads blocked in the kernel are walked from /proc and a copy of
- * their stack by the session's own thread (agent/threads.c).
+ * their stack by the session's own thread (agent/threads/threads.c).
  *
  * Contexts: the handler on any host thread; the mask and exit hooks on host
  * threads inside the interposers; everything else on the one HTTP worker

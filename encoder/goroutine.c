@@ -1,6 +1,6 @@
 /*
  * The goroutine profile: every host thread of the process now (the native
- * meaning of Go's goroutine profile), taken by agent/threads.c, as Go
+ * meaning of Go's goroutine profile), taken by agent/threads/threads.c, as Go
  * writes it. debug=0 proto goroutine/count and debug=1 text group the
  * threads with the same stack and labels, the count how many share it;
  * debug=2 lists every thread as Go's full dump (threads.c). A thread whose

@@ -1,7 +1,7 @@
 /*
  * /debug/memory as JSON: RSS, its parts (non-overlapping, summing to it)
  * and beside them the details each part was derived from. The figures
- * come from agent/memory.c; this file only writes them. Runs on the
+ * come from agent/heap/memory.c; this file only writes them. Runs on the
  * agent's server threads.
  */
 #include "encoder/encoder.h"

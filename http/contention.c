@@ -1,6 +1,6 @@
 /*
  * /debug/pprof/block and /debug/pprof/mutex, from the tables that
- * agent/contention.c fills: parameters as Go's named profiles (debug=1
+ * agent/locks/contention.c fills: parameters as Go's named profiles (debug=1
  * text, seconds=N delta through two snapshots), written by
  * encoder/contention.c, which scales the values as Go does.
  */

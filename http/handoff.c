@@ -6,7 +6,7 @@
  *
  * civetweb's worker has checked the request (token, route, body size);
  * handoff_serve then duplicates the connection's socket into the agent's
- * range (agent/fds_handoff.c: civetweb's graceful close of its own number
+ * range (agent/host/fds_handoff.c: civetweb's graceful close of its own number
  * no longer shuts the connection down), copies the request, starts a
  * detached thread and returns, and civetweb closes its number. The thread
  * runs the endpoint's handler, whose response goes through the writer

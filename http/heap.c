@@ -1,6 +1,6 @@
 /*
  * /debug/pprof/heap and /debug/pprof/allocs: the sampled heap buckets kept
- * by agent/heap_table.c, as Go serves them (the same data, default sample
+ * by agent/heap/heap_table.c, as Go serves them (the same data, default sample
  * type inuse_space for heap and alloc_space for allocs), with Go's
  * parameters: debug=1 text, seconds=N delta, gc=N accepted (a native
  * process has no collector to run; live data is always current).
@@ -8,7 +8,7 @@
  * Beyond Go: a full profile labels its live samples with their age bucket
  * ("age" label, encoder/heap.c), min_age=SECONDS keeps only live samples
  * at least that old (leaks), and /debug/pprof/peak serves the copy kept
- * at the high-water mark of the in-use estimate (agent/heap_peak.c).
+ * at the high-water mark of the in-use estimate (agent/heap/heap_peak.c).
  */
 #include "http/http.h"
 
@@ -144,7 +144,7 @@ static void serve_heap(struct request *r, const char *name)
 /* /debug/pprof/peak: the heap profile as it was at the high-water mark of
  * the in-use estimate since start or the last reset=1 (which starts a new
  * period after this answer): each bucket's in-use count then, as
- * agent/heap_peak.c keeps it. */
+ * agent/heap/heap_peak.c keeps it. */
 void handle_peak(struct request *r)
 {
     struct table_read tr = {0};

@@ -1,5 +1,5 @@
 /*
- * /debug/memory: where the process's RSS goes, as JSON (agent/memory.c
+ * /debug/memory: where the process's RSS goes, as JSON (agent/heap/memory.c
  * reads, encoder/memory.c writes). Runs on HTTP workers only.
  */
 #include "http/http.h"

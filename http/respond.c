@@ -227,7 +227,7 @@ int http_client_socket(struct request *r)
         r->conn ? mg_get_request_info(r->conn) : NULL;
     if (!ri || !ri->remote_addr[0])
         return -1;
-    /* civetweb's sockets are registered (agent/fds.c): only those. */
+    /* civetweb's sockets are registered (agent/host/fds.c): only those. */
     for (int fd = fds_next(-1, FDS_SOCKET); fd >= 0;
          fd = fds_next(fd, FDS_SOCKET)) {
         struct sockaddr_storage ss;

@@ -3,7 +3,7 @@
  * description shown on the index page, its count and its flags (http.h:
  * listed, a profile with a flame graph, long-running, delta, beside
  * /debug/pprof/), plus one route per custom profile (pprofagent.h), made
- * on the fly from agent/custom.c's registry. The server, the index, the
+ * on the fly from agent/core/custom.c's registry. The server, the index, the
  * flame graph and the fuzz targets all read it.
  * Adding an endpoint is adding a row here and a file with its handler.
  */
@@ -20,8 +20,8 @@ const struct route routes[] = {
     {"allocs", handle_allocs, "A sampling of all past memory allocations",
      heap_profile_count, PROFILE | ROUTE_DELTA, 0},
     {"heap", handle_heap,
-     "A sampling of memory allocations of live objects. You can specify "
-     "the gc GET parameter to run GC before taking the heap sample.",
+     "A sampling of memory allocations of live objects. min_age=S keeps "
+     "those older than S seconds (leaks).",
      heap_profile_count, PROFILE | ROUTE_DELTA, 0},
     {"peak", handle_peak,
      "The heap profile at the high-water mark of sampled in-use bytes "

@@ -15,7 +15,7 @@
  * authenticated first (auth.c) and nothing is read or parsed before that.
  *
  * server_start() runs on the agent's starter thread once the process has
- * lived PPROF_START_DELAY_MS (agent/start.c), or in the constructor on the
+ * lived PPROF_START_DELAY_MS (process/start.c), or in the constructor on the
  * host's main thread when that is 0; the request handler runs on
  * civetweb's threads, which are the agent's own
  * (created with the guard entered, so thread_hooks.c marks them, and with
@@ -54,7 +54,7 @@ static struct mg_context *server_ctx;
 void server_fork_child(void)
 {
     /* The parent's server and its requests in flight are not the child's:
-     * its own server starts from nothing (agent/children.c). */
+     * its own server starts from nothing (process/children.c). */
     server_ctx = NULL;
     handoff_fork_child();
 }
@@ -395,7 +395,7 @@ int server_start(const struct server_listen *how)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    /* civetweb's sockets are the agent's own (agent/fds.c). */
+    /* civetweb's sockets are the agent's own (agent/host/fds.c). */
     fds_own_library((const void *)mg_start2);
     server_ctx = mg_start2(&init, &err);
     /* The address is taken (an exec'd child of a process under the agent,

@@ -1,6 +1,6 @@
 /*
  * /debug/pprof/threadcreate: the stacks that created the host's threads
- * (recorded by agent/thread_hooks.c), one sample per distinct stack.
+ * (recorded by agent/threads/thread_hooks.c), one sample per distinct stack.
  */
 #include "http/http.h"
 

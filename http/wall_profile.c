@@ -1,7 +1,7 @@
 /*
  * /debug/pprof/wall?seconds=N: a wall-clock profile over N seconds
  * (default 30). Every host thread is looked at, whatever it is doing, at
- * PPROF_WALL_HZ ticks a second (agent/wall_look.c): running ones through
+ * PPROF_WALL_HZ ticks a second (agent/wall/wall_look.c): running ones through
  * their own CPU-time timers' stacks, blocked ones walked where they stand;
  * no thread is ever sent a signal by anyone but its own CPU clock. One
  * profile at a time, as the CPU profile: a second request gets 500. A

@@ -255,7 +255,7 @@ static void *dump_thread(void *unused)
                        : 0;
     int replaced_logged = 0;
     for (;;) {
-        /* The program cannot close or replace the pipe (agent/fds.c)
+        /* The program cannot close or replace the pipe (agent/host/fds.c)
          * except by raw system calls: then it is dropped, not read. */
         if (dump_wake_pipe[0] >= 0 && fds_check(dump_wake_pipe[0]) != 0)
             dump_wake_pipe[0] = -1;

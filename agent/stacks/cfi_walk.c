@@ -131,7 +131,7 @@ find_row(const struct cfi_object *o, uintptr_t pc, uint64_t *misses)
  * Code in no table (loaded since the tables were built: dlopen is not
  * interposed): its rule straight from its .eh_frame, found through the C
  * library's lock-free _dl_find_object. Registered as a reader of the
- * program-header protocol (agent/phdr_cache.c), so the dlclose hook does
+ * program-header protocol (agent/stacks/phdr_cache.c), so the dlclose hook does
  * not unmap an object while its sections are read here.
  */
 static PPROF_SIGNAL_SAFE int rule_of_new_code(uintptr_t at,

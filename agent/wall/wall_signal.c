@@ -6,7 +6,7 @@
  * (wall_timer.c): the thread was running. It interrupts any instruction,
  * possibly the CPU profiler's handler or an interposer. The same rules as
  * cpu_signal.c: only async-signal-safe calls, no lock, no allocation, errno
- * left as found. The walk is the table-driven one (agent/stack_signal.c),
+ * left as found. The walk is the table-driven one (agent/stacks/stack_signal.c),
  * which takes no lock, makes no system call and never calls into the
  * loader.
  *

@@ -13,7 +13,7 @@
  * thread runs: no thread is ever signalled while it sleeps, and nothing is
  * ever sent to a thread by anyone but its own clock.
  *
- * Signals only reach threads that leave them unblocked (agent/sigmask.c
+ * Signals only reach threads that leave them unblocked (agent/host/sigmask.c
  * has the protocol): a thread's mask is looked at in /proc before its
  * first arming, with mask changes held off (sigmask_lock); afterwards the
  * mask interposers tell (wall_thread_mask), disarming the timer of a
