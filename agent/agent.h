@@ -153,6 +153,11 @@ extern volatile int agent_ready;
 void objects_changed(void);
 unsigned objects_generation(void);
 
+/* The address range [*lo, *hi) of the PT_LOAD segments of the loaded object
+ * that holds addr; -1 (and 0, 0) when no object holds it. Takes the
+ * loader's lock (dladdr, dl_iterate_phdr): set-up paths only. */
+int object_range_of(const void *addr, uintptr_t *lo, uintptr_t *hi);
+
 /* The C library's _dl_find_object (glibc 2.35 on: the object containing an
  * address, without the loader lock; async-signal-safe), or NULL when it
  * has none. Set by the constructor (phdr_hooks.c). */
@@ -318,6 +323,16 @@ void stack_snapshot_subtract(struct stack_snapshot *later,
                              const struct stack_snapshot *earlier);
 /* Frees a snapshot. Not async-signal-safe. */
 void stack_snapshot_free(struct stack_snapshot *s);
+
+/* ---- growing arrays (array.c) ------------------------------------------- */
+
+/* Makes room for `want` elements of `size` bytes in *v, whose room is *cap
+ * elements: at least doubles, starting at `first`. 0, or -ENOMEM with *v
+ * and *cap unchanged. Not async-signal-safe (realloc). */
+int array_reserve(void **v, size_t *cap, size_t want, size_t size,
+                  size_t first);
+#define ARRAY_RESERVE(v, cap, want, first)                                     \
+    array_reserve((void **)&(v), &(cap), (want), sizeof *(v), (first))
 
 /* ---- small internal allocator (arena.c) ---------------------------------- */
 

@@ -1,9 +1,11 @@
 /*
- * The hash mixers of the agent's tables, one copy each. The tables stay
- * their own (mmap'd or arena memory, spinlocks or lock-free publication,
- * each with its own probe rule); what they share is how a key becomes bits.
+ * The hash mixers of the agent's tables, one copy each, and the one
+ * growable hash index (core/htab.c) of the code that may allocate. The
+ * tables that signal handlers and interposers touch stay their own (mmap'd
+ * or arena memory, spinlocks or lock-free publication, each with its own
+ * probe rule); what they share is how a key becomes bits.
  *
- * All are pure arithmetic: async-signal-safe, no allocation.
+ * The mixers are pure arithmetic: async-signal-safe, no allocation.
  */
 #ifndef PPROF_HASH_H
 #define PPROF_HASH_H
@@ -46,5 +48,43 @@ static inline uint64_t hash_murmur_half(uint64_t h)
     h *= 0xff51afd7ed558ccdULL;
     return h ^ (h >> 33);
 }
+
+/* ---- hash index (core/htab.c) ------------------------------------------- */
+
+/* The one growable hash index of the agent's non-signal code: the profile
+ * builder (strings, functions, locations), the CPU sample aggregate, the
+ * flame graph's tree and the symbolizer's name cache. Plain malloc. */
+
+/* An index of entries of the caller's array: the entry's full hash and its
+ * index + 1 (0: an empty slot). */
+struct htab_slot {
+    uint64_t hash;
+    size_t idx1;
+};
+struct htab {
+    struct htab_slot *slots;
+    size_t cap; /* a power of two, or 0 before the first insert */
+    size_t count;
+};
+/* 1 when entry idx of the caller's array (ctx) equals key. */
+typedef int (*htab_eq_fn)(const void *ctx, size_t idx, const void *key);
+
+/* FNV-1a of n bytes from seed, then hash_splitmix64. Async-signal-safe.
+ * Does not allocate. */
+uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed);
+/* The slot of the entry equal to key, or the empty slot where it belongs;
+ * NULL only when the index is still unallocated. Not async-signal-safe. */
+struct htab_slot *htab_find(const struct htab *t, uint64_t hash,
+                            htab_eq_fn eq, const void *ctx, const void *key);
+/* As htab_find, after making sure one more entry fits (load at most 1/2).
+ * NULL when out of memory. Not async-signal-safe. */
+struct htab_slot *htab_find_for_insert(struct htab *t, uint64_t hash,
+                                       htab_eq_fn eq, const void *ctx,
+                                       const void *key);
+/* Fills an empty slot from htab_find*() with entry idx. Not
+ * async-signal-safe. Does not allocate. */
+void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx);
+/* Frees the slots and empties the index. Not async-signal-safe. */
+void htab_free(struct htab *t);
 
 #endif

@@ -17,6 +17,7 @@
 #define PPROF_SYMBOLS_H
 
 #include "agent/agent.h" /* FRAME_*: the recording layer's pseudo frames */
+#include "agent/hash.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -146,7 +147,7 @@ struct dwarf_frame {
 struct Elf;
 struct Elf_Scn;
 struct Dwarf;
-struct name_cache_slot;
+struct name_entry;
 
 /* One loaded object (executable, shared library, [vdso]), shared by every
  * mapping of it and cached across refreshes while it stays mapped. */
@@ -175,9 +176,10 @@ struct sym_object {
     void *mini_image;      /* the buffer mini_elf reads */
     int logged;            /* the missing-names line was written */
 
-    struct name_cache_slot *names; /* mangled pointer -> demangled */
+    struct name_entry *names; /* demangled names, in the order first asked */
     size_t names_cap;
     size_t names_count;
+    struct htab names_index; /* mangled pointer -> entry of names */
     int mark; /* still mapped, during a refresh */
 };
 

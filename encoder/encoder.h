@@ -18,6 +18,8 @@
 #ifndef PPROF_ENCODER_H
 #define PPROF_ENCODER_H
 
+#include "agent/hash.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,42 +73,6 @@ void pb_end(struct pbuf *b, size_t mark);
  * 1). Not async-signal-safe. */
 void pb_varints_message(struct pbuf *b, int field, const uint64_t *v,
                         size_t n);
-
-/* ---- hash index (htab.c) ------------------------------------------------ */
-
-/* An index of entries of the caller's array: the entry's full hash and its
- * index + 1 (0: an empty slot). */
-struct htab_slot {
-    uint64_t hash;
-    size_t idx1;
-};
-struct htab {
-    struct htab_slot *slots;
-    size_t cap; /* a power of two, or 0 before the first insert */
-    size_t count;
-};
-/* 1 when entry idx of the caller's array (ctx) equals key. */
-typedef int (*htab_eq_fn)(const void *ctx, size_t idx, const void *key);
-
-/* The splitmix64 finalizer. Async-signal-safe. Does not allocate. */
-uint64_t htab_mix(uint64_t x);
-/* FNV-1a of n bytes from seed, then htab_mix. Async-signal-safe. Does not
- * allocate. */
-uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed);
-/* The slot of the entry equal to key, or the empty slot where it belongs;
- * NULL only when the index is still unallocated. Not async-signal-safe. */
-struct htab_slot *htab_find(const struct htab *t, uint64_t hash,
-                            htab_eq_fn eq, const void *ctx, const void *key);
-/* As htab_find, after making sure one more entry fits (load at most 1/2).
- * NULL when out of memory. Not async-signal-safe. */
-struct htab_slot *htab_find_for_insert(struct htab *t, uint64_t hash,
-                                       htab_eq_fn eq, const void *ctx,
-                                       const void *key);
-/* Fills an empty slot from htab_find*() with entry idx. Not
- * async-signal-safe. Does not allocate. */
-void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx);
-/* Frees the slots and empties the index. Not async-signal-safe. */
-void htab_free(struct htab *t);
 
 /* ---- profile.proto builder (profile.c) ----------------------------------- */
 

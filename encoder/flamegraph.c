@@ -17,6 +17,7 @@
  * stacks deeper than FLAME_MAX_DEPTH frames are cut at the leaf side.
  */
 #include "encoder/flamegraph.h"
+#include "agent/agent.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,8 +67,8 @@ static uint64_t hash_child(uint32_t parent, const struct frame_key *k)
 {
     /* The address names a frame only when it has no function name. */
     uint64_t a = k->name < 0 ? k->address : 0;
-    return htab_mix(((uint64_t)parent << 32) ^ (uint64_t)k->name ^
-                    htab_mix(a + 0x9e3779b97f4a7c15ULL));
+    return hash_splitmix64(((uint64_t)parent << 32) ^ (uint64_t)k->name ^
+                    hash_splitmix64(a + HASH_GOLDEN));
 }
 
 static int same_key(const struct frame_key *a, const struct frame_key *b)
@@ -100,14 +101,8 @@ static uint32_t child(struct tree *t, uint32_t parent,
         return (uint32_t)(sl->idx1 - 1);
     if (t->n >= UINT32_MAX - 1)
         return 0;
-    if (t->n == t->cap) {
-        size_t cap = t->cap * 2;
-        struct node *nn = realloc(t->nodes, cap * sizeof *nn);
-        if (!nn)
-            return 0;
-        t->nodes = nn;
-        t->cap = cap;
-    }
+    if (ARRAY_RESERVE(t->nodes, t->cap, t->n + 1, 1024) != 0)
+        return 0;
     uint32_t i = (uint32_t)t->n++;
     struct node *c = &t->nodes[i];
     memset(c, 0, sizeof *c);
@@ -493,15 +488,9 @@ static int walk(const struct tree *t, struct layout *lay, struct pbuf *out,
             k++;
         if (k == 0)
             continue;
-        if (sp + k > cap) {
-            size_t ncap = (sp + k) * 2;
-            struct visit *s2 = realloc(stack, ncap * sizeof *stack);
-            if (!s2) {
-                free(stack);
-                return -ENOMEM;
-            }
-            stack = s2;
-            cap = ncap;
+        if (ARRAY_RESERVE(stack, cap, sp + k, 64) != 0) {
+            free(stack);
+            return -ENOMEM;
         }
         int64_t off = v.offset;
         sp += k;

@@ -15,6 +15,7 @@
  */
 #include "encoder/encoder.h"
 #include "encoder/profile_fields.h"
+#include "agent/agent.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -84,20 +85,10 @@ struct profile {
 static int grow_array(struct profile *p, void **arr, size_t *cap, size_t n,
                       size_t size)
 {
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    if (ncap > SIZE_MAX / size) {
+    if (array_reserve(arr, cap, n + 1, size, 16) != 0) {
         p->oom = 1;
         return -1;
     }
-    void *a = realloc(*arr, ncap * size);
-    if (!a) {
-        p->oom = 1;
-        return -1;
-    }
-    *arr = a;
-    *cap = ncap;
     return 0;
 }
 
@@ -306,7 +297,7 @@ uint64_t profile_function(struct profile *p, const char *name,
         .filename = profile_string(p, filename),
         .start_line = start_line,
     };
-    uint64_t h = htab_mix(htab_mix(htab_mix(htab_mix((uint64_t)f.name) ^
+    uint64_t h = hash_splitmix64(hash_splitmix64(hash_splitmix64(hash_splitmix64((uint64_t)f.name) ^
                                             (uint64_t)f.system_name) ^
                                    (uint64_t)f.filename) ^
                           (uint64_t)f.start_line);
@@ -334,7 +325,7 @@ uint64_t profile_find_location(struct profile *p, uint64_t address)
     if (address == 0)
         return 0;
     struct htab_slot *sl =
-        htab_find(&p->loc_index, htab_mix(address), loc_eq, p, &address);
+        htab_find(&p->loc_index, hash_splitmix64(address), loc_eq, p, &address);
     return sl && sl->idx1 ? sl->idx1 : 0;
 }
 
@@ -343,7 +334,7 @@ uint64_t profile_location(struct profile *p, uint64_t mapping_id,
                           size_t nlines)
 {
     struct htab_slot *sl = NULL;
-    uint64_t h = htab_mix(address);
+    uint64_t h = hash_splitmix64(address);
     /* Address 0 marks a pseudo frame (e.g. lost samples): each one is its
      * own location, so it never enters the index. */
     if (address != 0) {

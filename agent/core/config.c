@@ -101,6 +101,37 @@ static void load_long(const char *name, long *opt, long min, long max)
              min, max, *opt);
 }
 
+/* One of a list of words, ended by a NULL word. */
+struct word {
+    const char *word;
+    int value;
+};
+
+/* *opt becomes the value of the word the variable names; any other text
+ * is said in one line ("is not a, b or c; using <the word *opt holds>")
+ * and leaves *opt as it is. */
+static void load_word(const char *name, int *opt, const struct word *words)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return;
+    const char *keep = "";
+    char list[128];
+    size_t len = 0;
+    for (const struct word *w = words; w->word; w++) {
+        if (strcmp(s, w->word) == 0) {
+            *opt = w->value;
+            return;
+        }
+        if (w->value == *opt)
+            keep = w->word;
+        const char *sep = w == words ? "" : w[1].word ? ", " : " or ";
+        len += log_snprintf(list + len, sizeof list - len, "%s%s", sep,
+                            w->word);
+    }
+    log_info("%s=\"%s\" is not %s; using %s", name, s, list, keep);
+}
+
 /* A port: decimal digits only (no sign, no spaces), 0-65535. */
 static int parse_port(const char *s, long *port)
 {
@@ -220,26 +251,12 @@ static void load_debug_dir(void)
 
 void config_load(void)
 {
-    const char *s = getenv("PPROF_LOG");
-    if (s) {
-        if (strcmp(s, "quiet") == 0)
-            opt_log_level = LOG_QUIET;
-        else if (strcmp(s, "info") == 0)
-            opt_log_level = LOG_INFO;
-        else if (strcmp(s, "debug") == 0)
-            opt_log_level = LOG_DEBUG;
-        else
-            log_info("PPROF_LOG=\"%s\" is not quiet, info or debug; using info",
-                     s);
-    }
-
-    s = getenv("PPROF_ENABLE");
-    if (s) {
-        if (strcmp(s, "0") == 0)
-            opt_enable = 0;
-        else if (strcmp(s, "1") != 0)
-            log_info("PPROF_ENABLE=\"%s\" is not 0 or 1; using 1", s);
-    }
+    static const struct word log_words[] = {
+        {"quiet", LOG_QUIET}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {0}};
+    static const struct word enable_words[] = {{"0", 0}, {"1", 1}, {0}};
+    load_word("PPROF_LOG", &opt_log_level, log_words);
+    load_word("PPROF_ENABLE", &opt_enable, enable_words);
+    const char *s;
 
     load_addr();
 
@@ -369,16 +386,9 @@ void config_load_ops(void)
                      s, opt_run_dir);
     }
 
-    s = getenv("PPROF_CHILDREN");
-    if (s) {
-        if (strcmp(s, "serve") == 0)
-            opt_children = CHILDREN_SERVE;
-        else if (strcmp(s, "off") == 0)
-            opt_children = CHILDREN_OFF;
-        else
-            log_info("PPROF_CHILDREN=\"%s\" is not serve or off; using serve",
-                     s);
-    }
+    static const struct word children_words[] = {
+        {"serve", CHILDREN_SERVE}, {"off", CHILDREN_OFF}, {0}};
+    load_word("PPROF_CHILDREN", &opt_children, children_words);
 
     s = getenv("PPROF_DUMP_DIR");
     if (s) {

@@ -286,15 +286,10 @@ int heap_table_live(struct heap_live **out, size_t *n)
             /* Room first, outside the lock: a free() of our own buffer
              * could land in this very shard's slow path. */
             size_t want = len + __atomic_load_n(&sh->count, __ATOMIC_RELAXED);
-            if (want > cap) {
-                size_t ncap = want + want / 4 + 64;
-                struct heap_live *nv = realloc(v, ncap * sizeof *nv);
-                if (!nv) {
-                    free(v);
-                    return -ENOMEM;
-                }
-                v = nv;
-                cap = ncap;
+            if (want > cap && ARRAY_RESERVE(v, cap, want + want / 4 + 64,
+                                            64) != 0) {
+                free(v);
+                return -ENOMEM;
             }
             spin_lock(&sh->lock);
             if (len + sh->count > cap) {

@@ -356,35 +356,19 @@ int fds_check(int fd)
     return -EBADF;
 }
 
-struct lib_range {
-    uintptr_t base, lo, hi;
-};
-
-static int find_lib(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct lib_range *r = data;
-    if (info->dlpi_addr != r->base)
-        return 0;
-    phdr_load_range(info, &r->lo, &r->hi);
-    return 1;
-}
-
 void fds_own_library(const void *addr)
 {
-    Dl_info info;
-    if (!dladdr(addr, &info) || !info.dli_fbase)
+    uintptr_t lo, hi;
+    if (object_range_of(addr, &lo, &hi) != 0)
         return;
-    struct lib_range r = {(uintptr_t)info.dli_fbase, UINTPTR_MAX, 0};
-    dl_iterate_phdr(find_lib, &r);
     int n = __atomic_load_n(&nlibs, __ATOMIC_ACQUIRE);
-    if (r.lo >= r.hi || n >= FDS_LIBS)
+    if (n >= FDS_LIBS)
         return;
     for (int i = 0; i < n; i++)
-        if (libs[i].lo == r.lo)
+        if (libs[i].lo == lo)
             return;
-    libs[n].lo = r.lo;
-    libs[n].hi = r.hi;
+    libs[n].lo = lo;
+    libs[n].hi = hi;
     __atomic_store_n(&nlibs, n + 1, __ATOMIC_RELEASE);
 }
 

@@ -67,16 +67,9 @@ int maps_read(struct maps_entry **out, size_t *n)
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
-        if (count == cap) {
-            size_t ncap = cap ? cap * 2 : 32;
-            struct maps_entry *nv = realloc(v, ncap * sizeof *nv);
-            if (!nv) {
-                err = -ENOMEM;
-                break;
-            }
-            v = nv;
-            cap = ncap;
-        }
+        err = ARRAY_RESERVE(v, cap, count + 1, 32);
+        if (err)
+            break;
         int r = parse_line(line, &v[count]);
         if (r < 0) {
             err = r;
@@ -129,16 +122,9 @@ int maps_read_smaps(struct smaps_entry **out, size_t *n)
         /* A header line: "start-limit perms offset dev inode [path]". */
         if (sscanf(line, "%lx-%lx %7s %*x %*x:%*x %*u %n", &start, &limit,
                    perms, &pos) == 3 && pos > 0) {
-            if (count == cap) {
-                size_t ncap = cap ? cap * 2 : 256;
-                struct smaps_entry *nv = realloc(v, ncap * sizeof *nv);
-                if (!nv) {
-                    err = -ENOMEM;
-                    break;
-                }
-                v = nv;
-                cap = ncap;
-            }
+            err = ARRAY_RESERVE(v, cap, count + 1, 256);
+            if (err)
+                break;
             cur = &v[count++];
             memset(cur, 0, sizeof *cur);
             cur->start = start;

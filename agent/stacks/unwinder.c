@@ -9,26 +9,11 @@
 #include "agent/fds.h"
 
 #include <dlfcn.h>
-#include <link.h>
 
 struct unwinder unwinder;
 
 #define NAME_OF(x) NAME_OF_(x)
 #define NAME_OF_(x) #x
-
-struct range {
-    uintptr_t base, lo, hi;
-};
-
-static int find_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct range *r = data;
-    if (info->dlpi_addr != r->base)
-        return 0;
-    phdr_load_range(info, &r->lo, &r->hi);
-    return 1;
-}
 
 int unwinder_load(void)
 {
@@ -67,22 +52,12 @@ int unwinder_load(void)
     }
     /* Its memory-validation pipe is the agent's own (agent/host/fds.c). */
     fds_own_library((const void *)u.step);
-    Dl_info info;
-    struct range r = {0, 0, 0};
-    if (dladdr((void *)u.step, &info) && info.dli_fbase) {
-        r.base = (uintptr_t)info.dli_fbase;
-        dl_iterate_phdr(find_range, &r);
-    }
     size_t module = 0;
     if (dlinfo(h, RTLD_DI_TLS_MODID, &module) != 0)
         module = 0;
     u.tls_module = module;
-    if (r.lo < r.hi) {
-        u.lo = r.lo;
-        u.hi = r.hi;
-    } else {
-        u.lo = u.hi = 0; /* not found: owns nothing */
-    }
+    /* Not found: 0, 0, it owns nothing. */
+    object_range_of((const void *)u.step, &u.lo, &u.hi);
     unwinder = u;
     state = 1;
     return 0;

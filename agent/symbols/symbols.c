@@ -44,7 +44,7 @@ static unsigned seen_generation;
 static char *exe_path;
 static int holding; /* see symbols_release() */
 
-struct name_cache_slot {
+struct name_entry {
     const char *mangled;
     char *demangled;  /* NULL: not mangled, use the name as is */
     char *short_name; /* PPROF_SYMBOLS=short; NULL: same as the full name */
@@ -87,30 +87,41 @@ char *symbols_demangle(const char *name)
 
 /* Names are keyed by the address of the mangled string, which lives in the
  * object's mapped file or in libdw and so is stable while the object is. */
-static size_t name_hash(const char *p, size_t cap)
+static int name_eq(const void *ctx, size_t idx, const void *key)
 {
-    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 17) & (cap - 1);
+    const struct name_entry *names = ctx;
+    return names[idx].mangled == key;
 }
 
-static int names_grow(struct sym_object *o)
+/* The entry for mangled, added (demangled, shortened) when new; NULL when
+ * out of memory. */
+static struct name_entry *name_entry_of(struct sym_object *o,
+                                        const char *mangled)
 {
-    size_t ncap = o->names_cap ? o->names_cap * 2 : 256;
-    struct name_cache_slot *nv = calloc(ncap, sizeof *nv);
-    if (!nv)
-        return -ENOMEM;
-    for (size_t i = 0; i < o->names_cap; i++) {
-        if (!o->names[i].mangled)
-            continue;
-        size_t j = name_hash(o->names[i].mangled, ncap);
-        while (nv[j].mangled)
-            j = (j + 1) & (ncap - 1);
-        nv[j] = o->names[i];
+    uint64_t h = hash_splitmix64((uint64_t)(uintptr_t)mangled);
+    struct htab_slot *s = htab_find_for_insert(&o->names_index, h, name_eq,
+                                               o->names, mangled);
+    if (!s)
+        return NULL;
+    if (s->idx1)
+        return &o->names[s->idx1 - 1];
+    if (ARRAY_RESERVE(o->names, o->names_cap, o->names_count + 1, 128) != 0)
+        return NULL;
+    struct name_entry *e = &o->names[o->names_count];
+    *e = (struct name_entry){.mangled = mangled};
+    e->demangled = symbols_demangle(mangled);
+    if (opt_symbols_short) {
+        const char *full = e->demangled ? e->demangled : mangled;
+        size_t len = strlen(full);
+        char *sn = malloc(len + 1);
+        if (sn && symbols_short_name(full, sn, len + 1) > 0 &&
+            strcmp(sn, full) != 0)
+            e->short_name = sn;
+        else
+            free(sn);
     }
-    free(o->names);
-    o->names = nv;
-    o->names_cap = ncap;
-    return 0;
+    htab_set(&o->names_index, s, h, o->names_count++);
+    return e;
 }
 
 /* Sets f's name and system_name for a symbol-table or DWARF name: the
@@ -123,29 +134,9 @@ static void frame_names(struct sym_object *o, const char *mangled,
     if (!mangled || (mangled[0] != '_' &&
                      !(opt_symbols_short && strpbrk(mangled, "<( "))))
         return;
-    if (2 * (o->names_count + 1) > o->names_cap && names_grow(o) != 0) {
-        /* Out of memory: the mangled name is still a correct answer. */
-        return;
-    }
-    size_t i = name_hash(mangled, o->names_cap);
-    while (o->names[i].mangled && o->names[i].mangled != mangled)
-        i = (i + 1) & (o->names_cap - 1);
-    struct name_cache_slot *slot = &o->names[i];
-    if (!slot->mangled) {
-        slot->mangled = mangled;
-        slot->demangled = symbols_demangle(mangled);
-        if (opt_symbols_short) {
-            const char *full = slot->demangled ? slot->demangled : mangled;
-            size_t len = strlen(full);
-            char *sn = malloc(len + 1);
-            if (sn && symbols_short_name(full, sn, len + 1) > 0 &&
-                strcmp(sn, full) != 0)
-                slot->short_name = sn;
-            else
-                free(sn);
-        }
-        o->names_count++;
-    }
+    const struct name_entry *slot = name_entry_of(o, mangled);
+    if (!slot)
+        return; /* out of memory: the mangled name is still right */
     const char *full = slot->demangled ? slot->demangled : mangled;
     f->name = slot->short_name ? slot->short_name : full;
     if (opt_symbols_short)
@@ -154,13 +145,14 @@ static void frame_names(struct sym_object *o, const char *mangled,
 
 static void names_free(struct sym_object *o)
 {
-    for (size_t i = 0; i < o->names_cap; i++) {
+    for (size_t i = 0; i < o->names_count; i++) {
         free(o->names[i].demangled);
         free(o->names[i].short_name);
     }
     free(o->names);
     o->names = NULL;
     o->names_cap = o->names_count = 0;
+    htab_free(&o->names_index);
 }
 
 /* ---- objects ---------------------------------------------------------- */

@@ -256,14 +256,8 @@ static int collect(Elf *elf, Elf64_Word type, struct func_tmp **v,
             const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (!name || !*name)
                 continue;
-            if (*n == *cap) {
-                size_t ncap = *cap ? *cap * 2 : 1024;
-                struct func_tmp *nv = realloc(*v, ncap * sizeof *nv);
-                if (!nv)
-                    return -ENOMEM;
-                *v = nv;
-                *cap = ncap;
-            }
+            if (ARRAY_RESERVE(*v, *cap, *n + 1, 1024) != 0)
+                return -ENOMEM;
             (*v)[(*n)++] = (struct func_tmp){
                 .f = {sym.st_value, sym.st_size, name},
                 .rank = binding_rank(sym.st_info),

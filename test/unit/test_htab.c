@@ -26,7 +26,7 @@ TEST(index_finds_what_it_holds)
     expect_true(htab_find(&t, 1, u64_eq, NULL, &probe) == NULL);
     for (size_t i = 0; i < N; i++) {
         keys[i] = (uint64_t)i << 20; /* the mixer must spread these */
-        uint64_t h = i % 3 ? htab_mix(keys[i]) : 7; /* a third collide */
+        uint64_t h = i % 3 ? hash_splitmix64(keys[i]) : 7; /* a third collide */
         struct htab_slot *s = htab_find_for_insert(&t, h, u64_eq, keys,
                                                    &keys[i]);
         assert_true(s != NULL);
@@ -36,13 +36,13 @@ TEST(index_finds_what_it_holds)
     expect_int_eq(t.count, N);
     expect_true(t.count * 2 <= t.cap);
     for (size_t i = 0; i < N; i++) {
-        uint64_t h = i % 3 ? htab_mix(keys[i]) : 7;
+        uint64_t h = i % 3 ? hash_splitmix64(keys[i]) : 7;
         struct htab_slot *s = htab_find(&t, h, u64_eq, keys, &keys[i]);
         assert_true(s != NULL);
         expect_int_eq(s->idx1, i + 1);
     }
     uint64_t absent = 12345;
-    struct htab_slot *s = htab_find(&t, htab_mix(absent), u64_eq, keys,
+    struct htab_slot *s = htab_find(&t, hash_splitmix64(absent), u64_eq, keys,
                                     &absent);
     expect_true(s != NULL && s->idx1 == 0);
     htab_free(&t);

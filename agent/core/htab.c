@@ -1,26 +1,16 @@
 /*
- * The encoder's one hash index: open addressing with linear probing over
+ * The one growable hash index: open addressing with linear probing over
  * indexes into the caller's own array (its entries stay in insertion
  * order, so nothing a profile writes depends on the hash). A slot keeps
  * the full hash, so growing never reads the keys, and index + 1, so that
  * zero marks an empty slot. Used by the profile builder (strings,
- * functions, locations), the CPU sample aggregate and the flame graph's
- * tree. Runs on the agent's server threads; plain malloc.
+ * functions, locations), the CPU sample aggregate, the flame graph's tree
+ * and the symbolizer's name cache. Runs on the agent's server threads;
+ * plain malloc.
  */
-#include "encoder/encoder.h"
+#include "agent/hash.h"
 
 #include <stdlib.h>
-
-uint64_t htab_mix(uint64_t x)
-{
-    /* The splitmix64 finalizer: cheap and spreads nearby addresses well. */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
 
 uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed)
 {
@@ -32,7 +22,7 @@ uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed)
         h ^= s[i];
         h *= 0x100000001b3ULL;
     }
-    return htab_mix(h);
+    return hash_splitmix64(h);
 }
 
 static int grow(struct htab *t)
