@@ -231,6 +231,15 @@ char *symbols_elf_build_id(struct Elf *elf);
 /* 1 when elf has a non-empty section of the given sh_type (SHT_SYMTAB...).
  * Not async-signal-safe. Does not allocate. */
 int symbols_elf_has_type(struct Elf *elf, unsigned type);
+/* Calls fn for each defined, named function (STT_FUNC, STT_GNU_IFUNC) of
+ * every section of the given sh_type, in the order they stand; stops at
+ * the first call that returns non-zero and returns that value, else 0.
+ * Not async-signal-safe. Does not allocate. */
+int symbols_elf_each_function(struct Elf *elf, unsigned type,
+                              int (*fn)(void *ctx, uint64_t value,
+                                        uint64_t size, unsigned char info,
+                                        const char *name),
+                              void *ctx);
 /* The section called name, or NULL. Not async-signal-safe. */
 struct Elf_Scn *symbols_elf_section(struct Elf *elf, const char *name);
 

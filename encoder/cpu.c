@@ -144,15 +144,10 @@ static int cpu_proto(const struct cpu_agg *a, int64_t period_ns,
 {
     if (a->oom)
         return -ENOMEM;
-    struct profile *p = profile_new();
+    struct profile *p = profile_timed("cpu", period_ns, time_nanos,
+                                      duration_nanos, comment);
     if (!p)
         return -ENOMEM;
-    profile_sample_type(p, "samples", "count");
-    profile_sample_type(p, "cpu", "nanoseconds");
-    profile_period(p, "cpu", "nanoseconds", period_ns);
-    profile_time(p, time_nanos, duration_nanos);
-    if (comment && comment[0])
-        profile_comment(p, comment);
 
     struct stack_encoder *se = stacks_begin(p);
     if (!se) {

@@ -10,6 +10,7 @@
  * is checked against what is left, every string index against the table,
  * and a malformed message gives -EINVAL with nothing left allocated.
  */
+#include "agent/agent.h"
 #include "encoder/flamegraph.h"
 #include "encoder/profile_fields.h"
 
@@ -91,17 +92,7 @@ static int skip(struct reader *r, int wire)
 /* Grows *arr (of elements of size el) so that one more fits. */
 static int grow(void **arr, size_t *cap, size_t n, size_t el)
 {
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 16;
-    if (c > SIZE_MAX / el)
-        return -ENOMEM;
-    void *a = realloc(*arr, c * el);
-    if (!a)
-        return -ENOMEM;
-    *arr = a;
-    *cap = c;
-    return 0;
+    return array_reserve(arr, cap, n + 1, el, 16);
 }
 
 /* A repeated scalar (uint64 or int64), packed or not, appended to *arr. */

@@ -101,6 +101,13 @@ struct profile_line {
 struct profile *profile_new(void);
 /* Frees a profile and everything it owns. Not async-signal-safe. */
 void profile_free(struct profile *p);
+/* A profile sampled in time (CPU, wall): sample types samples/count and
+ * <clock>/nanoseconds, one sample every period_ns of <clock>, covering
+ * [time_nanos, time_nanos + duration_nanos), with comment when it is not
+ * empty. NULL when out of memory. Not async-signal-safe. */
+struct profile *profile_timed(const char *clock, int64_t period_ns,
+                              int64_t time_nanos, int64_t duration_nanos,
+                              const char *comment);
 
 /* Interns s in the string table and returns its index; "" and NULL are 0.
  * Not async-signal-safe. */

@@ -143,6 +143,22 @@ struct profile *profile_new(void)
     return p;
 }
 
+struct profile *profile_timed(const char *clock, int64_t period_ns,
+                              int64_t time_nanos, int64_t duration_nanos,
+                              const char *comment)
+{
+    struct profile *p = profile_new();
+    if (!p)
+        return NULL;
+    profile_sample_type(p, "samples", "count");
+    profile_sample_type(p, clock, "nanoseconds");
+    profile_period(p, clock, "nanoseconds", period_ns);
+    profile_time(p, time_nanos, duration_nanos);
+    if (comment && comment[0])
+        profile_comment(p, comment);
+    return p;
+}
+
 void profile_free(struct profile *p)
 {
     if (!p)
@@ -297,10 +313,10 @@ uint64_t profile_function(struct profile *p, const char *name,
         .filename = profile_string(p, filename),
         .start_line = start_line,
     };
-    uint64_t h = hash_splitmix64(hash_splitmix64(hash_splitmix64(hash_splitmix64((uint64_t)f.name) ^
-                                            (uint64_t)f.system_name) ^
-                                   (uint64_t)f.filename) ^
-                          (uint64_t)f.start_line);
+    uint64_t h = hash_splitmix64((uint64_t)f.name);
+    h = hash_splitmix64(h ^ (uint64_t)f.system_name);
+    h = hash_splitmix64(h ^ (uint64_t)f.filename);
+    h = hash_splitmix64(h ^ (uint64_t)f.start_line);
     struct htab_slot *sl;
     uint64_t found = lookup(p, &p->function_index, h, function_eq, &f, &sl);
     if (found || !sl)

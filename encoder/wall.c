@@ -14,16 +14,11 @@ int wall_profile_proto(const struct wall_record *recs, size_t n,
                        int64_t duration_nanos, const char *comment,
                        struct pbuf *out)
 {
-    struct profile *p = profile_new();
+    struct profile *p = profile_timed("wall", period_ns, time_nanos,
+                                      duration_nanos, comment);
     if (!p)
         return -ENOMEM;
-    profile_sample_type(p, "samples", "count");
-    profile_sample_type(p, "wall", "nanoseconds");
-    profile_period(p, "wall", "nanoseconds", period_ns);
     profile_default_sample_type(p, "wall");
-    profile_time(p, time_nanos, duration_nanos);
-    if (comment)
-        profile_comment(p, comment);
 
     struct stack_encoder *se = stacks_begin(p);
     if (!se) {

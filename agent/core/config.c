@@ -132,6 +132,34 @@ static void load_word(const char *name, int *opt, const struct word *words)
     log_info("%s=\"%s\" is not %s; using %s", name, s, list, keep);
 }
 
+/* A path the agent may create files in: absolute, no newline, short enough
+ * for a file name to follow. */
+static int good_dir(const char *s)
+{
+    return s[0] == '/' && !strchr(s, '\n') && strlen(s) + 100 < 1024;
+}
+
+/* A file name: not empty (load_text checks its length). */
+static int good_file(const char *s)
+{
+    return s[0] != '\0';
+}
+
+/* dst (size bytes) becomes the variable's text when ok() accepts it;
+ * anything else is said in one line, "<name>=\"<text>\" <why>", and leaves
+ * dst as it is. */
+static void load_text(const char *name, char *dst, size_t size,
+                      int (*ok)(const char *), const char *why)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return;
+    if (ok(s) && strlen(s) < size)
+        copy_str(dst, size, s);
+    else
+        log_info("%s=\"%s\" %s", name, s, why);
+}
+
 /* A port: decimal digits only (no sign, no spaces), 0-65535. */
 static int parse_port(const char *s, long *port)
 {
@@ -260,15 +288,8 @@ void config_load(void)
 
     load_addr();
 
-    s = getenv("PPROF_PORT_FILE");
-    if (s) {
-        if (s[0] && strlen(s) < sizeof opt_port_file)
-            copy_str(opt_port_file, sizeof opt_port_file, s);
-        else
-            log_info("PPROF_PORT_FILE=\"%s\" is empty or too long; not writing "
-                     "the port",
-                     s);
-    }
+    load_text("PPROF_PORT_FILE", opt_port_file, sizeof opt_port_file,
+              good_file, "is empty or too long; not writing the port");
 
     s = getenv("PPROF_TOKEN");
     if (s) {
@@ -317,12 +338,6 @@ long opt_dump_interval;
  * or exited by then (start.c). */
 long opt_start_delay_ms = 1000;
 
-/* A path the agent may create files in: absolute, no newline, short enough
- * for a file name to follow. */
-static int good_dir(const char *s)
-{
-    return s[0] == '/' && !strchr(s, '\n') && strlen(s) + 100 < 1024;
-}
 
 /* Signals an operator may give: those whose default action is to terminate
  * or to be ignored and that no C library or debugger needs. TERM, INT and
@@ -390,15 +405,9 @@ void config_load_ops(void)
         {"serve", CHILDREN_SERVE}, {"off", CHILDREN_OFF}, {0}};
     load_word("PPROF_CHILDREN", &opt_children, children_words);
 
-    s = getenv("PPROF_DUMP_DIR");
-    if (s) {
-        if (good_dir(s))
-            copy_str(opt_dump_dir, sizeof opt_dump_dir, s);
-        else
-            log_info("PPROF_DUMP_DIR=\"%s\" is not an absolute directory "
-                     "(under 900 characters); writing no dumps",
-                     s);
-    }
+    load_text("PPROF_DUMP_DIR", opt_dump_dir, sizeof opt_dump_dir, good_dir,
+              "is not an absolute directory (under 900 characters); "
+              "writing no dumps");
 
     s = getenv("PPROF_DUMP_SIGNAL");
     if (s) {

@@ -97,13 +97,22 @@ static struct sys_args take_args(va_list ap)
     return r;
 }
 
+/* In a variadic function whose last named argument is nr: the six longs
+ * after it, into x. */
+#define TAKE_ARGS(x, nr)                                                       \
+    do {                                                                       \
+        va_list ap_;                                                           \
+        va_start(ap_, nr);                                                     \
+        (x) = take_args(ap_);                                                  \
+        va_end(ap_);                                                           \
+    } while (0)
+#define ARGS6(x) (x).a[0], (x).a[1], (x).a[2], (x).a[3], (x).a[4], (x).a[5]
+
 static long stub_syscall(long nr, ...)
 {
-    va_list ap;
-    va_start(ap, nr);
-    struct sys_args x = take_args(ap);
-    va_end(ap);
-    return raw_syscall(nr, x.a[0], x.a[1], x.a[2], x.a[3], x.a[4], x.a[5]);
+    struct sys_args x;
+    TAKE_ARGS(x, nr);
+    return raw_syscall(nr, ARGS6(x));
 }
 
 void futex_hooks_init(void)
@@ -205,6 +214,18 @@ static long futex(long a1, long a2, long a3, long a4, long a5, long a6)
     return real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
 }
 
+/* The system call nr with its six arguments: a futex call is followed, a
+ * futex_waitv timed, anything else forwarded as it is. */
+static inline long dispatch(long nr, long a1, long a2, long a3, long a4,
+                            long a5, long a6)
+{
+    if (unlikely(nr == SYS_futex))
+        return futex(a1, a2, a3, a4, a5, a6);
+    if (unlikely(nr == SYS_futex_waitv) && !pass_through())
+        return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
+    return real_syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+
 /*
  * The C library declares syscall() variadic and, on x86-64, reads the
  * number and six arguments from the registers and the first stack slot
@@ -227,25 +248,13 @@ EXPORT __attribute__((optimize("no-optimize-sibling-calls"))) long
 futex_hooks_syscall(long nr, long a1, long a2, long a3, long a4, long a5,
                     long a6)
 {
-    if (unlikely(nr == SYS_futex))
-        return futex(a1, a2, a3, a4, a5, a6);
-    if (unlikely(nr == SYS_futex_waitv) && !pass_through())
-        return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
-    return real_syscall(nr, a1, a2, a3, a4, a5, a6);
+    return dispatch(nr, a1, a2, a3, a4, a5, a6);
 }
 #else
 EXPORT long syscall(long nr, ...)
 {
-    va_list ap;
-    va_start(ap, nr);
-    struct sys_args x = take_args(ap);
-    va_end(ap);
-    long a1 = x.a[0], a2 = x.a[1], a3 = x.a[2];
-    long a4 = x.a[3], a5 = x.a[4], a6 = x.a[5];
-    if (unlikely(nr == SYS_futex))
-        return futex(a1, a2, a3, a4, a5, a6);
-    if (unlikely(nr == SYS_futex_waitv) && !pass_through())
-        return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
-    return real_syscall(nr, a1, a2, a3, a4, a5, a6);
+    struct sys_args x;
+    TAKE_ARGS(x, nr);
+    return dispatch(nr, ARGS6(x));
 }
 #endif

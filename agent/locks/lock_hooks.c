@@ -58,11 +58,20 @@ static mutex_fn real_pthread_mutex_lock = stub_mutex_lock;
 static mutex_fn real_pthread_mutex_trylock = stub_mutex_trylock;
 static mutex_fn real_pthread_mutex_unlock = stub_mutex_unlock;
 static mutex_timed_fn real_pthread_mutex_timedlock;
-static rwlock_fn real_pthread_rwlock_rdlock, real_pthread_rwlock_wrlock;
-static rwlock_fn real_pthread_rwlock_tryrdlock, real_pthread_rwlock_trywrlock;
 static rwlock_fn real_pthread_rwlock_unlock;
-static rwlock_timed_fn real_pthread_rwlock_timedrdlock;
-static rwlock_timed_fn real_pthread_rwlock_timedwrlock;
+/* A read-write lock's waits come in a read and a write kind, alike but for
+ * the real functions they forward to. */
+enum { RW_READ, RW_WRITE };
+static struct {
+    const char *lock, *trylock, *timedlock; /* their names */
+    rwlock_fn real_lock, real_trylock;
+    rwlock_timed_fn real_timedlock;
+} rw[2] = {
+    [RW_READ] = {"pthread_rwlock_rdlock", "pthread_rwlock_tryrdlock",
+                 "pthread_rwlock_timedrdlock"},
+    [RW_WRITE] = {"pthread_rwlock_wrlock", "pthread_rwlock_trywrlock",
+                  "pthread_rwlock_timedwrlock"},
+};
 static cond_wait_fn real_cond_wait_new, real_cond_wait_old;
 static cond_timed_fn real_cond_timedwait_new, real_cond_timedwait_old;
 static sem_fn real_sem_wait, real_sem_trywait;
@@ -81,12 +90,11 @@ void lock_hooks_init(void)
     /* Written before the stubs are replaced: a racing first call either
      * sees a stub (which comes here again) or a resolved pointer. */
     real_pthread_mutex_timedlock = next("pthread_mutex_timedlock");
-    real_pthread_rwlock_rdlock = next("pthread_rwlock_rdlock");
-    real_pthread_rwlock_wrlock = next("pthread_rwlock_wrlock");
-    real_pthread_rwlock_tryrdlock = next("pthread_rwlock_tryrdlock");
-    real_pthread_rwlock_trywrlock = next("pthread_rwlock_trywrlock");
-    real_pthread_rwlock_timedrdlock = next("pthread_rwlock_timedrdlock");
-    real_pthread_rwlock_timedwrlock = next("pthread_rwlock_timedwrlock");
+    for (int k = RW_READ; k <= RW_WRITE; k++) {
+        rw[k].real_lock = next(rw[k].lock);
+        rw[k].real_trylock = next(rw[k].trylock);
+        rw[k].real_timedlock = next(rw[k].timedlock);
+    }
     real_cond_wait_new = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
     if (!real_cond_wait_new)
         real_cond_wait_new = next("pthread_cond_wait");
@@ -273,66 +281,56 @@ EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m,
     return wait_slow(&op);
 }
 
-static int rw_lock(pthread_rwlock_t *l, rwlock_fn trylock, rwlock_fn lock)
+static int rw_lock(pthread_rwlock_t *l, int kind)
 {
-    int r = trylock(l);
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return rw[kind].real_lock(l);
+    int r = rw[kind].real_trylock(l);
     if (likely(r != EBUSY))
         return r;
-    struct wait_op op = {.lock = l, .call = call_rw, .obj = l, .rw = lock};
+    struct wait_op op = {.lock = l, .call = call_rw, .obj = l,
+                         .rw = rw[kind].real_lock};
     return wait_slow(&op);
 }
 
 static int rw_timedlock(pthread_rwlock_t *l, const struct timespec *abstime,
-                        rwlock_fn trylock, rwlock_timed_fn lock)
+                        int kind)
 {
-    int r = trylock(l);
+    if (!real_pthread_rwlock_unlock)
+        lock_hooks_init();
+    if (pass_through())
+        return rw[kind].real_timedlock(l, abstime);
+    int r = rw[kind].real_trylock(l);
     if (likely(r != EBUSY))
         return r;
     struct wait_op op = {.lock = l, .call = call_rw_timed, .obj = l,
-                         .abstime = abstime, .rw_timed = lock};
+                         .abstime = abstime,
+                         .rw_timed = rw[kind].real_timedlock};
     return wait_slow(&op);
 }
 
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-    if (!real_pthread_rwlock_unlock)
-        lock_hooks_init();
-    if (pass_through())
-        return real_pthread_rwlock_rdlock(l);
-    return rw_lock(l, real_pthread_rwlock_tryrdlock,
-                   real_pthread_rwlock_rdlock);
+    return rw_lock(l, RW_READ);
 }
 
 EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-    if (!real_pthread_rwlock_unlock)
-        lock_hooks_init();
-    if (pass_through())
-        return real_pthread_rwlock_wrlock(l);
-    return rw_lock(l, real_pthread_rwlock_trywrlock,
-                   real_pthread_rwlock_wrlock);
+    return rw_lock(l, RW_WRITE);
 }
 
 EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l,
                                       const struct timespec *abstime)
 {
-    if (!real_pthread_rwlock_unlock)
-        lock_hooks_init();
-    if (pass_through())
-        return real_pthread_rwlock_timedrdlock(l, abstime);
-    return rw_timedlock(l, abstime, real_pthread_rwlock_tryrdlock,
-                        real_pthread_rwlock_timedrdlock);
+    return rw_timedlock(l, abstime, RW_READ);
 }
 
 EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
                                       const struct timespec *abstime)
 {
-    if (!real_pthread_rwlock_unlock)
-        lock_hooks_init();
-    if (pass_through())
-        return real_pthread_rwlock_timedwrlock(l, abstime);
-    return rw_timedlock(l, abstime, real_pthread_rwlock_trywrlock,
-                        real_pthread_rwlock_timedwrlock);
+    return rw_timedlock(l, abstime, RW_WRITE);
 }
 
 /* ---- unlocks: the holder is charged its waiters' delay -------------------- */

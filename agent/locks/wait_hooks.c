@@ -48,8 +48,17 @@ typedef int (*spin_fn)(pthread_spinlock_t *);
 
 static mutex_fn real_mutex_trylock;
 static mutex_clock_fn real_mutex_clocklock;
-static rwlock_fn real_rwlock_tryrdlock, real_rwlock_trywrlock;
-static rwlock_clock_fn real_rwlock_clockrdlock, real_rwlock_clockwrlock;
+/* A read-write lock's clock waits: a read and a write kind, alike but for
+ * the real functions they forward to. */
+enum { RW_READ, RW_WRITE };
+static struct {
+    const char *trylock, *clocklock; /* their names */
+    rwlock_fn real_trylock;
+    rwlock_clock_fn real_clocklock;
+} rw[2] = {
+    [RW_READ] = {"pthread_rwlock_tryrdlock", "pthread_rwlock_clockrdlock"},
+    [RW_WRITE] = {"pthread_rwlock_trywrlock", "pthread_rwlock_clockwrlock"},
+};
 static cond_clock_fn real_cond_clockwait;
 static sem_fn real_sem_trywait;
 static sem_clock_fn real_sem_clockwait;
@@ -73,10 +82,10 @@ void wait_hooks_init(void)
     guard_enter();
     real_mutex_trylock = next("pthread_mutex_trylock");
     real_mutex_clocklock = next("pthread_mutex_clocklock");
-    real_rwlock_tryrdlock = next("pthread_rwlock_tryrdlock");
-    real_rwlock_trywrlock = next("pthread_rwlock_trywrlock");
-    real_rwlock_clockrdlock = next("pthread_rwlock_clockrdlock");
-    real_rwlock_clockwrlock = next("pthread_rwlock_clockwrlock");
+    for (int k = RW_READ; k <= RW_WRITE; k++) {
+        rw[k].real_trylock = next(rw[k].trylock);
+        rw[k].real_clocklock = next(rw[k].clocklock);
+    }
     real_cond_clockwait = next("pthread_cond_clockwait");
     real_sem_trywait = next("sem_trywait");
     real_sem_clockwait = next("sem_clockwait");
@@ -159,9 +168,12 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
 }
 
 static int rw_clocklock(pthread_rwlock_t *l, clockid_t clock,
-                        const struct timespec *abstime, rwlock_fn trylock,
-                        rwlock_clock_fn lock)
+                        const struct timespec *abstime, int kind)
 {
+    if (unlikely(!resolved))
+        wait_hooks_init();
+    rwlock_fn trylock = rw[kind].real_trylock;
+    rwlock_clock_fn lock = rw[kind].real_clocklock;
     if (pass_through() || !trylock)
         return FORWARD(lock, l, clock, abstime);
     int r = trylock(l);
@@ -175,19 +187,13 @@ static int rw_clocklock(pthread_rwlock_t *l, clockid_t clock,
 EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
                                       const struct timespec *abstime)
 {
-    if (unlikely(!resolved))
-        wait_hooks_init();
-    return rw_clocklock(l, clock, abstime, real_rwlock_tryrdlock,
-                        real_rwlock_clockrdlock);
+    return rw_clocklock(l, clock, abstime, RW_READ);
 }
 
 EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
                                       const struct timespec *abstime)
 {
-    if (unlikely(!resolved))
-        wait_hooks_init();
-    return rw_clocklock(l, clock, abstime, real_rwlock_trywrlock,
-                        real_rwlock_clockwrlock);
+    return rw_clocklock(l, clock, abstime, RW_WRITE);
 }
 
 /* ---- condition variable and semaphore with a clock -------------------------- */

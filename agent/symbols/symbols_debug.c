@@ -366,29 +366,18 @@ static void find_minidebuginfo(struct sym_object *o)
 
 /* ---- the search ---------------------------------------------------------- */
 
+static int found_one(void *ctx, uint64_t value, uint64_t size,
+                     unsigned char info, const char *name)
+{
+    (void)ctx, (void)value, (void)size, (void)info, (void)name;
+    return 1;
+}
+
 /* 1 when .dynsym defines at least one function: a stripped executable's
  * .dynsym usually lists only what it imports. */
 static int exports_functions(Elf *elf)
 {
-    Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(elf, scn))) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
-            sh.sh_entsize == 0)
-            continue;
-        Elf_Data *d = elf_getdata(scn, NULL);
-        size_t count = d ? sh.sh_size / sh.sh_entsize : 0;
-        for (size_t i = 0; i < count; i++) {
-            GElf_Sym sym;
-            if (!gelf_getsym(d, (int)i, &sym))
-                break;
-            int t = GELF_ST_TYPE(sym.st_info);
-            if ((t == STT_FUNC || t == STT_GNU_IFUNC) &&
-                sym.st_shndx != SHN_UNDEF && sym.st_value != 0)
-                return 1;
-        }
-    }
-    return 0;
+    return symbols_elf_each_function(elf, SHT_DYNSYM, found_one, NULL);
 }
 
 void symbols_debug_find(struct sym_object *o)

@@ -230,9 +230,11 @@ static int cmp_func(const void *a, const void *b)
     return strcmp(x->f.name, y->f.name);
 }
 
-/* Appends the functions of every section of `type` in elf. */
-static int collect(Elf *elf, Elf64_Word type, struct func_tmp **v,
-                   size_t *n, size_t *cap)
+int symbols_elf_each_function(Elf *elf, unsigned type,
+                              int (*fn)(void *ctx, uint64_t value,
+                                        uint64_t size, unsigned char info,
+                                        const char *name),
+                              void *ctx)
 {
     Elf_Scn *scn = NULL;
     while ((scn = elf_nextscn(elf, scn))) {
@@ -256,14 +258,29 @@ static int collect(Elf *elf, Elf64_Word type, struct func_tmp **v,
             const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (!name || !*name)
                 continue;
-            if (ARRAY_RESERVE(*v, *cap, *n + 1, 1024) != 0)
-                return -ENOMEM;
-            (*v)[(*n)++] = (struct func_tmp){
-                .f = {sym.st_value, sym.st_size, name},
-                .rank = binding_rank(sym.st_info),
-            };
+            int r = fn(ctx, sym.st_value, sym.st_size, sym.st_info, name);
+            if (r)
+                return r;
         }
     }
+    return 0;
+}
+
+struct collection {
+    struct func_tmp *v;
+    size_t n, cap;
+};
+
+static int collect_one(void *ctx, uint64_t value, uint64_t size,
+                       unsigned char info, const char *name)
+{
+    struct collection *c = ctx;
+    if (ARRAY_RESERVE(c->v, c->cap, c->n + 1, 1024) != 0)
+        return -ENOMEM;
+    c->v[c->n++] = (struct func_tmp){
+        .f = {value, size, name},
+        .rank = binding_rank(info),
+    };
     return 0;
 }
 
@@ -312,18 +329,17 @@ void symbols_elf_load(struct sym_object *o)
     default:
         break;
     }
-    struct func_tmp *v = NULL;
-    size_t n = 0, cap = 0;
+    struct collection c = {0};
     int err = 0;
     if (full)
-        err = collect(full, SHT_SYMTAB, &v, &n, &cap);
+        err = symbols_elf_each_function(full, SHT_SYMTAB, collect_one, &c);
     /* .dynsym is a subset of a full .symtab, but MiniDebugInfo leaves the
      * exported functions out on purpose: merging is cheap and covers both. */
     if (!err)
-        err = collect(o->elf, SHT_DYNSYM, &v, &n, &cap);
-    if (n)
-        build_table(o, v, n);
-    free(v);
+        err = symbols_elf_each_function(o->elf, SHT_DYNSYM, collect_one, &c);
+    if (c.n)
+        build_table(o, c.v, c.n);
+    free(c.v);
 }
 
 static const struct sym_segment *segment_of(const struct sym_object *o,
