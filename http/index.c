@@ -14,11 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void put_word_setting(struct pbuf *b, const char *name,
+                             const char *value, const char *meaning)
+{
+    pbuf_printf(b, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", name,
+                value, meaning);
+}
+
 static void put_setting(struct pbuf *b, const char *name, long value,
                         const char *meaning)
 {
-    pbuf_printf(b, "<tr><td>%s</td><td>%ld</td><td>%s</td></tr>\n", name,
-                value, meaning);
+    char v[24];
+    log_snprintf(v, sizeof v, "%ld", value);
+    put_word_setting(b, name, v, meaning);
 }
 
 /* One row per loaded object whose functions profiles cannot name. */
@@ -101,6 +109,16 @@ void handle_index(struct request *r)
     put_setting(&b, "PPROF_BLOCK_RATE", opt_block_rate,
                 opt_block_rate ? "one blocking event per N ns blocked"
                                : "block profile off");
+    put_word_setting(&b, "PPROF_SYMBOLS", opt_symbols_short ? "short" : "full",
+                     opt_symbols_short ? "functions named without arguments "
+                                         "and templates"
+                                       : "functions named in full");
+    static const char *const levels[] = {"quiet", "info", "debug"};
+    put_word_setting(&b, "PPROF_LOG",
+                     opt_log_level >= LOG_QUIET && opt_log_level <= LOG_DEBUG
+                         ? levels[opt_log_level]
+                         : "info",
+                     "what the agent writes to standard error");
     pbuf_puts(&b, "</table>\n</p>\n");
     processes_html(&b);
     pbuf_puts(&b, "<p>\nLoaded objects without a symbol "
