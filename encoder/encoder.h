@@ -2,7 +2,7 @@
  * encoder/ turns a snapshot of the agent's tables into bytes: the protobuf
  * wire writer (pb.c), the profile.proto builder (profile.c), the glue that
  * turns raw stacks into symbolized locations (stacks.c), gzip (gzip.c),
- * one hash index (htab.c), and one writer per profile kind, Go's
+ * and one writer per profile kind, Go's
  * writeHeap(w, debug) shape: heap_write, contention_write, count_write,
  * goroutine_write, cpu_write take the kind's snapshot or records and a
  * struct write_options {debug, time, duration} and return the gzipped

@@ -1,5 +1,5 @@
 /*
- * The encoder's hash index (encoder/htab.c) and the text order of stack
+ * The hash index (agent/core/htab.c) and the text order of stack
  * records (encoder/stack_records.c): what every profile writer relies on.
  */
 #include "harness.h"
