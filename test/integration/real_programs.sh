@@ -154,7 +154,7 @@ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 300000)
 CREATE INDEX ta ON t(a);
 SELECT count(*), sum(a % 13), max(b) FROM t;
 SELECT x.a % 50 AS k, count(*), sum(length(x.b)) FROM t x JOIN t y ON y.a = x.a + 1 GROUP BY k ORDER BY k LIMIT 3;
-WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 12000000) SELECT sum(x * x % 7), count(*) FROM c;
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 40000000) SELECT sum(x * x % 7), count(*) FROM c;
 SQL
 same_under_agent sql sqlite3 0.3 sqlite3 :memory: ".read $WORK/q.sql"
 names "$(pprof -top -nodecount=40 "$WORK/sql.pb.gz")" 1 \
