@@ -128,6 +128,128 @@ find_row(const struct cfi_object *o, uintptr_t pc, uint64_t *misses)
 }
 
 /*
+ * The rule cache (struct cfi_set.rules). Most frames of most stacks have
+ * one of a few rules: the CFA is the stack pointer plus a constant (code
+ * built without frame pointers, and every prologue) or the frame pointer
+ * plus a constant (code with them), and the caller's frame pointer is
+ * unchanged or saved a few words under the CFA. An entry holds such a rule
+ * for one code address in one 64-bit word, which walks on any thread read
+ * and write whole (a race costs a miss, never a wrong rule):
+ *
+ *   bits 28-63  (address >> CFI_RULES_SHIFT) + 1: with the slot, which is
+ *               the address's low bits, the address exactly; 0 is empty
+ *   bits 24-27  RULE_SP, RULE_FP or RULE_END (the outermost frame)
+ *   bits 16-23  where the caller's frame pointer is saved, in bytes under
+ *               the CFA (8 to 255), or 0: unchanged
+ *   bits 0-15   the constant added to sp or fp
+ *
+ * A hit needs neither the object nor its rows. A RULE_SP rule goes in only
+ * when its constant is at least 8 and the saved frame pointer lies at or
+ * above the stack pointer (both fixed by the rule: the CFA is sp + the
+ * constant), so that both reads lie in [sp, cfa) and "cfa <= the stack's
+ * top" is the frame's whole bounds test.
+ */
+#define RULE_TAG_SHIFT 28
+#define RULE_KIND_SHIFT 24
+#define RULE_SAVE_SHIFT 16
+#define RULE_SP 0u
+#define RULE_FP 1u
+#define RULE_END 2u
+#define RULE_KIND_MASK ((uint64_t)15 << RULE_KIND_SHIFT)
+/* Code addresses the tag holds (user space on x86-64 and AArch64). */
+#define RULE_ADDR_LIMIT ((uintptr_t)1 << 47)
+
+static inline PPROF_SIGNAL_SAFE uint64_t rule_tag(uintptr_t at)
+{
+    return (uint64_t)(at >> CFI_RULES_SHIFT) + 1;
+}
+
+/* The rule cache's entry for row, the rule at code address at; 0 when the
+ * row is not one the cache holds. */
+static PPROF_SIGNAL_SAFE uint64_t rule_entry(const struct cfi_row *row,
+                                             uintptr_t at)
+{
+    uint64_t kind, save = 0;
+    if (at >= RULE_ADDR_LIMIT)
+        return 0;
+    if (row->cfa == CFI_CFA_END)
+        return rule_tag(at) << RULE_TAG_SHIFT |
+               (uint64_t)RULE_END << RULE_KIND_SHIFT;
+    if (row->cfa == CFI_CFA_SP)
+        kind = RULE_SP;
+    else if (row->cfa == CFI_CFA_FP)
+        kind = RULE_FP;
+    else
+        return 0;
+    if (row->cfa_off < -CFI_RA_AT_CFA || row->cfa_off > 0xffff)
+        return 0;
+    if (row->fp == CFI_FP_AT_CFA) {
+        if (row->fp_off > CFI_RA_AT_CFA || row->fp_off < -255)
+            return 0;
+        save = (uint64_t)-row->fp_off;
+        /* Under the stack pointer: an epilogue's popped slot, which the
+         * general step keeps without reading. */
+        if (kind == RULE_SP && save > (uint64_t)row->cfa_off)
+            return 0;
+    } else if (row->fp != CFI_FP_SAME) {
+        return 0;
+    }
+    return rule_tag(at) << RULE_TAG_SHIFT | kind << RULE_KIND_SHIFT |
+           save << RULE_SAVE_SHIFT | (uint64_t)row->cfa_off;
+}
+
+/*
+ * Steps the frames whose rules the rule cache holds, from r (*exact: r->pc
+ * is the interrupted instruction, not a return address), writing their
+ * code addresses at pcs[*n] on: the walk's common case, one bounds test a
+ * frame. Stops at the first frame it cannot step (no rule cached, a read
+ * outside the stack, a zero return address, max addresses written) with r
+ * that frame's registers, for the general step. Returns 1 when it wrote
+ * the outermost frame's address. Needs lo <= r->sp <= top (the stack's
+ * [lo, top)), top below RULE_ADDR_LIMIT, and a known frame pointer.
+ */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+rule_steps(const uint64_t *rules, const struct bounds *b, uintptr_t top,
+           struct cfi_regs *r, int *exact, uintptr_t *pcs, int *n, int max)
+{
+    uintptr_t at = r->pc - 1 + (uintptr_t)*exact;
+    for (; *n < max; at = r->pc - 1) {
+        uint64_t e = __atomic_load_n(&rules[at & (CFI_RULES - 1)],
+                                     __ATOMIC_RELAXED);
+        if ((e >> RULE_TAG_SHIFT) != rule_tag(at))
+            return 0;
+        uintptr_t cfa, save = (uint8_t)(e >> RULE_SAVE_SHIFT);
+        if (likely(!(e & RULE_KIND_MASK))) {
+            cfa = r->sp + (uint16_t)e;
+            if (cfa > top)
+                return 0;
+        } else if ((e & RULE_KIND_MASK) ==
+                   (uint64_t)RULE_FP << RULE_KIND_SHIFT) {
+            /* The frame pointer may hold anything: the CFA must lie
+             * above sp (which keeps the return address's slot on the
+             * stack) and the saved frame pointer at or above sp. */
+            cfa = r->fp + (uint16_t)e;
+            if (cfa < r->sp - CFI_RA_AT_CFA || cfa > top ||
+                cfa - r->sp < save)
+                return 0;
+        } else {
+            pcs[(*n)++] = r->pc; /* RULE_END */
+            return 1;
+        }
+        uintptr_t ra = *(const uintptr_t *)(cfa + CFI_RA_AT_CFA + b->delta);
+        if (!ra)
+            return 0;
+        if (save)
+            r->fp = *(const uintptr_t *)(cfa - save + b->delta);
+        pcs[(*n)++] = r->pc;
+        r->pc = ra;
+        r->sp = cfa;
+        *exact = 0;
+    }
+    return 0;
+}
+
+/*
  * Code in no table (loaded since the tables were built: dlopen is not
  * interposed): its rule straight from its .eh_frame, found through the C
  * library's lock-free _dl_find_object. Registered as a reader of the
@@ -323,8 +445,21 @@ static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
     return 0;
 }
 
+/* Adds a walk's counts to cfi_walk_counters (all its fields are
+ * uint64_t). */
+static PPROF_SIGNAL_SAFE void counters_add(const struct cfi_walk_counters *c)
+{
+    const uint64_t *from = (const uint64_t *)c;
+    uint64_t *to = (uint64_t *)&cfi_walk_counters;
+    for (size_t i = 0; i < sizeof *c / sizeof *from; i++)
+        if (from[i])
+            __atomic_fetch_add(&to[i], from[i], __ATOMIC_RELAXED);
+}
+
 /* The walk, for both entry points: fp_ok says whether regs->fp is known;
- * scan allows find_record where it is not. */
+ * scan allows find_record where it is not. Frames go through the rule
+ * cache (rule_steps) where it can; the loop below is the general step,
+ * one frame each time round, which fills the cache. */
 static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
 walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
      const struct bounds *bp, uintptr_t *pcs, int max, int *full, int *clean)
@@ -340,8 +475,9 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     int *readers = &cfi_readers[epoch & 1];
     __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
-    uint64_t fp_frames = 0, no_table = 0, fp_found = 0, fp_lost = 0;
-    uint64_t misses = 0;
+    uintptr_t top = b.lo + b.span + sizeof(uintptr_t);
+    uint64_t *rules = set && top < RULE_ADDR_LIMIT ? set->rules : NULL;
+    struct cfi_walk_counters seen = {0};
     const struct cfi_object *o = NULL, *o2 = NULL;
     /* The ucontext that frame number uc_n (counted from 1) has all its
      * registers in: the caller's (read directly) or a signal frame's on
@@ -349,10 +485,16 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     uintptr_t uc = (uintptr_t)r.uc;
     int uc_n = uc ? 1 : 0, uc_direct = 1;
     for (;;) {
+        if (rules && fp_ok && r.sp - b.lo <= top - b.lo &&
+            rule_steps(rules, &b, top, &r, &exact, pcs, &n, max)) {
+            *clean = 1;
+            goto done;
+        }
         if (n == max) {
             *full = 1;
             break;
         }
+        seen.slow_frames++;
         pcs[n++] = r.pc;
         /* A return address is the instruction after the call: its frame's
          * rules are those of the call, one byte before. */
@@ -367,14 +509,20 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
                 o = set ? find_object(set, at) : NULL;
             o2 = t;
         }
-        const struct cfi_row *row = o ? find_row(o, at, &misses) : NULL;
+        const struct cfi_row *row =
+            o ? find_row(o, at, &seen.cache_misses) : NULL;
         struct cfi_row found;
         uintptr_t sp = r.sp, cfa, ra, fp = r.fp;
         exact = 0;
         if (!o) {
-            no_table++;
+            seen.no_table++;
             if (rule_of_new_code(at, &found) == 0)
                 row = &found;
+        } else if (row && rules) {
+            uint64_t e = rule_entry(row, at);
+            if (e)
+                __atomic_store_n(&rules[at & (CFI_RULES - 1)], e,
+                                 __ATOMIC_RELAXED);
         }
         int kind = row ? row->cfa : CFI_CFA_UNKNOWN;
         if (scan && !fp_ok &&
@@ -385,9 +533,9 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             if (find_record(&b, set, o, at, sp, &r.fp)) {
                 fp = r.fp;
                 fp_ok = 1;
-                fp_found++;
+                seen.fp_found++;
             } else {
-                fp_lost++;
+                seen.fp_lost++;
                 goto done;
             }
         }
@@ -437,7 +585,7 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             continue;
         }
         case CFI_CFA_UNKNOWN:
-            fp_frames++;
+            seen.fp_frames++;
             if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
                 goto done;
             if (r.pc == 0) {
@@ -515,23 +663,10 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     }
 done:
     __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
-    if (no_table && set)
+    if (seen.no_table && set)
         __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
-    if (fp_frames)
-        __atomic_fetch_add(&cfi_walk_counters.fp_frames, fp_frames,
-                           __ATOMIC_RELAXED);
-    if (no_table)
-        __atomic_fetch_add(&cfi_walk_counters.no_table, no_table,
-                           __ATOMIC_RELAXED);
-    if (fp_found)
-        __atomic_fetch_add(&cfi_walk_counters.fp_found, fp_found,
-                           __ATOMIC_RELAXED);
-    if (misses)
-        __atomic_fetch_add(&cfi_walk_counters.cache_misses, misses,
-                           __ATOMIC_RELAXED);
-    if (fp_lost)
-        __atomic_fetch_add(&cfi_walk_counters.fp_lost, fp_lost,
-                           __ATOMIC_RELAXED);
+    if (seen.slow_frames) /* every count is the general step's */
+        counters_add(&seen);
     return n;
 }
 
