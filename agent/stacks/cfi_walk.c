@@ -212,41 +212,51 @@ static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
 rule_steps(const uint64_t *rules, const struct bounds *b, uintptr_t top,
            struct cfi_regs *r, int *exact, uintptr_t *pcs, int *n, int max)
 {
-    uintptr_t at = r->pc - 1 + (uintptr_t)*exact;
-    for (; *n < max; at = r->pc - 1) {
+    /* In locals, written back once: r and b may live in memory (the
+     * general step takes their addresses). */
+    uintptr_t pc = r->pc, sp = r->sp, fp = r->fp, delta = b->delta;
+    uintptr_t *out = pcs + *n, *end = pcs + max;
+    uintptr_t at = pc - 1 + (uintptr_t)*exact;
+    int outermost = 0;
+    for (; out < end; at = pc - 1) {
         uint64_t e = __atomic_load_n(&rules[at & (CFI_RULES - 1)],
                                      __ATOMIC_RELAXED);
         if ((e >> RULE_TAG_SHIFT) != rule_tag(at))
-            return 0;
+            break;
         uintptr_t cfa, save = (uint8_t)(e >> RULE_SAVE_SHIFT);
         if (likely(!(e & RULE_KIND_MASK))) {
-            cfa = r->sp + (uint16_t)e;
+            cfa = sp + (uint16_t)e;
             if (cfa > top)
-                return 0;
+                break;
         } else if ((e & RULE_KIND_MASK) ==
                    (uint64_t)RULE_FP << RULE_KIND_SHIFT) {
             /* The frame pointer may hold anything: the CFA must lie
              * above sp (which keeps the return address's slot on the
              * stack) and the saved frame pointer at or above sp. */
-            cfa = r->fp + (uint16_t)e;
-            if (cfa < r->sp - CFI_RA_AT_CFA || cfa > top ||
-                cfa - r->sp < save)
-                return 0;
+            cfa = fp + (uint16_t)e;
+            if (cfa < sp - CFI_RA_AT_CFA || cfa > top || cfa - sp < save)
+                break;
         } else {
-            pcs[(*n)++] = r->pc; /* RULE_END */
-            return 1;
+            *out++ = pc; /* RULE_END */
+            outermost = 1;
+            break;
         }
-        uintptr_t ra = *(const uintptr_t *)(cfa + CFI_RA_AT_CFA + b->delta);
+        uintptr_t ra = *(const uintptr_t *)(cfa + CFI_RA_AT_CFA + delta);
         if (!ra)
-            return 0;
+            break;
         if (save)
-            r->fp = *(const uintptr_t *)(cfa - save + b->delta);
-        pcs[(*n)++] = r->pc;
-        r->pc = ra;
-        r->sp = cfa;
-        *exact = 0;
+            fp = *(const uintptr_t *)(cfa - save + delta);
+        *out++ = pc;
+        pc = ra;
+        sp = cfa;
     }
-    return 0;
+    if (out != pcs + *n)
+        *exact = 0;
+    *n = (int)(out - pcs);
+    r->pc = pc;
+    r->sp = sp;
+    r->fp = fp;
+    return outermost;
 }
 
 /*
@@ -456,25 +466,19 @@ static PPROF_SIGNAL_SAFE void counters_add(const struct cfi_walk_counters *c)
             __atomic_fetch_add(&to[i], from[i], __ATOMIC_RELAXED);
 }
 
-/* The walk, for both entry points: fp_ok says whether regs->fp is known;
- * scan allows find_record where it is not. Frames go through the rule
- * cache (rule_steps) where it can; the loop below is the general step,
- * one frame each time round, which fills the cache. */
-static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
-walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
-     const struct bounds *bp, uintptr_t *pcs, int max, int *full, int *clean)
+/* The general step, one frame each time round, which fills the rule cache
+ * and hands back to rule_steps after each frame: frames the cache does not
+ * step, from regs, n addresses written already. fp_ok says whether
+ * regs->fp is known; scan allows find_record where it is not. The caller
+ * is registered as a reader of set. Returns the number of addresses
+ * written. */
+static __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
+general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
+             const struct bounds *bp, const struct cfi_set *set,
+             uintptr_t *pcs, int n, int max, int *full, int *clean)
 {
     struct bounds b = *bp;
     struct cfi_regs r = *regs;
-    int n = 0;
-    *full = 0;
-    *clean = 0;
-    if (max <= 0)
-        return 0;
-    unsigned epoch = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
-    int *readers = &cfi_readers[epoch & 1];
-    __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
-    const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
     uintptr_t top = b.lo + b.span + sizeof(uintptr_t);
     uint64_t *rules = set && top < RULE_ADDR_LIMIT ? set->rules : NULL;
     struct cfi_walk_counters seen = {0};
@@ -662,11 +666,38 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         r.fp = fp;
     }
 done:
-    __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
     if (seen.no_table && set)
         __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
-    if (seen.slow_frames) /* every count is the general step's */
-        counters_add(&seen);
+    counters_add(&seen);
+    return n;
+}
+
+/* The walk, for both entry points (see general_walk for the parameters):
+ * registered as a reader of the published set, frames through the rule
+ * cache first, and through the general step only from the first frame
+ * the cache does not step. */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
+     const struct bounds *b, uintptr_t *pcs, int max, int *full, int *clean)
+{
+    struct cfi_regs r = *regs;
+    int n = 0;
+    *full = 0;
+    *clean = 0;
+    if (max <= 0)
+        return 0;
+    unsigned epoch = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
+    int *readers = &cfi_readers[epoch & 1];
+    __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
+    const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
+    uintptr_t top = b->lo + b->span + sizeof(uintptr_t);
+    if (set && top < RULE_ADDR_LIMIT && fp_ok && r.sp - b->lo <= top - b->lo &&
+        rule_steps(set->rules, b, top, &r, &exact, pcs, &n, max))
+        *clean = 1;
+    else
+        n = general_walk(&r, exact, fp_ok, scan, b, set, pcs, n, max, full,
+                         clean);
+    __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
     return n;
 }
 
