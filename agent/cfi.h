@@ -260,6 +260,17 @@ int cfi_walk(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
              uintptr_t stack_hi, uintptr_t *pcs, int max, int *full);
 
 /*
+ * cfi_walk, writing call sites instead of return addresses: each caller's
+ * return address minus one (the call instruction's last byte, which is
+ * what profiles symbolize), and a frame whose pc is exact (the leaf when
+ * exact is set, a frame interrupted by a signal) as it is. The CPU
+ * sampler's form: no second pass over the addresses.
+ * Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_walk_sites(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
+                   uintptr_t stack_hi, uintptr_t *pcs, int max, int *full);
+
+/*
  * cfi_walk of another thread's stack, from a copy: [stack_lo, stack_hi)
  * is the stack as that thread sees it (stack_lo its stack pointer), copy
  * holds those bytes; regs->pc is exact (where the thread stopped) and

@@ -210,7 +210,8 @@ static PPROF_SIGNAL_SAFE uint64_t rule_entry(const struct cfi_row *row,
  */
 static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
 rule_steps(const uint64_t *rules, const struct bounds *b, uintptr_t top,
-           struct cfi_regs *r, int *exact, uintptr_t *pcs, int *n, int max)
+           struct cfi_regs *r, int *exact, int sites, uintptr_t *pcs, int *n,
+           int max)
 {
     /* In locals, written back once: r and b may live in memory (the
      * general step takes their addresses). */
@@ -237,7 +238,7 @@ rule_steps(const uint64_t *rules, const struct bounds *b, uintptr_t top,
             if (cfa < sp - CFI_RA_AT_CFA || cfa > top || cfa - sp < save)
                 break;
         } else {
-            *out++ = pc; /* RULE_END */
+            *out++ = sites ? at : pc; /* RULE_END */
             outermost = 1;
             break;
         }
@@ -246,7 +247,7 @@ rule_steps(const uint64_t *rules, const struct bounds *b, uintptr_t top,
             break;
         if (save)
             fp = *(const uintptr_t *)(cfa - save + delta);
-        *out++ = pc;
+        *out++ = sites ? at : pc;
         pc = ra;
         sp = cfa;
     }
@@ -469,12 +470,13 @@ static PPROF_SIGNAL_SAFE void counters_add(const struct cfi_walk_counters *c)
 /* The general step, one frame each time round, which fills the rule cache
  * and hands back to rule_steps after each frame: frames the cache does not
  * step, from regs, n addresses written already. fp_ok says whether
- * regs->fp is known; scan allows find_record where it is not. The caller
- * is registered as a reader of set. Returns the number of addresses
- * written. */
+ * regs->fp is known; scan allows find_record where it is not; sites writes
+ * call sites (the address looked up: a return address minus one) instead
+ * of return addresses. The caller is registered as a reader of set.
+ * Returns the number of addresses written. */
 static __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
 general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
-             const struct bounds *bp, const struct cfi_set *set,
+             int sites, const struct bounds *bp, const struct cfi_set *set,
              uintptr_t *pcs, int n, int max, int *full, int *clean)
 {
     struct bounds b = *bp;
@@ -490,7 +492,7 @@ general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     int uc_n = uc ? 1 : 0, uc_direct = 1;
     for (;;) {
         if (rules && fp_ok && r.sp - b.lo <= top - b.lo &&
-            rule_steps(rules, &b, top, &r, &exact, pcs, &n, max)) {
+            rule_steps(rules, &b, top, &r, &exact, sites, pcs, &n, max)) {
             *clean = 1;
             goto done;
         }
@@ -499,10 +501,10 @@ general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             break;
         }
         seen.slow_frames++;
-        pcs[n++] = r.pc;
         /* A return address is the instruction after the call: its frame's
          * rules are those of the call, one byte before. */
         uintptr_t at = exact ? r.pc : r.pc - 1;
+        pcs[n++] = sites ? at : r.pc;
         /* Stacks go back and forth between two objects (a library and
          * its caller): the last two are tried before the search. */
         if (!o || at < o->lo || at >= o->hi) {
@@ -677,7 +679,7 @@ done:
  * cache first, and through the general step only from the first frame
  * the cache does not step. */
 static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
-walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
+walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan, int sites,
      const struct bounds *b, uintptr_t *pcs, int max, int *full, int *clean)
 {
     struct cfi_regs r = *regs;
@@ -692,11 +694,11 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
     uintptr_t top = b->lo + b->span + sizeof(uintptr_t);
     if (set && top < RULE_ADDR_LIMIT && fp_ok && r.sp - b->lo <= top - b->lo &&
-        rule_steps(set->rules, b, top, &r, &exact, pcs, &n, max))
+        rule_steps(set->rules, b, top, &r, &exact, sites, pcs, &n, max))
         *clean = 1;
     else
-        n = general_walk(&r, exact, fp_ok, scan, b, set, pcs, n, max, full,
-                         clean);
+        n = general_walk(&r, exact, fp_ok, scan, sites, b, set, pcs, n, max,
+                         full, clean);
     __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
     return n;
 }
@@ -708,7 +710,7 @@ trial_walk(const struct cfi_regs *regs, const struct bounds *b)
 {
     uintptr_t pcs[THREADS_TRIAL_MAX];
     int full, clean;
-    walk(regs, 0, 1, 0, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
+    walk(regs, 0, 1, 0, 0, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
     return full || clean;
 }
 
@@ -718,7 +720,16 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
 {
     struct bounds b = make_bounds(stack_lo, stack_hi, 0);
     int clean;
-    return walk(regs, exact, 1, 0, &b, pcs, max, full, &clean);
+    return walk(regs, exact, 1, 0, 0, &b, pcs, max, full, &clean);
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int
+cfi_walk_sites(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
+               uintptr_t stack_hi, uintptr_t *pcs, int max, int *full)
+{
+    struct bounds b = make_bounds(stack_lo, stack_hi, 0);
+    int clean;
+    return walk(regs, exact, 1, 0, 1, &b, pcs, max, full, &clean);
 }
 
 STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
@@ -731,7 +742,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
     struct bounds b = make_bounds(stack_lo, stack_hi,
                                   (uintptr_t)copy - stack_lo);
     int clean;
-    return walk(regs, 1, 0, 1, &b, pcs, max, full, &clean);
+    return walk(regs, 1, 0, 1, 0, &b, pcs, max, full, &clean);
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
