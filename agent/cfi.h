@@ -16,6 +16,7 @@
 #ifndef PPROF_CFI_H
 #define PPROF_CFI_H
 
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -134,10 +135,48 @@ struct cfi_object {
     uint32_t nrows;
 };
 
+/* Each set has a direct-mapped cache of the common rules by code address
+ * (CFI_RULES entries of 64 bits, filled by walks, read and written whole:
+ * the layout is in cfi_walk.c), so that most frames need neither the
+ * object nor its rows. It belongs to the set: a new set (objects loaded or
+ * unloaded) starts empty, so an entry never outlives the code it
+ * describes. */
+#define CFI_RULES_SHIFT 12
+#define CFI_RULES (1u << CFI_RULES_SHIFT)
+
 struct cfi_set {
     size_t n;
+    uint64_t *rules; /* CFI_RULES entries, in the set's own mapping */
     struct cfi_object objects[]; /* sorted by lo, not overlapping */
 };
+
+/* The bytes of a set of n objects with its rule cache. */
+static inline size_t cfi_set_bytes(size_t n)
+{
+    return sizeof(struct cfi_set) + n * sizeof(struct cfi_object) +
+           CFI_RULES * sizeof(uint64_t);
+}
+
+/*
+ * A dl_iterate_phdr callback: the loader's counts of objects added and
+ * removed (dlpi_adds, dlpi_subs) into data, an unsigned long long[2] left
+ * as it is when the C library is too old to report them. Stops at the
+ * first object: the counts are the same in every entry. Used by the
+ * tables and by the program-header snapshot (phdr_cache.c) to see whether
+ * anything changed since they were built. Not async-signal-safe (its
+ * caller, dl_iterate_phdr, is not).
+ */
+static inline int cfi_phdr_counters(struct dl_phdr_info *info, size_t size,
+                                    void *data)
+{
+    unsigned long long *v = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
+                    sizeof info->dlpi_subs) {
+        v[0] = info->dlpi_adds;
+        v[1] = info->dlpi_subs;
+    }
+    return 1;
+}
 
 /*
  * Brings the tables up to date with the loaded objects: compiles those
@@ -151,7 +190,8 @@ struct cfi_set {
  */
 int cfi_tables_refresh(void);
 
-/* Bytes of rows in the published tables, and objects with tables. */
+/* Bytes of the published tables: rows, bucket indexes, row caches, and
+ * the set itself with its rule cache. The writer's thread only. */
 size_t cfi_tables_bytes(void);
 
 /* Marks the tables out of date (a walk met code with no table); the next
@@ -200,6 +240,8 @@ struct cfi_walk_counters {
     uint64_t fp_found;    /* cfi_walk_copy: frame pointers found by scanning */
     uint64_t fp_lost;     /* cfi_walk_copy: walks ended for want of one */
     uint64_t cache_misses; /* rows not in the row cache (found by the scan) */
+    uint64_t slow_frames;  /* frames the rule cache did not step (cfi_set.rules):
+                            * not cached, or a walk's last */
 };
 extern struct cfi_walk_counters cfi_walk_counters;
 
@@ -216,6 +258,17 @@ extern struct cfi_walk_counters cfi_walk_counters;
  */
 int cfi_walk(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
              uintptr_t stack_hi, uintptr_t *pcs, int max, int *full);
+
+/*
+ * cfi_walk, writing call sites instead of return addresses: each caller's
+ * return address minus one (the call instruction's last byte, which is
+ * what profiles symbolize), and a frame whose pc is exact (the leaf when
+ * exact is set, a frame interrupted by a signal) as it is. The CPU
+ * sampler's form: no second pass over the addresses.
+ * Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_walk_sites(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
+                   uintptr_t stack_hi, uintptr_t *pcs, int max, int *full);
 
 /*
  * cfi_walk of another thread's stack, from a copy: [stack_lo, stack_hi)

@@ -159,17 +159,6 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-static int read_counters(struct dl_phdr_info *info, size_t size, void *data)
-{
-    unsigned long long *v = data;
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
-                    sizeof info->dlpi_subs) {
-        v[0] = info->dlpi_adds;
-        v[1] = info->dlpi_subs;
-    }
-    return 1;
-}
-
 /* Waits until no walk can still use a set that was current before the
  * last pointer swap. */
 static void synchronize(void)
@@ -419,8 +408,7 @@ static int rebuild(void)
         f.to[kept++] = *o;
     }
     f.n = kept;
-    size_t set_bytes = sizeof(struct cfi_set) + f.n * sizeof(struct cfi_object);
-    struct cfi_set *set = map(set_bytes);
+    struct cfi_set *set = map(cfi_set_bytes(f.n));
     if (!set) {
         for (size_t i = 0; i < f.n; i++)
             drop_rows(&f.to[i]);
@@ -428,6 +416,9 @@ static int rebuild(void)
         return -ENOMEM;
     }
     set->n = f.n;
+    /* The rule cache after the objects, zeroed by mmap: every entry
+     * empty. */
+    set->rules = (uint64_t *)&set->objects[f.n];
     for (size_t i = 0; i < f.n; i++) {
         struct cfi_object *c = &set->objects[i];
         c->lo = f.to[i].lo;
@@ -445,8 +436,7 @@ static int rebuild(void)
         __atomic_exchange_n(&cfi_current, set, __ATOMIC_SEQ_CST);
     synchronize();
     if (old_set)
-        munmap(old_set, page_round(sizeof(struct cfi_set) +
-                                   old_set->n * sizeof(struct cfi_object)));
+        munmap(old_set, page_round(cfi_set_bytes(old_set->n)));
     for (size_t j = 0; j < owned_n; j++) {
         int still = 0;
         for (size_t i = 0; i < f.n && !still; i++)
@@ -459,7 +449,7 @@ static int rebuild(void)
     owned = f.to;
     owned_n = f.n;
     owned_map_bytes = found_bytes;
-    size_t text = 0, bytes = 0, with_rows = 0;
+    size_t text = 0, bytes = cfi_set_bytes(f.n), with_rows = 0;
     for (size_t i = 0; i < f.n; i++) {
         text += f.to[i].hi - f.to[i].lo;
         if (f.to[i].rows) {
@@ -493,7 +483,7 @@ int cfi_tables_refresh(void)
     }
     __atomic_store_n(&cfi_tables_stale, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&deferred, 0, __ATOMIC_RELAXED);
-    dl_iterate_phdr(read_counters, v);
+    dl_iterate_phdr(cfi_phdr_counters, v);
     int ret;
     if (cfi_current && v[0] == seen_adds && v[1] == seen_subs) {
         ret = (int)cfi_current->n;
@@ -523,8 +513,8 @@ int cfi_tables_maybe_refresh(void)
 
 size_t cfi_tables_bytes(void)
 {
-    size_t bytes = 0;
     const struct cfi_set *set = cfi_current; /* the writer's thread only */
+    size_t bytes = set ? cfi_set_bytes(set->n) : 0;
     for (size_t i = 0; set && i < set->n; i++)
         if (set->objects[i].nrows)
             bytes += (size_t)set->objects[i].nrows * sizeof(struct cfi_row) +

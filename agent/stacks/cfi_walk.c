@@ -128,6 +128,139 @@ find_row(const struct cfi_object *o, uintptr_t pc, uint64_t *misses)
 }
 
 /*
+ * The rule cache (struct cfi_set.rules). Most frames of most stacks have
+ * one of a few rules: the CFA is the stack pointer plus a constant (code
+ * built without frame pointers, and every prologue) or the frame pointer
+ * plus a constant (code with them), and the caller's frame pointer is
+ * unchanged or saved a few words under the CFA. An entry holds such a rule
+ * for one code address in one 64-bit word, which walks on any thread read
+ * and write whole (a race costs a miss, never a wrong rule):
+ *
+ *   bits 28-63  (address >> CFI_RULES_SHIFT) + 1: with the slot, which is
+ *               the address's low bits, the address exactly; 0 is empty
+ *   bits 24-27  RULE_SP, RULE_FP or RULE_END (the outermost frame)
+ *   bits 16-23  where the caller's frame pointer is saved, in bytes under
+ *               the CFA (8 to 255), or 0: unchanged
+ *   bits 0-15   the constant added to sp or fp
+ *
+ * A hit needs neither the object nor its rows. A RULE_SP rule goes in only
+ * when its constant is at least 8 and the saved frame pointer lies at or
+ * above the stack pointer (both fixed by the rule: the CFA is sp + the
+ * constant), so that both reads lie in [sp, cfa) and "cfa <= the stack's
+ * top" is the frame's whole bounds test.
+ */
+#define RULE_TAG_SHIFT 28
+#define RULE_KIND_SHIFT 24
+#define RULE_SAVE_SHIFT 16
+#define RULE_SP 0u
+#define RULE_FP 1u
+#define RULE_END 2u
+#define RULE_KIND_MASK ((uint64_t)15 << RULE_KIND_SHIFT)
+/* Code addresses the tag holds (user space on x86-64 and AArch64). */
+#define RULE_ADDR_LIMIT ((uintptr_t)1 << 47)
+
+static inline PPROF_SIGNAL_SAFE uint64_t rule_tag(uintptr_t at)
+{
+    return (uint64_t)(at >> CFI_RULES_SHIFT) + 1;
+}
+
+/* The rule cache's entry for row, the rule at code address at; 0 when the
+ * row is not one the cache holds. */
+static PPROF_SIGNAL_SAFE uint64_t rule_entry(const struct cfi_row *row,
+                                             uintptr_t at)
+{
+    uint64_t kind, save = 0;
+    if (at >= RULE_ADDR_LIMIT)
+        return 0;
+    if (row->cfa == CFI_CFA_END)
+        return rule_tag(at) << RULE_TAG_SHIFT |
+               (uint64_t)RULE_END << RULE_KIND_SHIFT;
+    if (row->cfa == CFI_CFA_SP)
+        kind = RULE_SP;
+    else if (row->cfa == CFI_CFA_FP)
+        kind = RULE_FP;
+    else
+        return 0;
+    if (row->cfa_off < -CFI_RA_AT_CFA || row->cfa_off > 0xffff)
+        return 0;
+    if (row->fp == CFI_FP_AT_CFA) {
+        if (row->fp_off > CFI_RA_AT_CFA || row->fp_off < -255)
+            return 0;
+        save = (uint64_t)-row->fp_off;
+        /* Under the stack pointer: an epilogue's popped slot, which the
+         * general step keeps without reading. */
+        if (kind == RULE_SP && save > (uint64_t)row->cfa_off)
+            return 0;
+    } else if (row->fp != CFI_FP_SAME) {
+        return 0;
+    }
+    return rule_tag(at) << RULE_TAG_SHIFT | kind << RULE_KIND_SHIFT |
+           save << RULE_SAVE_SHIFT | (uint64_t)row->cfa_off;
+}
+
+/*
+ * Steps the frames whose rules the rule cache holds, from r (*exact: r->pc
+ * is the interrupted instruction, not a return address), writing their
+ * code addresses at pcs[*n] on: the walk's common case, one bounds test a
+ * frame. Stops at the first frame it cannot step (no rule cached, a read
+ * outside the stack, a zero return address, max addresses written) with r
+ * that frame's registers, for the general step. Returns 1 when it wrote
+ * the outermost frame's address. Needs lo <= r->sp <= top (the stack's
+ * [lo, top)), top below RULE_ADDR_LIMIT, and a known frame pointer.
+ */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+rule_steps(const uint64_t *rules, const struct bounds *b, uintptr_t top,
+           struct cfi_regs *r, int *exact, int sites, uintptr_t *pcs, int *n,
+           int max)
+{
+    /* In locals, written back once: r and b may live in memory (the
+     * general step takes their addresses). */
+    uintptr_t pc = r->pc, sp = r->sp, fp = r->fp, delta = b->delta;
+    uintptr_t *out = pcs + *n, *end = pcs + max;
+    uintptr_t at = pc - 1 + (uintptr_t)*exact;
+    int outermost = 0;
+    for (; out < end; at = pc - 1) {
+        uint64_t e = __atomic_load_n(&rules[at & (CFI_RULES - 1)],
+                                     __ATOMIC_RELAXED);
+        if ((e >> RULE_TAG_SHIFT) != rule_tag(at))
+            break;
+        uintptr_t cfa, save = (uint8_t)(e >> RULE_SAVE_SHIFT);
+        if (likely(!(e & RULE_KIND_MASK))) {
+            cfa = sp + (uint16_t)e;
+            if (cfa > top)
+                break;
+        } else if ((e & RULE_KIND_MASK) ==
+                   (uint64_t)RULE_FP << RULE_KIND_SHIFT) {
+            /* The frame pointer may hold anything: the CFA must lie
+             * above sp (which keeps the return address's slot on the
+             * stack) and the saved frame pointer at or above sp. */
+            cfa = fp + (uint16_t)e;
+            if (cfa < sp - CFI_RA_AT_CFA || cfa > top || cfa - sp < save)
+                break;
+        } else {
+            *out++ = sites ? at : pc; /* RULE_END */
+            outermost = 1;
+            break;
+        }
+        uintptr_t ra = *(const uintptr_t *)(cfa + CFI_RA_AT_CFA + delta);
+        if (!ra)
+            break;
+        if (save)
+            fp = *(const uintptr_t *)(cfa - save + delta);
+        *out++ = sites ? at : pc;
+        pc = ra;
+        sp = cfa;
+    }
+    if (out != pcs + *n)
+        *exact = 0;
+    *n = (int)(out - pcs);
+    r->pc = pc;
+    r->sp = sp;
+    r->fp = fp;
+    return outermost;
+}
+
+/*
  * Code in no table (loaded since the tables were built: dlopen is not
  * interposed): its rule straight from its .eh_frame, found through the C
  * library's lock-free _dl_find_object. Registered as a reader of the
@@ -323,25 +456,34 @@ static STACK_READER PPROF_SIGNAL_SAFE int find_record(const struct bounds *b,
     return 0;
 }
 
-/* The walk, for both entry points: fp_ok says whether regs->fp is known;
- * scan allows find_record where it is not. */
-static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
-walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
-     const struct bounds *bp, uintptr_t *pcs, int max, int *full, int *clean)
+/* Adds a walk's counts to cfi_walk_counters (all its fields are
+ * uint64_t). */
+static PPROF_SIGNAL_SAFE void counters_add(const struct cfi_walk_counters *c)
+{
+    const uint64_t *from = (const uint64_t *)c;
+    uint64_t *to = (uint64_t *)&cfi_walk_counters;
+    for (size_t i = 0; i < sizeof *c / sizeof *from; i++)
+        if (from[i])
+            __atomic_fetch_add(&to[i], from[i], __ATOMIC_RELAXED);
+}
+
+/* The general step, one frame each time round, which fills the rule cache
+ * and hands back to rule_steps after each frame: frames the cache does not
+ * step, from regs, n addresses written already. fp_ok says whether
+ * regs->fp is known; scan allows find_record where it is not; sites writes
+ * call sites (the address looked up: a return address minus one) instead
+ * of return addresses. The caller is registered as a reader of set.
+ * Returns the number of addresses written. */
+static __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
+general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
+             int sites, const struct bounds *bp, const struct cfi_set *set,
+             uintptr_t *pcs, int n, int max, int *full, int *clean)
 {
     struct bounds b = *bp;
     struct cfi_regs r = *regs;
-    int n = 0;
-    *full = 0;
-    *clean = 0;
-    if (max <= 0)
-        return 0;
-    unsigned epoch = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
-    int *readers = &cfi_readers[epoch & 1];
-    __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
-    const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
-    uint64_t fp_frames = 0, no_table = 0, fp_found = 0, fp_lost = 0;
-    uint64_t misses = 0;
+    uintptr_t top = b.lo + b.span + sizeof(uintptr_t);
+    uint64_t *rules = set && top < RULE_ADDR_LIMIT ? set->rules : NULL;
+    struct cfi_walk_counters seen = {0};
     const struct cfi_object *o = NULL, *o2 = NULL;
     /* The ucontext that frame number uc_n (counted from 1) has all its
      * registers in: the caller's (read directly) or a signal frame's on
@@ -349,14 +491,20 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     uintptr_t uc = (uintptr_t)r.uc;
     int uc_n = uc ? 1 : 0, uc_direct = 1;
     for (;;) {
+        if (rules && fp_ok && r.sp - b.lo <= top - b.lo &&
+            rule_steps(rules, &b, top, &r, &exact, sites, pcs, &n, max)) {
+            *clean = 1;
+            goto done;
+        }
         if (n == max) {
             *full = 1;
             break;
         }
-        pcs[n++] = r.pc;
+        seen.slow_frames++;
         /* A return address is the instruction after the call: its frame's
          * rules are those of the call, one byte before. */
         uintptr_t at = exact ? r.pc : r.pc - 1;
+        pcs[n++] = sites ? at : r.pc;
         /* Stacks go back and forth between two objects (a library and
          * its caller): the last two are tried before the search. */
         if (!o || at < o->lo || at >= o->hi) {
@@ -367,14 +515,20 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
                 o = set ? find_object(set, at) : NULL;
             o2 = t;
         }
-        const struct cfi_row *row = o ? find_row(o, at, &misses) : NULL;
+        const struct cfi_row *row =
+            o ? find_row(o, at, &seen.cache_misses) : NULL;
         struct cfi_row found;
         uintptr_t sp = r.sp, cfa, ra, fp = r.fp;
         exact = 0;
         if (!o) {
-            no_table++;
+            seen.no_table++;
             if (rule_of_new_code(at, &found) == 0)
                 row = &found;
+        } else if (row && rules) {
+            uint64_t e = rule_entry(row, at);
+            if (e)
+                __atomic_store_n(&rules[at & (CFI_RULES - 1)], e,
+                                 __ATOMIC_RELAXED);
         }
         int kind = row ? row->cfa : CFI_CFA_UNKNOWN;
         if (scan && !fp_ok &&
@@ -385,9 +539,9 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             if (find_record(&b, set, o, at, sp, &r.fp)) {
                 fp = r.fp;
                 fp_ok = 1;
-                fp_found++;
+                seen.fp_found++;
             } else {
-                fp_lost++;
+                seen.fp_lost++;
                 goto done;
             }
         }
@@ -437,7 +591,7 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
             continue;
         }
         case CFI_CFA_UNKNOWN:
-            fp_frames++;
+            seen.fp_frames++;
             if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
                 goto done;
             if (r.pc == 0) {
@@ -514,24 +668,38 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         r.fp = fp;
     }
 done:
-    __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
-    if (no_table && set)
+    if (seen.no_table && set)
         __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
-    if (fp_frames)
-        __atomic_fetch_add(&cfi_walk_counters.fp_frames, fp_frames,
-                           __ATOMIC_RELAXED);
-    if (no_table)
-        __atomic_fetch_add(&cfi_walk_counters.no_table, no_table,
-                           __ATOMIC_RELAXED);
-    if (fp_found)
-        __atomic_fetch_add(&cfi_walk_counters.fp_found, fp_found,
-                           __ATOMIC_RELAXED);
-    if (misses)
-        __atomic_fetch_add(&cfi_walk_counters.cache_misses, misses,
-                           __ATOMIC_RELAXED);
-    if (fp_lost)
-        __atomic_fetch_add(&cfi_walk_counters.fp_lost, fp_lost,
-                           __ATOMIC_RELAXED);
+    counters_add(&seen);
+    return n;
+}
+
+/* The walk, for both entry points (see general_walk for the parameters):
+ * registered as a reader of the published set, frames through the rule
+ * cache first, and through the general step only from the first frame
+ * the cache does not step. */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan, int sites,
+     const struct bounds *b, uintptr_t *pcs, int max, int *full, int *clean)
+{
+    struct cfi_regs r = *regs;
+    int n = 0;
+    *full = 0;
+    *clean = 0;
+    if (max <= 0)
+        return 0;
+    unsigned epoch = __atomic_load_n(&cfi_epoch, __ATOMIC_SEQ_CST);
+    int *readers = &cfi_readers[epoch & 1];
+    __atomic_fetch_add(readers, 1, __ATOMIC_SEQ_CST);
+    const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
+    uintptr_t top = b->lo + b->span + sizeof(uintptr_t);
+    if (set && top < RULE_ADDR_LIMIT && fp_ok && r.sp - b->lo <= top - b->lo &&
+        rule_steps(set->rules, b, top, &r, &exact, sites, pcs, &n, max))
+        *clean = 1;
+    else
+        n = general_walk(&r, exact, fp_ok, scan, sites, b, set, pcs, n, max,
+                         full, clean);
+    __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
     return n;
 }
 
@@ -542,7 +710,7 @@ trial_walk(const struct cfi_regs *regs, const struct bounds *b)
 {
     uintptr_t pcs[THREADS_TRIAL_MAX];
     int full, clean;
-    walk(regs, 0, 1, 0, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
+    walk(regs, 0, 1, 0, 0, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
     return full || clean;
 }
 
@@ -552,7 +720,16 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
 {
     struct bounds b = make_bounds(stack_lo, stack_hi, 0);
     int clean;
-    return walk(regs, exact, 1, 0, &b, pcs, max, full, &clean);
+    return walk(regs, exact, 1, 0, 0, &b, pcs, max, full, &clean);
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int
+cfi_walk_sites(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
+               uintptr_t stack_hi, uintptr_t *pcs, int max, int *full)
+{
+    struct bounds b = make_bounds(stack_lo, stack_hi, 0);
+    int clean;
+    return walk(regs, exact, 1, 0, 1, &b, pcs, max, full, &clean);
 }
 
 STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
@@ -565,7 +742,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
     struct bounds b = make_bounds(stack_lo, stack_hi,
                                   (uintptr_t)copy - stack_lo);
     int clean;
-    return walk(regs, 1, 0, 1, &b, pcs, max, full, &clean);
+    return walk(regs, 1, 0, 1, 0, &b, pcs, max, full, &clean);
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int

@@ -25,6 +25,7 @@
 #include "agent/cpu.h"
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -121,17 +122,6 @@ static PPROF_SIGNAL_SAFE int still_loaded(const struct cached *c)
            now.dlfo_map_end == c->map_end && now.dlfo_link_map == c->map;
 }
 
-static int read_counters(struct dl_phdr_info *info, size_t size, void *data)
-{
-    unsigned long long *v = data;
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
-                    sizeof info->dlpi_subs) {
-        v[0] = info->dlpi_adds;
-        v[1] = info->dlpi_subs;
-    }
-    return 1; /* the counters are the same in every entry */
-}
-
 /* Rebuilds in place; the caller holds writer_lock and has busy raised with
  * no readers left. */
 static int rebuild(void)
@@ -164,7 +154,7 @@ int phdr_cache_refresh(int force)
     unsigned long long v[2] = {0, 0};
     if (!real_dl_iterate_phdr)
         return -ENOSYS;
-    real_dl_iterate_phdr(read_counters, v);
+    real_dl_iterate_phdr(cfi_phdr_counters, v);
     if (!force && v[0] == seen_adds && v[1] == seen_subs)
         return 0;
     spin_lock(&writer_lock);

@@ -133,22 +133,23 @@ static int capture(uintptr_t *pcs, int max, int may_allocate)
      * agent did not see start learns its stack, and code loaded since
      * the last refresh gets its tables. */
     if (may_allocate && !agent_tls.in_loader) {
-        cfi_stack_learn();
-        cfi_tables_maybe_refresh();
+        if (unlikely(!cfi_stack_hi))
+            cfi_stack_learn();
+        if (unlikely(__atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED)))
+            cfi_tables_maybe_refresh();
     } else if (!cfi_stack_hi) {
         learn_from_maps();
     }
     int full;
     int n = cfi_walk_here(raw, want, &full);
-    if (n <= 0)
-        return 0;
     int i = 0;
     while (i < n && is_self(raw[i]))
         i++;
-    int out = 0;
-    for (; i < n && out < max; i++)
-        pcs[out++] = raw[i] - 1;
-    if ((i < n || full) && out > 0)
+    /* Return addresses, turned into their call sites. */
+    int out = n - i < max ? n - i : max;
+    for (int j = 0; j < out; j++)
+        pcs[j] = raw[i + j] - 1;
+    if ((i + out < n || full) && out > 0)
         pcs[out - 1] = FRAME_TRUNCATED;
     return out;
 }

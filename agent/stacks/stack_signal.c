@@ -29,10 +29,8 @@ uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
         return 1;
     }
     int full;
-    int n = cfi_walk(&r, 1, r.sp, hi, pcs, (int)max, &full);
-    /* Every caller is a return address: turned into its call site. */
-    for (int i = 1; i < n; i++)
-        pcs[i] -= 1;
+    /* Every caller as its call site (return address - 1). */
+    int n = cfi_walk_sites(&r, 1, r.sp, hi, pcs, (int)max, &full);
     if (full)
         pcs[n - 1] = FRAME_TRUNCATED;
     return (uint32_t)n;

@@ -539,6 +539,18 @@ __attribute__((noinline)) static void bench_libunwind_walks(void)
         bench_frames = unwinder.backtrace(raw, FRAMES);
 }
 
+/* gperftools' CPU profiler's own unwinder (what its SIGPROF handler
+ * calls), from libprofiler.so.0 when it is installed. */
+static int (*profiler_stack)(void **result, int max_depth, int skip,
+                             const void *uc);
+
+__attribute__((noinline)) static void bench_libprofiler_walks(void)
+{
+    void *raw[FRAMES];
+    for (int i = 0; i < BENCH_WALKS; i++)
+        bench_frames = profiler_stack(raw, FRAMES, 0, NULL);
+}
+
 static void (*bench_fn)(void);
 
 static int by_value(const void *a, const void *b)
@@ -560,21 +572,34 @@ static void bench_batches(void)
 }
 
 /* Walks from `depth` levels of recursion in the library without frame
- * pointers; who: "walker", "libunwind" or both. */
+ * pointers; who: "walker", "libunwind", "libprofiler" or all three. */
 static int bench(int depth, const char *who_only)
 {
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } whos[] = {{"walker", bench_walker_walks},
+                {"libunwind", bench_libunwind_walks},
+                {"libprofiler", bench_libprofiler_walks}};
     void *raw[FRAMES];
     unwinder.backtrace(raw, FRAMES); /* libunwind's caches warm */
-    {
-        for (int who = 0; who < 2; who++) {
-            if (who_only && strcmp(who_only, who ? "libunwind" : "walker"))
-                continue;
-            bench_fn = who ? bench_libunwind_walks : bench_walker_walks;
-            libs[0].recurse(depth, bench_batches);
-            printf("%s frames=%d median_ns=%.0f walks=%d\n",
-                   who ? "libunwind" : "walker", bench_frames,
-                   bench_median_ns, BENCH_WALKS * BENCH_BATCHES);
+    void *prof = dlopen("libprofiler.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (prof)
+        profiler_stack = (int (*)(void **, int, int, const void *))dlsym(
+            prof, "ProfilerGetStackTrace");
+    for (size_t who = 0; who < sizeof whos / sizeof whos[0]; who++) {
+        if (who_only && strcmp(who_only, whos[who].name))
+            continue;
+        if (whos[who].fn == bench_libprofiler_walks && !profiler_stack) {
+            printf("%s missing\n", whos[who].name);
+            continue;
         }
+        if (whos[who].fn == bench_libprofiler_walks)
+            profiler_stack(raw, FRAMES, 0, NULL); /* its caches warm */
+        bench_fn = whos[who].fn;
+        libs[0].recurse(depth, bench_batches);
+        printf("%s frames=%d median_ns=%.0f walks=%d\n", whos[who].name,
+               bench_frames, bench_median_ns, BENCH_WALKS * BENCH_BATCHES);
     }
     return 0;
 }

@@ -308,14 +308,15 @@ __attribute__((destructor)) static void report(void)
             "frames %ld same_frames %ld; differing: walker shorter %ld, "
             "longer or same length %ld; first difference at frame 0: %ld, "
             "1: %ld, 2: %ld, 3 or deeper: %ld; walker fp_frames %llu "
-            "no_table %llu row_cache_misses %llu\n",
+            "no_table %llu row_cache_misses %llu rule_cache_slow %llu\n",
             tally.frames, tally.same_frames, tally.ours_shorter,
             tally.ours_longer, tally.first_differs_at[0],
             tally.first_differs_at[1], tally.first_differs_at[2],
             tally.first_differs_at[3],
             (unsigned long long)cfi_walk_counters.fp_frames,
             (unsigned long long)cfi_walk_counters.no_table,
-            (unsigned long long)cfi_walk_counters.cache_misses);
+            (unsigned long long)cfi_walk_counters.cache_misses,
+            (unsigned long long)cfi_walk_counters.slow_frames);
     int n = kept_n < KEPT ? kept_n : KEPT;
     for (int i = 0; i < n; i++) {
         fprintf(f, "difference %d:\n", i + 1);
