@@ -87,8 +87,17 @@ static int maps_line_holds(const char *p, uintptr_t sp, uintptr_t *lo,
  * jemalloc's background threads are) caught where it may not allocate:
  * pthread_getattr_np would. Open, read and close only; no allocation, no
  * lock. */
+/* Reads of /proc/self/maps one thread may make: a stack in no mapping, or a
+ * process out of descriptors, must not cost an open and a read on every
+ * capture for the rest of the thread's life. */
+#define MAPS_TRIES 3
+static __thread unsigned char maps_tries;
+
 static void learn_from_maps(void)
 {
+    if (maps_tries >= MAPS_TRIES)
+        return;
+    maps_tries++;
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     int fd = fds_open("/proc/self/maps", O_RDONLY);
     if (fd < 0)
