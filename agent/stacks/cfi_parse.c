@@ -39,39 +39,43 @@ struct cursor {
     int bad;
 };
 
-static uint64_t uleb(struct cursor *c)
+/* The bits of a LEB128 number, how many bits were read (*shift) and its
+ * last byte (*last); 0 with the cursor marked bad when the input ends
+ * inside it. */
+static uint64_t leb_bits(struct cursor *c, int *shift, uint8_t *last)
 {
     uint64_t v = 0;
-    int shift = 0;
+    *shift = 0;
+    *last = 0;
     while (c->p < c->end) {
         uint8_t b = *c->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            return v;
-    }
-    c->bad = 1;
-    return 0;
-}
-
-static int64_t sleb(struct cursor *c)
-{
-    int64_t v = 0;
-    int shift = 0;
-    while (c->p < c->end) {
-        uint8_t b = *c->p++;
-        if (shift < 64)
-            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-        shift += 7;
+        if (*shift < 64)
+            v |= (uint64_t)(b & 0x7f) << *shift;
+        *shift += 7;
         if (!(b & 0x80)) {
-            if (shift < 64 && (b & 0x40))
-                v |= -((int64_t)1 << shift);
+            *last = b;
             return v;
         }
     }
     c->bad = 1;
     return 0;
+}
+
+static uint64_t uleb(struct cursor *c)
+{
+    int shift;
+    uint8_t last;
+    return leb_bits(c, &shift, &last);
+}
+
+static int64_t sleb(struct cursor *c)
+{
+    int shift;
+    uint8_t last;
+    uint64_t v = leb_bits(c, &shift, &last);
+    if (shift < 64 && (last & 0x40))
+        v |= ~(uint64_t)0 << shift;
+    return (int64_t)v;
 }
 
 static uint64_t fixed(struct cursor *c, size_t size)

