@@ -152,6 +152,16 @@ static int wait_end(struct wait *w, int r, int record_failed)
     return r;
 }
 
+/* The value of `call`, timed as one wait on lock (NULL: not a lock);
+ * record_failed as wait_end's. A statement expression, so that the call is
+ * made between the two clock reads. */
+#define TIMED_WAIT(lock, record_failed, call)                                  \
+    ({                                                                         \
+        struct wait w_;                                                        \
+        wait_begin(&w_, (lock));                                               \
+        wait_end(&w_, (call), (record_failed));                                \
+    })
+
 /* ---- locks with a clock ----------------------------------------------------- */
 
 EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
@@ -162,9 +172,7 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
     int r = real_mutex_trylock(m);
     if (likely(r != EBUSY))
         return r;
-    struct wait w;
-    wait_begin(&w, m);
-    return wait_end(&w, FORWARD(real_mutex_clocklock, m, clock, abstime), 0);
+    return TIMED_WAIT(m, 0, FORWARD(real_mutex_clocklock, m, clock, abstime));
 }
 
 static int rw_clocklock(pthread_rwlock_t *l, clockid_t clock,
@@ -179,9 +187,7 @@ static int rw_clocklock(pthread_rwlock_t *l, clockid_t clock,
     int r = trylock(l);
     if (likely(r != EBUSY))
         return r;
-    struct wait w;
-    wait_begin(&w, l);
-    return wait_end(&w, FORWARD(lock, l, clock, abstime), 0);
+    return TIMED_WAIT(l, 0, FORWARD(lock, l, clock, abstime));
 }
 
 EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
@@ -215,10 +221,8 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
             contention_mutex_event(delay, count);
         errno = saved;
     }
-    struct wait w;
-    wait_begin(&w, NULL);
-    return wait_end(&w, FORWARD(real_cond_clockwait, c, m, clock, abstime),
-                    1);
+    return TIMED_WAIT(NULL, 1,
+                      FORWARD(real_cond_clockwait, c, m, clock, abstime));
 }
 
 EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
@@ -232,9 +236,7 @@ EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
     if (errno != EAGAIN)
         return real_sem_clockwait(s, clock, abstime);
     errno = saved;
-    struct wait w;
-    wait_begin(&w, NULL);
-    return wait_end(&w, real_sem_clockwait(s, clock, abstime), 1);
+    return TIMED_WAIT(NULL, 1, real_sem_clockwait(s, clock, abstime));
 }
 
 /* ---- waits that are not locks ------------------------------------------------ */
@@ -243,19 +245,15 @@ EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 {
     if (pass_through())
         return FORWARD(real_barrier_wait, b);
-    struct wait w;
-    wait_begin(&w, NULL);
     /* PTHREAD_BARRIER_SERIAL_THREAD is a success too. */
-    return wait_end(&w, FORWARD(real_barrier_wait, b), 1);
+    return TIMED_WAIT(NULL, 1, FORWARD(real_barrier_wait, b));
 }
 
 EXPORT int pthread_join(pthread_t t, void **ret)
 {
     if (pass_through())
         return FORWARD(real_join, t, ret);
-    struct wait w;
-    wait_begin(&w, NULL);
-    return wait_end(&w, FORWARD(real_join, t, ret), 0);
+    return TIMED_WAIT(NULL, 0, FORWARD(real_join, t, ret));
 }
 
 EXPORT int pthread_timedjoin_np(pthread_t t, void **ret,
@@ -263,9 +261,7 @@ EXPORT int pthread_timedjoin_np(pthread_t t, void **ret,
 {
     if (pass_through())
         return FORWARD(real_timedjoin, t, ret, abstime);
-    struct wait w;
-    wait_begin(&w, NULL);
-    return wait_end(&w, FORWARD(real_timedjoin, t, ret, abstime), 1);
+    return TIMED_WAIT(NULL, 1, FORWARD(real_timedjoin, t, ret, abstime));
 }
 
 EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
@@ -273,9 +269,8 @@ EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
 {
     if (pass_through())
         return FORWARD(real_clockjoin, t, ret, clock, abstime);
-    struct wait w;
-    wait_begin(&w, NULL);
-    return wait_end(&w, FORWARD(real_clockjoin, t, ret, clock, abstime), 1);
+    return TIMED_WAIT(NULL, 1,
+                      FORWARD(real_clockjoin, t, ret, clock, abstime));
 }
 
 /* A spin lock waits on the CPU (the CPU profile shows it too); its holder
@@ -287,7 +282,5 @@ EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
     int r = real_spin_trylock(l);
     if (likely(r != EBUSY))
         return r;
-    struct wait w;
-    wait_begin(&w, NULL);
-    return wait_end(&w, FORWARD(real_spin_lock, l), 0);
+    return TIMED_WAIT(NULL, 0, FORWARD(real_spin_lock, l));
 }
