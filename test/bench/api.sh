@@ -9,6 +9,7 @@
 #
 #   sh test/bench/api.sh BUILD_DIR
 set -eu
+. "$(dirname "$0")/stats.sh"
 build=$(cd "${1:-build}" && pwd)
 agent=${AGENT:-$build/libpprofagent.so}
 prog="$build/test/programs/api_bench"
@@ -21,7 +22,6 @@ pids=""
 trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 
 under_agent() { env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet "$@"; }
-median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 nsop() { sed -n 's/.* \([0-9.]*\) ns\/op/\1/p'; }
 
 i=0

@@ -18,6 +18,7 @@
 # PAIRS (20000000), and AGENT_ENV, extra settings for the agent runs (to
 # compare other rates with the same script).
 set -eu
+. "$(dirname "$0")/stats.sh"
 build=$(cd "${1:-build}" && pwd)
 agent=${AGENT:-$build/libpprofagent.so}
 prog="$build/test/programs/contention_bench"
@@ -40,7 +41,6 @@ under_agent() {
     env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet $agent_env "$@"
 }
 
-median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 i=0
 while [ $i -lt "$runs" ]; do
@@ -62,7 +62,6 @@ while [ $i -lt "$runs" ]; do
 done
 
 # spread FILE: (max - min) / median of the rounds, in percent.
-spread() { sort -n "$1" | awk '{v[NR]=$1} END {m = (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; s = 0; if (m > 0) s = (v[NR] - v[1]) * 100 / m; printf "%.1f", s}'; }
 
 c0=$(median <"$tmp/c0"); c1=$(median <"$tmp/c1")
 u0=$(median <"$tmp/u0"); u1=$(median <"$tmp/u1")

@@ -3,12 +3,15 @@
 # two-thread program alone, under the agent idle, under the agent with a
 # 100 Hz profile running, and under gperftools' libprofiler (CPUPROFILE,
 # 100 Hz). Reports medians of the program's own CPU time for a fixed amount
-# of work, as ratios to the program alone; then the handler's cost per
-# sample (median, from the agent's histogram), its instructions per sample
-# under callgrind, and what a 1000 Hz request really delivers.
+# of work, as ratios to the program alone, with each configuration's spread
+# over the rounds ((max - min) / median: the run's own noise); then the
+# handler's cost per sample (median, from the agent's histogram), its
+# instructions per sample under callgrind, and what a 1000 Hz request
+# really delivers.
 #
 #   sh test/bench/cpu.sh BUILD_DIR        (CPU_BENCH_ROUNDS=5, CPU_BENCH_ITER=8000)
 set -eu
+. "$(dirname "$0")/stats.sh"
 build=$(cd "${1:-build}" && pwd)
 agent="$build/libpprofagent.so"
 prog="$build/test/programs/cpu_bench"
@@ -57,11 +60,10 @@ for r in $(seq "$rounds"); do
     done
 done
 
-median() { sort -n "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 base=$(median "$work/alone")
 echo "CPU-bound program, $threads threads, fixed work; median of $rounds interleaved runs (process CPU time)"
-printf '| %-34s | %10s | %6s |\n' configuration "CPU ms" ratio
-printf '|%s|%s|%s|\n' "------------------------------------" "------------" "--------"
+printf '| %-34s | %10s | %6s | %8s |\n' configuration "CPU ms" ratio "spread"
+printf '|%s|%s|%s|%s|\n' "------------------------------------" "------------" "--------" "----------"
 for c in $configs; do
     m=$(median "$work/$c")
     case $c in
@@ -70,8 +72,11 @@ for c in $configs; do
         profiling) label="agent, 100 Hz profile running" ;;
         gperftools) label="gperftools libprofiler, 100 Hz" ;;
     esac
-    printf '| %-34s | %10.1f | %6.3f |\n' "$label" "$m" "$(echo "$m $base" | awk '{print $1 / $2}')"
+    printf '| %-34s | %10.1f | %6.3f | %7s%% |\n' "$label" "$m" \
+        "$(echo "$m $base" | awk '{print $1 / $2}')" "$(spread "$work/$c")"
 done
+echo "noise of this run: the program alone's CPU time moved by $(spread "$work/alone")% ((max - min) / median)"
+echo "over its $rounds rounds; a ratio closer to 1 than that is not told apart from 1."
 
 # Handler cost per sample and the effective rate at 100 and 1000 Hz.
 sample_run() { # hz seconds -> the profile's comment line

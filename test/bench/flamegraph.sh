@@ -9,6 +9,7 @@
 #
 #   sh test/bench/flamegraph.sh BUILD_DIR   (FLAME_BENCH_ROUNDS=5, FLAME_BENCH_N=40)
 set -eu
+. "$(dirname "$0")/stats.sh"
 build=$(cd "${1:-build}" && pwd)
 agent="$build/libpprofagent.so"
 host="$build/test/programs/flame_host"
@@ -58,7 +59,6 @@ for r in $(seq "$rounds"); do
     batch flame_heap "debug/pprof/flamegraph?profile=heap"
 done
 
-median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 heap_cpu=$(median "$work/heap.cpu")
 echo "host CPU per request (ms, median of $rounds rounds of $n requests):"
 printf '%-22s %10s %14s %14s\n' endpoint cpu_ms latency_ms vs_heap_proto

@@ -9,6 +9,7 @@
 #
 #   sh test/bench/ops.sh BUILD_DIR      (OPS_BENCH_ROUNDS=5, OPS_BENCH_FORKS=500)
 set -eu
+. "$(dirname "$0")/stats.sh"
 build=$(cd "${1:-build}" && pwd)
 agent="$build/libpprofagent.so"
 forker="$build/test/programs/fork_bench"
@@ -19,7 +20,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 [ -x "$forker" ] && [ -x "$job" ] || make -s "$forker" "$job" >/dev/null
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 us_of() { sed -n 's/cpu_us=\([0-9.]*\).*/\1/p'; }
 
 fork_alone() { "$forker" "$1" "$forks" | us_of; }

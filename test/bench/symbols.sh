@@ -14,6 +14,7 @@
 #
 #   sh test/bench/symbols.sh BUILD_DIR     (SYMBOLS_BENCH_ROUNDS=7)
 set -eu
+. "$(dirname "$0")/stats.sh"
 . "$(dirname "$0")/agent_port.sh"
 build=$(cd "${1:-build}" && pwd)
 agent="$build/libpprofagent.so"
@@ -85,7 +86,6 @@ for r in $(seq "$rounds"); do
     done
 done
 
-median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 ref=$(awk '$1 == "full" {print $2}' "$work/times" | median)
 echo "first and second /debug/pprof/symbol request for one static function ($rounds rounds, medians):"
 printf '%-10s %10s %10s %8s %6s\n' variant first_ms second_ms vs_full named
