@@ -80,6 +80,11 @@ int rundir_publish(const char *addr);
 /* Removes this process's file (at exit). Async-signal-safe. */
 void rundir_remove(void);
 
+/* After an exec: the file of this pid that the image before it reserved
+ * (a root service's forked child, in its fork handler) becomes this
+ * image's, so that its exit removes it. Not async-signal-safe. */
+void rundir_adopt(void);
+
 /* Calls fn for every announced process of this process's family still
  * alive (pid exists with the announced start time) and removes the files
  * of dead processes, whatever their family. Returns how many were listed.

@@ -201,5 +201,6 @@ static void at_exit(void)
 void children_init(void)
 {
     rundir_family_init();
+    rundir_adopt();
     atexit(at_exit);
 }

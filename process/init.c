@@ -43,6 +43,7 @@ __attribute__((constructor)) static void agent_init(void)
     futex_hooks_init();
     contention_init();
     agent_ready = 1;
+    exit_hooks_init();
     children_init();
     fork_init(children_fork_prepare, children_fork_child);
     /* The whole-run CPU profile of PPROF_DUMP_DIR starts at once; the

@@ -35,6 +35,11 @@ void children_init(void);
 void children_fork_prepare(void);
 void children_fork_child(void);
 
+/* ---- _exit and _Exit (exit_hooks.c) -------------------------------------- */
+
+/* Resolves the C library's _exit. Called once by the constructor. */
+void exit_hooks_init(void);
+
 /* 1 in a process that was forked (without exec) from one under the agent. */
 extern int children_is_forked;
 

@@ -251,6 +251,20 @@ int rundir_publish(const char *addr)
     return err;
 }
 
+void rundir_adopt(void)
+{
+    if (!opt_run_dir[0] || own_path[0])
+        return;
+    char path[sizeof own_path];
+    log_snprintf(path, sizeof path, "%s/pid-%d", opt_run_dir, (int)getpid());
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid())
+        return;
+    memcpy(own_path, path, sizeof own_path);
+    own_pid = (int)getpid();
+}
+
 void rundir_remove(void)
 {
     /* Only the process that reserved the file removes it: a forked child

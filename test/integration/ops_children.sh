@@ -3,7 +3,8 @@
 # family; with PPROF_CHILDREN=off they serve nothing; a second process that
 # finds the configured port taken (an exec'd child, a second instance)
 # serves on port 0 instead and says so in one line; a killed worker's
-# announcement is never listed and is cleaned up.
+# announcement is never listed and is cleaned up; children that end at once
+# leave no announcement behind.
 . "$TOP/test/integration/lib.sh"
 export PPROF_RUN_DIR="$WORK/run"
 prog="$BUILD/test/programs/fork_bench"
@@ -114,6 +115,23 @@ set -e
 grep -q "cannot announce this process in PPROF_RUN_DIR $WORK/shared: not a folder of this user's" "$WORK/shared.err" \
     || { cat "$WORK/shared.err"; fail "no refusal of a world-writable run directory"; }
 [ -z "$(ls "$WORK/shared")" ] || fail "files written into a world-writable run directory"
+
+# Children that end at once leave no file behind: a root service's child
+# reserves its announcement in the fork handler (before it may give up
+# root), then removes it whether it ends by _exit or execs a program that
+# exits. Without that, one file per fork stayed until a listing swept them.
+if [ "$(id -u)" = 0 ]; then
+    for mode in exit exec; do
+        env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_RUN_DIR="$WORK/short-$mode" \
+            "$prog" $mode 200 > /dev/null 2>"$WORK/short-$mode.err" \
+            || { cat "$WORK/short-$mode.err"; fail "fork_bench $mode failed under the agent"; }
+        left=$(ls "$WORK/short-$mode" 2>/dev/null | wc -l)
+        note "200 children that $mode at once: $left announcement files left"
+        [ "$left" -le 1 ] || fail "$left announcement files left by 200 children that $mode at once"
+    done
+else
+    note "not root: children reserve no file in the fork handler; leftovers not checked"
+fi
 
 for p in $(pgrep -P "$parent") $(pgrep -P "$second") "$second" "$parent"; do
     kill "$p" 2>/dev/null || true
