@@ -75,6 +75,15 @@ static inline int contention_followed(const void *lock)
     return __atomic_load_n(contention_hint_slot(lock), __ATOMIC_RELAXED) != 0;
 }
 
+/* 1 when somebody anywhere is followed and a followed waiter may wait on
+ * lock: what an unlock, a hand-over and a condition wait test before
+ * charging anyone (one load when nobody is followed). Async-signal-safe. */
+static inline int contention_may_charge(const void *lock)
+{
+    return __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) != 0 &&
+           contention_followed(lock);
+}
+
 /* Samples recorded and samples lost (table full, no record slot). */
 extern long contention_lost;
 

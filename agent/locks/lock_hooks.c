@@ -211,9 +211,7 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
     int64_t t1 = contention_clock();
     if (h)
         contention_leave(h, t1);
-    else if (r == 0 &&
-             __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
-             contention_followed(op->lock))
+    else if (r == 0 && contention_may_charge(op->lock))
         contention_handover(op->lock);
     if (r == 0)
         contention_block_event(t1 - t0);
@@ -360,8 +358,7 @@ static __attribute__((noinline)) void charge(const void *lock,
 
 EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
-               !contention_followed(m)))
+    if (likely(!contention_may_charge(m)))
         return real_pthread_mutex_unlock(m);
     uint64_t t = contention_stamp();
     int r = real_pthread_mutex_unlock(m);
@@ -373,8 +370,7 @@ EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
     if (unlikely(!real_pthread_rwlock_unlock))
         lock_hooks_init();
-    if (likely(__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) == 0 ||
-               !contention_followed(l)))
+    if (likely(!contention_may_charge(l)))
         return real_pthread_rwlock_unlock(l);
     uint64_t t = contention_stamp();
     int r = real_pthread_rwlock_unlock(l);
@@ -384,11 +380,28 @@ EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 
 /* ---- condition variables --------------------------------------------------- */
 
+/* The version of a condition wait that the calling object asked for (the
+ * comment at the top): old_fn when it was built against GLIBC_2.2.5. A
+ * macro, so that the return address is the exported hook's caller. */
+#define COND_VERSION(new_fn, old_fn)                                           \
+    ((old_fn) && cond_version_old((uintptr_t)__builtin_return_address(0))      \
+         ? (old_fn)                                                            \
+         : (new_fn))
+
 static __attribute__((noinline)) void cond_release(pthread_mutex_t *m)
 {
     /* The real wait unlocks m inside the C library, where no hook sees it:
      * charge m's waiters' delay to this caller now. */
     charge(m, contention_stamp());
+}
+
+/* Before a real wait, which unlocks m where no hook sees it: m's waiters
+ * are charged to this caller, then the wait's clock starts. */
+static int64_t cond_block_begin(pthread_mutex_t *m)
+{
+    if (contention_may_charge(m))
+        cond_release(m);
+    return contention_clock();
 }
 
 static int cond_block_end(int r, int64_t t0)
@@ -403,18 +416,12 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     if (unlikely(!real_cond_wait_new))
         lock_hooks_init();
-    cond_wait_fn fn = real_cond_wait_new;
-    if (real_cond_wait_old &&
-        cond_version_old((uintptr_t)__builtin_return_address(0)))
-        fn = real_cond_wait_old;
+    cond_wait_fn fn =
+        COND_VERSION(real_cond_wait_new, real_cond_wait_old);
     if (pass_through())
         return fn(c, m);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
-        contention_followed(m))
-        cond_release(m);
-    int64_t t0 = contention_clock();
-    int r = fn(c, m);
-    return cond_block_end(r, t0);
+    int64_t t0 = cond_block_begin(m);
+    return cond_block_end(fn(c, m), t0);
 }
 
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
@@ -422,18 +429,12 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 {
     if (unlikely(!real_cond_timedwait_new))
         lock_hooks_init();
-    cond_timed_fn fn = real_cond_timedwait_new;
-    if (real_cond_timedwait_old &&
-        cond_version_old((uintptr_t)__builtin_return_address(0)))
-        fn = real_cond_timedwait_old;
+    cond_timed_fn fn =
+        COND_VERSION(real_cond_timedwait_new, real_cond_timedwait_old);
     if (pass_through())
         return fn(c, m, abstime);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
-        contention_followed(m))
-        cond_release(m);
-    int64_t t0 = contention_clock();
-    int r = fn(c, m, abstime);
-    return cond_block_end(r, t0);
+    int64_t t0 = cond_block_begin(m);
+    return cond_block_end(fn(c, m, abstime), t0);
 }
 
 /* ---- semaphores ------------------------------------------------------------- */

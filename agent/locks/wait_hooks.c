@@ -142,9 +142,7 @@ static int wait_end(struct wait *w, int r, int record_failed)
     int64_t t1 = contention_clock();
     if (w->handle)
         contention_leave(w->handle, t1);
-    else if (w->lock && r == 0 &&
-             __atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
-             contention_followed(w->lock))
+    else if (w->lock && r == 0 && contention_may_charge(w->lock))
         contention_handover(w->lock);
     if (r == 0 || record_failed)
         contention_block_event(t1 - w->t0);
@@ -162,6 +160,15 @@ static int wait_end(struct wait *w, int r, int record_failed)
         wait_end(&w_, (call), (record_failed));                                \
     })
 
+/* A lock that tries first: what the try-lock answered, unless the lock was
+ * busy; then the blocking call, timed as a wait on lock (NULL: its holder
+ * is not followed). */
+#define TRY_THEN_WAIT(lock, try_call, wait_call)                               \
+    ({                                                                         \
+        int r_ = (try_call);                                                   \
+        likely(r_ != EBUSY) ? r_ : TIMED_WAIT((lock), 0, (wait_call));         \
+    })
+
 /* ---- locks with a clock ----------------------------------------------------- */
 
 EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
@@ -169,10 +176,8 @@ EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
 {
     if (pass_through() || !real_mutex_trylock)
         return FORWARD(real_mutex_clocklock, m, clock, abstime);
-    int r = real_mutex_trylock(m);
-    if (likely(r != EBUSY))
-        return r;
-    return TIMED_WAIT(m, 0, FORWARD(real_mutex_clocklock, m, clock, abstime));
+    return TRY_THEN_WAIT(m, real_mutex_trylock(m),
+                         FORWARD(real_mutex_clocklock, m, clock, abstime));
 }
 
 static int rw_clocklock(pthread_rwlock_t *l, clockid_t clock,
@@ -184,10 +189,7 @@ static int rw_clocklock(pthread_rwlock_t *l, clockid_t clock,
     rwlock_clock_fn lock = rw[kind].real_clocklock;
     if (pass_through() || !trylock)
         return FORWARD(lock, l, clock, abstime);
-    int r = trylock(l);
-    if (likely(r != EBUSY))
-        return r;
-    return TIMED_WAIT(l, 0, FORWARD(lock, l, clock, abstime));
+    return TRY_THEN_WAIT(l, trylock(l), FORWARD(lock, l, clock, abstime));
 }
 
 EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock,
@@ -210,8 +212,7 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 {
     if (pass_through())
         return FORWARD(real_cond_clockwait, c, m, clock, abstime);
-    if (__atomic_load_n(&contention_waiters, __ATOMIC_RELAXED) &&
-        contention_followed(m)) {
+    if (contention_may_charge(m)) {
         /* The real wait unlocks m where no hook sees it: charge m's
          * waiters' delay to this caller now, as lock_hooks.c does for
          * pthread_cond_wait. */
@@ -279,8 +280,5 @@ EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
     if (pass_through() || !real_spin_trylock)
         return FORWARD(real_spin_lock, l);
-    int r = real_spin_trylock(l);
-    if (likely(r != EBUSY))
-        return r;
-    return TIMED_WAIT(NULL, 0, FORWARD(real_spin_lock, l));
+    return TRY_THEN_WAIT(NULL, real_spin_trylock(l), FORWARD(real_spin_lock, l));
 }
