@@ -280,5 +280,6 @@ EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
     if (pass_through() || !real_spin_trylock)
         return FORWARD(real_spin_lock, l);
-    return TRY_THEN_WAIT(NULL, real_spin_trylock(l), FORWARD(real_spin_lock, l));
+    return TRY_THEN_WAIT(NULL, real_spin_trylock(l),
+                         FORWARD(real_spin_lock, l));
 }
