@@ -341,8 +341,9 @@ EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l,
  * take the lock over, unlock and be charged before this runs: the record
  * keeps what accrued up to that hand-over for this charge (a stamp read
  * before the real unlock tells which is which; clock_gettime there cost
- * 6-10% of the contended benchmark, the TSC costs nothing measurable). `lock` is only a key, never dereferenced: the host may
- * free it as soon as it is unlocked.
+ * 6-10% of the contended benchmark, the TSC costs nothing measurable).
+ * `lock` is only a key, never dereferenced: the host may free it as soon
+ * as it is unlocked.
  */
 static __attribute__((noinline)) void charge(const void *lock,
                                             uint64_t unlocked_at)
@@ -356,14 +357,21 @@ static __attribute__((noinline)) void charge(const void *lock,
     errno = saved;
 }
 
+/* The value of the real unlock `call` of lock, after which lock's waiters
+ * are charged to this thread (stamped before the call). */
+#define CHARGED_UNLOCK(lock, call)                                             \
+    ({                                                                         \
+        uint64_t t_ = contention_stamp();                                      \
+        int r_ = (call);                                                       \
+        charge((lock), t_);                                                    \
+        r_;                                                                    \
+    })
+
 EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     if (likely(!contention_may_charge(m)))
         return real_pthread_mutex_unlock(m);
-    uint64_t t = contention_stamp();
-    int r = real_pthread_mutex_unlock(m);
-    charge(m, t);
-    return r;
+    return CHARGED_UNLOCK(m, real_pthread_mutex_unlock(m));
 }
 
 EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
@@ -372,10 +380,7 @@ EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
         lock_hooks_init();
     if (likely(!contention_may_charge(l)))
         return real_pthread_rwlock_unlock(l);
-    uint64_t t = contention_stamp();
-    int r = real_pthread_rwlock_unlock(l);
-    charge(l, t);
-    return r;
+    return CHARGED_UNLOCK(l, real_pthread_rwlock_unlock(l));
 }
 
 /* ---- condition variables --------------------------------------------------- */
