@@ -194,9 +194,10 @@ $(BUILD)/test/programs/%: test/programs/%.rs
 test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 
 # The packages first (test programs need compilers and tools a plain build
-# does not), then the binaries, then the run.
+# does not), then the binaries (on every core: JOBS), then the run.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: $(DEPS_STAMP)
-	@$(MAKE) --no-print-directory test-bins
+	@$(MAKE) --no-print-directory -j$(JOBS) test-bins
 	@sh test/run-tests $(BUILD)
 
 # Several sources in one command: the headers are listed, not generated.
