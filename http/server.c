@@ -334,9 +334,9 @@ static int said_serving;
 
 /* The one line at the default log level: where this process serves, and
  * why not where it was asked to when the address was taken. A forked
- * worker whose parent said it already is found through the parent
- * (/debug/pprof/processes): its line is debug. */
-static void say_serving(int port, const char *first_error)
+ * worker (quiet), or a process forked from one that said it already, is
+ * found through its parent (/debug/pprof/processes): its line is debug. */
+static void say_serving(int port, const char *first_error, int quiet)
 {
     char host[200] = "0.0.0.0";
     const char *colon = strrchr(opt_addr, ':');
@@ -344,7 +344,7 @@ static void say_serving(int port, const char *first_error)
         memcpy(host, opt_addr, (size_t)(colon - opt_addr));
         host[colon - opt_addr] = '\0';
     }
-    int level = said_serving ? LOG_DEBUG : LOG_INFO;
+    int level = said_serving || quiet ? LOG_DEBUG : LOG_INFO;
     if (first_error[0])
         log_msg(level,
                 "cannot serve on %s (%s); serving "
@@ -418,7 +418,7 @@ int server_start(const struct server_listen *how)
     memset(ports, 0, sizeof ports);
     int nports = mg_get_server_ports(server_ctx, 4, ports);
     int port = nports > 0 ? ports[0].port : 0;
-    say_serving(port, first_error);
+    say_serving(port, first_error, how->quiet);
     if (how->on_listening)
         how->on_listening(port);
     return 0;

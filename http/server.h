@@ -21,6 +21,9 @@ struct server_listen {
     int (*fallback)(char *addr, size_t addr_size);
     /* Called once the server listens, with its port. NULL: nothing. */
     void (*on_listening)(int port);
+    /* 1: a forked worker, whose parent says where the family serves: its
+     * own "serving" line is debug. */
+    int quiet;
 };
 
 /* Starts the server as how says. On failure logs one line and returns

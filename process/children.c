@@ -49,7 +49,12 @@ static int forked_from;
 
 int children_port_file(void)
 {
-    return !children_is_forked || (int)getppid() != forked_from;
+    return !children_parent_lives();
+}
+
+int children_parent_lives(void)
+{
+    return children_is_forked && (int)getppid() == forked_from;
 }
 
 /* Rewrites opt_addr (civetweb's syntax, "host:port" or "port") to port 0

@@ -48,6 +48,12 @@ extern int children_is_forked;
  * whose parent exited takes it over). Not async-signal-safe. */
 int children_port_file(void);
 
+/* 1 in a forked child whose forking parent still lives (a worker): it
+ * serves on port 0 at once, leaving the configured port to the parent,
+ * which may not have bound it yet (both start after the same delay).
+ * Not async-signal-safe. */
+int children_parent_lives(void);
+
 /* When the configured port cannot be had and a run directory is in use,
  * rewrites addr (civetweb's syntax) to port 0 on the same host and returns
  * 1; otherwise 0. Not async-signal-safe. */

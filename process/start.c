@@ -69,7 +69,13 @@ void start_now(void)
             .addr_size = sizeof opt_addr,
             .fallback = children_port0,
             .on_listening = on_listening,
+            .quiet = children_parent_lives(),
         };
+        /* A worker whose parent lives leaves the configured port to it:
+         * tried first, the port went to whichever of them started first
+         * (nginx forks its workers within the start delay). */
+        if (children_parent_lives())
+            children_port0(opt_addr, sizeof opt_addr);
         server_start(&how);
     }
     pthread_mutex_unlock(&start_lock);

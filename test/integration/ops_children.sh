@@ -103,6 +103,35 @@ for i in $(seq 50); do [ -s "$WORK/daemon.port" ] && break; sleep 0.1; done
 note "daemon $self serves on the configured port $dport"
 kill "$self"
 
+# Workers forked at once (nginx forks its workers within the start delay)
+# leave the configured port to their parent: the parent serves there in
+# every run, each worker on a port of its own, and the only line at the
+# default level is the parent's.
+for run in 1 2 3 4 5; do
+    wport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$wport" "$prog" hold 3 6 \
+        > /dev/null 2>"$WORK/early-$run.err" &
+    early=$!
+    PIDS="$PIDS $early"
+    i=0
+    while ! owner=$(curl -sS --max-time 2 "http://127.0.0.1:$wport/debug/pprof/processes" 2>/dev/null | awk '/ self$/ { print $1 }') \
+            || [ -z "$owner" ]; do
+        i=$((i + 1)); [ $i -lt 100 ] || fail "run $run: nobody serves on the configured port $wport"
+        sleep 0.1
+    done
+    [ "$owner" = "$early" ] || fail "run $run: port $wport is served by $owner, not the parent $early"
+    listed=0
+    while [ "$listed" -lt 4 ]; do
+        listed=$(curl -sS --max-time 2 "http://127.0.0.1:$wport/debug/pprof/processes" | grep -c 'http://' || true)
+        i=$((i + 1)); [ $i -lt 200 ] || fail "run $run: the parent lists $listed processes, not 4"
+        sleep 0.1
+    done
+    [ "$(cat "$WORK/early-$run.err")" = "pprofagent: serving http://127.0.0.1:$wport/debug/pprof/ (pid $early)" ] ||
+        { cat "$WORK/early-$run.err"; fail "run $run: more than the parent's one line"; }
+    kill "$early" $(pgrep -P "$early") 2>/dev/null || true
+done
+note "5 runs: the parent served on the configured port, its 3 workers listed, one line"
+
 # A run directory that others can write to (a planted /tmp folder) is not
 # used: one line, nothing written there, the program unharmed.
 mkdir -m 1777 "$WORK/shared"
