@@ -10,6 +10,7 @@
  * as links. Runs on the agent's server threads.
  */
 #include "http/http.h"
+#include "http/server.h"
 
 #include "agent/agent.h"
 #include "agent/ops.h"
@@ -21,12 +22,31 @@
 struct listing {
     struct pbuf *b;
     int html;
+    int self_seen;
 };
+
+static void put_one(void *arg, const struct rundir_entry *e);
+
+/* Lists the family, and this process even when the folder does not show
+ * it: a worker that gave up root cannot read its parent's folder, and its
+ * own announcement may not be written yet. */
+static void list_family(struct listing *l)
+{
+    rundir_list(put_one, l);
+    if (l->self_seen)
+        return;
+    struct rundir_entry e = {.pid = (int)getpid(), .ppid = (int)getppid()};
+    rundir_program(e.program, sizeof e.program);
+    server_address(e.addr, sizeof e.addr);
+    if (e.addr[0])
+        put_one(l, &e);
+}
 
 static void put_one(void *arg, const struct rundir_entry *e)
 {
     struct listing *l = arg;
     int self = e->pid == (int)getpid();
+    l->self_seen |= self;
     if (!l->html) {
         pbuf_printf(l->b, "%d %d %s http://%s/debug/pprof/%s\n", e->pid,
                     e->ppid, e->program, e->addr, self ? " self" : "");
@@ -51,8 +71,8 @@ void processes_html(struct pbuf *b)
     http_html_escape(b, opt_run_dir);
     pbuf_puts(b, "):\n<table>\n<thead><td>pid</td><td>ppid</td>"
                  "<td>program</td><td>profiles</td></thead>\n");
-    struct listing l = {b, 1};
-    rundir_list(put_one, &l);
+    struct listing l = {b, 1, 0};
+    list_family(&l);
     pbuf_puts(b, "</table>\n</p>\n");
 }
 
@@ -63,8 +83,8 @@ void handle_processes(struct request *r)
         return;
     }
     struct pbuf b = {0};
-    struct listing l = {&b, 0};
-    rundir_list(put_one, &l);
+    struct listing l = {&b, 0, 0};
+    list_family(&l);
     if (b.oom)
         http_error(r, 500, "out of memory");
     else

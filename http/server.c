@@ -328,6 +328,30 @@ static void bind_error(const char *civet_text, char *out, size_t size)
                      : (civet_text[0] ? civet_text : "unknown error"));
 }
 
+/* The port this process's server listens on, 0 before it does. */
+static int serving_port;
+
+/* The host part of PPROF_ADDR as served: civetweb's "port" alone means
+ * every interface. */
+static void served_host(char *out, size_t size)
+{
+    const char *colon = strrchr(opt_addr, ':');
+    if (colon)
+        config_copy_prefix(out, size, opt_addr, (size_t)(colon - opt_addr));
+    else
+        log_snprintf(out, size, "0.0.0.0");
+}
+
+void server_address(char *out, size_t size)
+{
+    out[0] = '\0';
+    if (!serving_port)
+        return;
+    char host[200];
+    served_host(host, sizeof host);
+    log_snprintf(out, size, "%s:%d", host, serving_port);
+}
+
 /* Set once this process (or the parent it was forked from) said where it
  * serves at the default level. */
 static int said_serving;
@@ -338,12 +362,8 @@ static int said_serving;
  * found through its parent (/debug/pprof/processes): its line is debug. */
 static void say_serving(int port, const char *first_error, int quiet)
 {
-    char host[200] = "0.0.0.0";
-    const char *colon = strrchr(opt_addr, ':');
-    if (colon && (size_t)(colon - opt_addr) < sizeof host) {
-        memcpy(host, opt_addr, (size_t)(colon - opt_addr));
-        host[colon - opt_addr] = '\0';
-    }
+    char host[200];
+    served_host(host, sizeof host);
     int level = said_serving || quiet ? LOG_DEBUG : LOG_INFO;
     if (first_error[0])
         log_msg(level,
@@ -418,6 +438,7 @@ int server_start(const struct server_listen *how)
     memset(ports, 0, sizeof ports);
     int nports = mg_get_server_ports(server_ctx, 4, ports);
     int port = nports > 0 ? ports[0].port : 0;
+    serving_port = port;
     say_serving(port, first_error, how->quiet);
     if (how->on_listening)
         how->on_listening(port);

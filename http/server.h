@@ -34,6 +34,9 @@ int server_start(const struct server_listen *how);
 void server_reserve_port_file(void);
 /* Writes "host:port" to PPROF_PORT_FILE (when set). Not async-signal-safe. */
 void server_write_port_file(int port);
+/* Where this process serves, "host:port" (host as configured, 0.0.0.0 for
+ * a bare port), or "" before the server listens. Not async-signal-safe. */
+void server_address(char *out, size_t size);
 /* In a fork child (the only thread): forgets the parent's server, so that
  * server_start() can start the child's own. Async-signal-safe. */
 void server_fork_child(void);

@@ -133,14 +133,9 @@ void children_announce(int port)
     find_listener(port);
     if (!opt_run_dir[0])
         return;
-    /* The host as served: civetweb's "port" alone means every interface. */
-    char host[200] = "0.0.0.0";
-    const char *colon = strrchr(opt_addr, ':');
-    if (colon)
-        config_copy_prefix(host, sizeof host, opt_addr,
-                           (size_t)(colon - opt_addr));
+    (void)port; /* the server's own address has it */
     char addr[256];
-    log_snprintf(addr, sizeof addr, "%s:%d", host, port);
+    server_address(addr, sizeof addr);
     rundir_publish(addr);
 }
 

@@ -5,9 +5,6 @@ set -eu
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-test.XXXXXX")
 export PPROF_TMPDIR="$WORK/pprof"   # where go tool pprof saves fetched copies
-# Processes under test announce themselves here, not in the machine's run
-# directory (a test may set its own).
-export PPROF_RUN_DIR="$WORK/run"
 export HOME="${HOME:-$WORK}"
 # Every test announces its serving processes in a folder of its own, so a
 # process list never shows another test's (or another program's) agents.

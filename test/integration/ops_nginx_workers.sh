@@ -10,7 +10,9 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || fail "nginx is not
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$WORK/run"
+# As the agent makes it (and /run/pprofagent is): only root may read it,
+# not the workers once they run as nobody.
+mkdir -m 700 "$WORK/run"
 # A page that gzip compresses on every request: CPU in each worker.
 nginx_site 1 200000
 nginx_conf "$port" "master_process on; worker_processes 2;" "gzip_comp_level 9;"
@@ -79,6 +81,10 @@ for w in $workers; do
     url=$(printf '%s\n' "$listing" | awk -v p="$w" '$1 == p { print $4 }')
     cmd=$(curl -sS --max-time 10 "${url}cmdline" | tr '\0' ' ')
     expect_contains "$cmd" "nginx: worker process" "worker $w cmdline"
+    # A worker that gave up root cannot read the master's folder: it still
+    # lists itself.
+    curl -sS --max-time 10 "${url}processes" | grep -q "^$w $master .* self$" \
+        || { curl -sS "${url}processes"; fail "worker $w does not list itself"; }
     top=$(pprof -top "${url}profile?seconds=3")
     printf '%s\n' "$top" | head -n 14
     # Debian's nginx exports its global functions (names from .dynsym);
