@@ -234,7 +234,7 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
                                                   : 0),
                      (unsigned long long)cpu_counters.lost,
                      (unsigned long long)cpu_counters.shallow);
-    log_debug("cpu profile: %s", comment);
+    log_debug("cpu profile: %s", comment + strlen("pprofagent: "));
     return cpu_proto(a, cpu_period_ns, o->time_nanos, o->duration_nanos,
                      (int64_t)cpu_counters.lost, cpu_thread_name, comment,
                      out);
