@@ -165,6 +165,7 @@ struct sym_object {
     int loaded; /* symbol table and DWARF were tried (lazily) */
     struct sym_func *funcs;
     size_t nfuncs;
+    char *plt_names; /* the "<target>@plt" names funcs points into */
     struct Dwarf *dwarf;
 
     /* Filled once by symbols_debug_find(). */
@@ -235,6 +236,15 @@ int symbols_elf_has_type(struct Elf *elf, unsigned type);
  * every section of the given sh_type, in the order they stand; stops at
  * the first call that returns non-zero and returns that value, else 0.
  * Not async-signal-safe. Does not allocate. */
+/* Calls fn for each stub of the procedure linkage table that jumps through
+ * a relocated slot, as a function "<target>@plt" of the stub's size, and
+ * sets *names to the block holding those names (the caller frees it after
+ * the last use). Returns as symbols_elf_each_function. x86-64; elsewhere
+ * none. Not async-signal-safe (allocates). */
+int symbols_plt_each(struct Elf *elf, char **names,
+                     int (*fn)(void *ctx, uint64_t value, uint64_t size,
+                               unsigned char info, const char *name),
+                     void *ctx);
 int symbols_elf_each_function(struct Elf *elf, unsigned type,
                               int (*fn)(void *ctx, uint64_t value,
                                         uint64_t size, unsigned char info,

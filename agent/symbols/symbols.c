@@ -80,7 +80,24 @@ char *symbols_demangle(const char *name)
      * trailing hash); _R: Rust v0. Anything else is a C name. */
     if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
         return NULL;
-    return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+    size_t len = strlen(name);
+    static const char plt[] = "@plt";
+    if (len <= sizeof plt - 1 || strcmp(name + len - (sizeof plt - 1), plt))
+        return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+    /* A PLT stub (symbols_plt.c): the target's name, then "@plt". */
+    char *base = strndup(name, len - (sizeof plt - 1));
+    char *d = base ? cplus_demangle(base, DMGL_PARAMS | DMGL_ANSI) : NULL;
+    free(base);
+    if (!d)
+        return NULL;
+    size_t dn = strlen(d);
+    char *out = realloc(d, dn + sizeof plt);
+    if (!out) {
+        free(d);
+        return NULL;
+    }
+    memcpy(out + dn, plt, sizeof plt);
+    return out;
 }
 
 /* ---- per-object demangled-name cache ----------------------------------- */

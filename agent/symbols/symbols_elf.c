@@ -337,6 +337,8 @@ void symbols_elf_load(struct sym_object *o)
      * exported functions out on purpose: merging is cheap and covers both. */
     if (!err)
         err = symbols_elf_each_function(o->elf, SHT_DYNSYM, collect_one, &c);
+    if (!err)
+        err = symbols_plt_each(o->elf, &o->plt_names, collect_one, &c);
     if (c.n)
         build_table(o, c.v, c.n);
     free(c.v);
@@ -394,10 +396,12 @@ void symbols_elf_close(struct sym_object *o)
         elf_end(o->elf);
     free(o->image);
     free(o->funcs);
+    free(o->plt_names);
     free(o->segs);
     o->elf = NULL;
     o->image = NULL;
     o->funcs = NULL;
+    o->plt_names = NULL;
     o->segs = NULL;
 }
 
@@ -406,7 +410,9 @@ void symbols_elf_unload(struct sym_object *o)
     symbols_dwarf_close(o);
     symbols_debug_unload(o);
     free(o->funcs);
+    free(o->plt_names);
     o->funcs = NULL;
+    o->plt_names = NULL;
     o->nfuncs = 0;
     o->loaded = 0;
 }

@@ -8,12 +8,17 @@
 #include "encoder/encoder.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -184,6 +189,54 @@ TEST(libc_build_id_matches_readelf)
     char want[128];
     readelf_build_id(path, want, sizeof want);
     expect_str_eq(got, want);
+}
+
+static int main_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(uintptr_t *)data = info->dlpi_addr; /* the first is the executable */
+    return 1;
+}
+
+/* Each stub of this executable's PLT that jumps through a relocated slot
+ * is named "<target>@plt" (it took the unsized _init's name before). */
+TEST(plt_stubs_named)
+{
+#if defined(__x86_64__)
+    refresh();
+    uintptr_t bias = 0;
+    dl_iterate_phdr(main_bias, &bias);
+    elf_version(EV_CURRENT);
+    int fd = open("/proc/self/exe", O_RDONLY);
+    assert_true(fd >= 0);
+    Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+    assert_true(elf != NULL);
+    size_t named = 0, stubs = 0;
+    char first[128] = "";
+    symbols_lock();
+    for (int t = 0; t < 2; t++) {
+        Elf_Scn *scn = symbols_elf_section(elf, t ? ".plt.sec" : ".plt");
+        GElf_Shdr sh;
+        if (!scn || !gelf_getshdr(scn, &sh))
+            continue;
+        for (uint64_t off = 16; off + 16 <= sh.sh_size; off += 16) {
+            struct sym_frame fr[4];
+            int n = symbols_resolve(bias + sh.sh_addr + off + 2, fr, 4);
+            stubs++;
+            if (n >= 1 && ends_with(fr[n - 1].name, "@plt")) {
+                named++;
+                if (!first[0])
+                    snprintf(first, sizeof first, "%s", fr[n - 1].name);
+            }
+            assert_locked(n < 1 || strcmp(fr[n - 1].name, "_init") != 0);
+        }
+    }
+    symbols_unlock();
+    elf_end(elf);
+    close(fd);
+    printf("# %zu of %zu PLT entries named, e.g. %s\n", named, stubs, first);
+    expect_true(named >= 1);
+#endif
 }
 
 TEST(demangles)
@@ -381,7 +434,8 @@ int main(void)
 {
     return run_tests(static_function_resolves, libc_function_resolves,
                      main_executable_first, libc_build_id_matches_readelf,
-                     demangles, unmapped_address_is_unknown, pseudo_names,
+                     plt_stubs_named, demangles, unmapped_address_is_unknown,
+                     pseudo_names,
                      inlined_frames_innermost_first, dlopen_after_refresh,
                      stacks_glue, resolve_speed, NULL);
 }
