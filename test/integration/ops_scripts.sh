@@ -78,7 +78,8 @@ start_agent spawner "$BUILD/test/programs/spawner" 60
 snap="$WORK/snap"
 sh "$TOP/scripts/pprof-snapshot" "$ADDR" "$snap" 1 > "$WORK/snap.log" 2>&1 || { cat "$WORK/snap.log"; fail "pprof-snapshot failed"; }
 cat "$WORK/snap.log"
-for f in index.html cmdline.txt threadcreate.pb.gz threadcreate.txt taken-at; do
+for f in index.html cmdline.txt threadcreate.pb.gz threadcreate.txt peak.pb.gz \
+        profile.pb.gz wall.pb.gz wall.txt taken-at; do
     [ -s "$snap/$f" ] || fail "snapshot lacks $f"
 done
 expect_contains "$(cat "$snap/threadcreate.txt")" "spawn_pool" "threadcreate summary"
