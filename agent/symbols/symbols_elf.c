@@ -200,8 +200,9 @@ static int binding_rank(unsigned char info)
 }
 
 /* Sorting key for aliases at one address: sized, global, then the name
- * with the fewest leading underscores (qsort rather than __qsort), so the
- * choice is the one a reader expects and stable across runs. */
+ * with the fewest leading underscores (qsort rather than __qsort), then the
+ * shortest (free rather than its old alias cfree), so the choice is the
+ * one a reader expects and stable across runs. */
 struct func_tmp {
     struct sym_func f;
     int rank;
@@ -227,6 +228,9 @@ static int cmp_func(const void *a, const void *b)
     int ux = leading_underscores(x->f.name), uy = leading_underscores(y->f.name);
     if (ux != uy)
         return ux - uy;
+    size_t lx = strlen(x->f.name), ly = strlen(y->f.name);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
     return strcmp(x->f.name, y->f.name);
 }
 

@@ -121,6 +121,11 @@ TEST(libc_function_resolves)
     assert_locked(n >= 1);
     expect_true(strstr(fr[n - 1].name, "qsort") != NULL);
     expect_true(fr[n - 1].sym_start == (uintptr_t)q);
+    /* Of aliases at one address, the shortest name: free, not cfree. */
+    void *f = dlsym(libc, "free");
+    n = f ? symbols_resolve((uintptr_t)f + 1, fr, 8) : 0;
+    assert_locked(n >= 1);
+    expect_str_eq(fr[n - 1].name, "free");
     symbols_unlock();
 }
 
