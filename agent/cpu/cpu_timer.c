@@ -210,17 +210,29 @@ static void arm_thread(int tid, int fresh)
         timer_failures++;
 }
 
-void cpu_thread_started(void)
+/* 1 with reg_lock held when a profile runs (checked again under the
+ * lock: it may have ended meanwhile); 0, with the lock free, when none
+ * does. The thread hooks below start with it. */
+static int lock_if_active(void)
 {
     if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+        return 0;
+    spin_lock(&reg_lock);
+    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED))
+        return 1;
+    spin_unlock(&reg_lock);
+    return 0;
+}
+
+void cpu_thread_started(void)
+{
+    if (!lock_if_active())
         return;
     /* A new thread keeps the mask it inherited from its creator (the host
      * may have blocked every signal on purpose): blocked, no timer. Only
      * this thread changes its mask, so the look stays true until its own
      * next change, which the mask interposers see. */
-    spin_lock(&reg_lock);
-    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED) &&
-        !sigmask_self_blocks(cpu_signo)) {
+    if (!sigmask_self_blocks(cpu_signo)) {
         arm_thread((int)my_tid(), 1);
         struct reg_entry *e = reg_find((int)my_tid());
         if (e)
@@ -231,12 +243,9 @@ void cpu_thread_started(void)
 
 void cpu_thread_pause(void)
 {
-    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+    if (!lock_if_active())
         return;
-    spin_lock(&reg_lock);
-    struct reg_entry *e = __atomic_load_n(&cpu_active, __ATOMIC_RELAXED)
-                              ? reg_find((int)my_tid())
-                              : NULL;
+    struct reg_entry *e = reg_find((int)my_tid());
     if (e && e->timer >= 0) {
         struct itimerspec off;
         memset(&off, 0, sizeof off);
@@ -247,33 +256,27 @@ void cpu_thread_pause(void)
 
 void cpu_thread_resume(void)
 {
-    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+    if (!lock_if_active())
         return;
-    spin_lock(&reg_lock);
-    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
-        int tid = (int)my_tid();
-        struct reg_entry *e = reg_find(tid);
-        if (e && e->timer >= 0)
-            timer_arm(e->timer);
-        else
-            arm_thread(tid, 0);
-    }
+    int tid = (int)my_tid();
+    struct reg_entry *e = reg_find(tid);
+    if (e && e->timer >= 0)
+        timer_arm(e->timer);
+    else
+        arm_thread(tid, 0);
     spin_unlock(&reg_lock);
 }
 
 void cpu_thread_exiting(void)
 {
-    if (!__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
+    if (!lock_if_active())
         return;
-    spin_lock(&reg_lock);
-    if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
-        struct reg_entry *e = reg_find((int)my_tid());
-        if (e) {
-            timer_stop(e->timer);
-            e->timer = -1;
-            e->exited = 1;
-            prctl(PR_GET_NAME, e->name);
-        }
+    struct reg_entry *e = reg_find((int)my_tid());
+    if (e) {
+        timer_stop(e->timer);
+        e->timer = -1;
+        e->exited = 1;
+        prctl(PR_GET_NAME, e->name);
     }
     spin_unlock(&reg_lock);
 }
