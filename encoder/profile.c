@@ -109,6 +109,26 @@ static size_t append(struct profile *p, void **arr, size_t *cap, size_t *n,
 #define APPEND(p, arr, cap, n, value)                                          \
     append((p), (void **)&(arr), &(cap), &(n), sizeof *(arr), (value))
 
+/* Appends value to an array, as APPEND, and enters its index in t at the
+ * empty slot sl found for hash (none when sl is NULL); the entry's id
+ * (index + 1), or 0 when out of memory. */
+static uint64_t add_indexed(struct profile *p, struct htab *t,
+                            struct htab_slot *sl, uint64_t hash, void **arr,
+                            size_t *cap, size_t *n, size_t size,
+                            const void *value)
+{
+    size_t idx = append(p, arr, cap, n, size, value);
+    if (idx == SIZE_MAX)
+        return 0;
+    if (sl)
+        htab_set(t, sl, hash, idx);
+    return idx + 1;
+}
+
+#define ADD_INDEXED(p, t, sl, hash, arr, cap, n, value)                        \
+    add_indexed((p), (t), (sl), (hash), (void **)&(arr), &(cap), &(n),         \
+                sizeof *(arr), (value))
+
 /* The id (index + 1) of the entry of t equal to key, or 0 with *slot set
  * to where a new one goes (NULL after marking the profile out of
  * memory). */
@@ -321,11 +341,8 @@ uint64_t profile_function(struct profile *p, const char *name,
     uint64_t found = lookup(p, &p->function_index, h, function_eq, &f, &sl);
     if (found || !sl)
         return found;
-    size_t idx = APPEND(p, p->functions, p->functions_cap, p->nfunctions, &f);
-    if (idx == SIZE_MAX)
-        return 0;
-    htab_set(&p->function_index, sl, h, idx);
-    return idx + 1;
+    return ADD_INDEXED(p, &p->function_index, sl, h, p->functions,
+                       p->functions_cap, p->nfunctions, &f);
 }
 
 /* ---- locations ------------------------------------------------------------- */
@@ -358,13 +375,10 @@ uint64_t profile_location(struct profile *p, uint64_t mapping_id,
         if (found || !sl)
             return found;
     }
-    size_t idx = APPEND(p, p->loc_addr, p->loc_cap, p->nlocs, &address);
-    if (idx == SIZE_MAX)
+    uint64_t id = ADD_INDEXED(p, &p->loc_index, sl, h, p->loc_addr,
+                              p->loc_cap, p->nlocs, &address);
+    if (id == 0)
         return 0;
-    if (sl)
-        htab_set(&p->loc_index, sl, h, idx);
-
-    uint64_t id = idx + 1;
     struct pbuf *b = &p->locations;
     size_t m = pb_begin(b, PROFILE_F_LOCATION);
     pb_uint64(b, LOCATION_F_ID, id);
