@@ -102,37 +102,38 @@ int cpu_is_agent_tid(int tid)
     return is_agent_tid(tid);
 }
 
-/* The entry for tid, added if absent; NULL when the table is full.
- * reg_lock held. */
-static struct reg_entry *reg_get(int tid)
+/* The slot of tid: its entry, else the empty slot where it would go;
+ * NULL when the table is full. reg_lock held. */
+static struct reg_entry *reg_slot(int tid)
 {
     unsigned h = hash_knuth32((unsigned)tid);
     for (unsigned i = 0; i < REG_SLOTS; i++) {
         struct reg_entry *e = &reg[(h + i) & (REG_SLOTS - 1)];
-        if (e->tid == tid)
+        if (e->tid == tid || e->tid == 0)
             return e;
-        if (e->tid == 0) {
-            e->tid = tid;
-            e->timer = -1;
-            e->exited = 0;
-            e->name[0] = '\0';
-            return e;
-        }
     }
     return NULL;
 }
 
+/* The entry for tid, added if absent; NULL when the table is full.
+ * reg_lock held. */
+static struct reg_entry *reg_get(int tid)
+{
+    struct reg_entry *e = reg_slot(tid);
+    if (e && e->tid == 0) {
+        e->tid = tid;
+        e->timer = -1;
+        e->exited = 0;
+        e->name[0] = '\0';
+    }
+    return e;
+}
+
+/* The entry for tid, or NULL. reg_lock held. */
 static struct reg_entry *reg_find(int tid)
 {
-    unsigned h = hash_knuth32((unsigned)tid);
-    for (unsigned i = 0; i < REG_SLOTS; i++) {
-        struct reg_entry *e = &reg[(h + i) & (REG_SLOTS - 1)];
-        if (e->tid == tid)
-            return e;
-        if (e->tid == 0)
-            return NULL;
-    }
-    return NULL;
+    struct reg_entry *e = reg_slot(tid);
+    return e && e->tid == tid ? e : NULL;
 }
 
 /* ---- timers -------------------------------------------------------------- */
