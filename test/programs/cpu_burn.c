@@ -14,14 +14,17 @@
  * out right there. Read at every entry and exit of hot_a and hot_b (every
  * 0.1-0.4 ms), those boundaries became where the burners lost the CPU:
  * beside two CPU hogs most of their involuntary switches happened inside
- * the clock read. The kernel checks CPU timers only on its tick, so a
- * stretch of hot_b between two such switches could run with no tick at
- * all, its CPU then charged where the next tick found the thread, mostly
- * in hot_a: the profile drifted from the truth because the truth's own
- * measurement steered the scheduler. So the clock is read every 4-11 ms of
- * work, after whichever chunk of the spin loop comes next, wherever that
- * falls, and the CPU between two readings is split between hot_a and hot_b
- * by the rounds of the same loop each ran meanwhile.
+ * the clock read, and the kernel, which checks CPU timers only on its
+ * tick, charged the CPU of stretches run between two such switches where
+ * the next tick found the thread: the profile drifted from the truth
+ * (by up to 3 points) because the truth's own measurement steered the
+ * scheduler. Read every few milliseconds from inside the loop, it still
+ * drew the profile about a point away. So the burners make no system call
+ * at all: each counts the rounds of the spin loop it ran in hot_a and in
+ * hot_b, and the main thread, when asked for the figures, reads each
+ * burner's CPU clock from outside and splits the CPU it used since the
+ * last report between hot_a and hot_b by the rounds each ran meanwhile
+ * (the same loop, interleaved every 0.1-0.4 ms).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -33,62 +36,33 @@
 #include "spin.h"
 #include "timing.h"
 
-static long long total_a, total_b; /* atomics */
+#define MAX_BURNERS 64
+
+/* One per burner. rounds_a/rounds_b: written by the burner, read by the
+ * main thread (atomics); the rest belongs to the main thread. */
+struct burner {
+    pthread_t thread;
+    long rounds_a, rounds_b;
+    long long last_cpu;
+    long last_a, last_b;
+};
+static struct burner burners[MAX_BURNERS];
+static int nburners;
+static long long total_a, total_b; /* main thread only */
 static volatile sig_atomic_t report;
 
-#define CHUNK 4096L /* spin rounds between looks at the meter: a few µs */
-
-/* Each burner's meter: the CPU clock at the last reading, the rounds each
- * function ran since, and how many chunks until the next reading. */
-struct meter {
-    long long cpu;
-    long rounds_a, rounds_b;
-    long chunks_left;
-    unsigned seed;
-};
-static __thread struct meter meter;
-
-static void meter_read(void)
-{
-    long long now = thread_cpu_ns();
-    long long d = now - meter.cpu;
-    long n = meter.rounds_a + meter.rounds_b;
-    if (n > 0) {
-        long long da = d * meter.rounds_a / n;
-        __atomic_fetch_add(&total_a, da, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&total_b, d - da, __ATOMIC_RELAXED);
-    }
-    meter.cpu = now;
-    meter.rounds_a = meter.rounds_b = 0;
-    /* 4-11 ms of work at 0.9 ns a round. */
-    meter.chunks_left = 1000 + rand_r(&meter.seed) % 2000;
-}
-
-static void work(long n, long *rounds)
-{
-    while (n > 0) {
-        long c = n < CHUNK ? n : CHUNK;
-        spin(c);
-        n -= c;
-        *rounds += c;
-        if (--meter.chunks_left <= 0)
-            meter_read();
-    }
-}
-
-__attribute__((noinline)) void hot_a(long n) { work(n, &meter.rounds_a); }
-__attribute__((noinline)) void hot_b(long n) { work(n, &meter.rounds_b); }
+__attribute__((noinline)) void hot_a(long n) { spin(n); }
+__attribute__((noinline)) void hot_b(long n) { spin(n); }
 __attribute__((noinline)) void late_burn(long n) { spin(n); }
 
 static void *burner(void *arg)
 {
+    struct burner *b = arg;
+    int k = (int)(b - burners);
     char name[16];
-    snprintf(name, sizeof name, "burner-%d", (int)(long)arg);
+    snprintf(name, sizeof name, "burner-%d", k);
     pthread_setname_np(pthread_self(), name);
-    unsigned seed = 777u + (unsigned)(long)arg;
-    meter.seed = 999u + (unsigned)(long)arg;
-    meter.cpu = thread_cpu_ns();
-    meter.chunks_left = 1000 + rand_r(&meter.seed) % 2000;
+    unsigned seed = 777u + (unsigned)k;
     for (;;) {
         /* Lengths vary at random around 3:1: a strictly periodic pattern
          * much shorter than the kernel tick, which is when CPU timers
@@ -97,9 +71,42 @@ static void *burner(void *arg)
         long la = 200000 + rand_r(&seed) % 200001;
         long lb = 50000 + rand_r(&seed) % 100001;
         hot_a(la);
+        __atomic_fetch_add(&b->rounds_a, la, __ATOMIC_RELAXED);
         hot_b(lb);
+        __atomic_fetch_add(&b->rounds_b, lb, __ATOMIC_RELAXED);
     }
     return NULL;
+}
+
+static long long cpu_of(pthread_t t)
+{
+    clockid_t c;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &c) != 0 || clock_gettime(c, &ts) != 0)
+        return -1;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Adds each burner's CPU since the last call to the totals, split by the
+ * rounds it ran in each function meanwhile. */
+static void account(void)
+{
+    for (int i = 0; i < nburners; i++) {
+        struct burner *b = &burners[i];
+        long long cpu = cpu_of(b->thread);
+        long ra = __atomic_load_n(&b->rounds_a, __ATOMIC_RELAXED);
+        long rb = __atomic_load_n(&b->rounds_b, __ATOMIC_RELAXED);
+        long da = ra - b->last_a, db = rb - b->last_b;
+        if (cpu >= 0 && da + db > 0) {
+            long long d = cpu - b->last_cpu;
+            long long part = (long long)((double)d * da / (da + db));
+            total_a += part;
+            total_b += d - part;
+        }
+        b->last_cpu = cpu;
+        b->last_a = ra;
+        b->last_b = rb;
+    }
 }
 
 static void *late(void *arg)
@@ -124,9 +131,9 @@ int main(int argc, char **argv)
     int run = argc > 2 ? atoi(argv[2]) : 60;
     int late_delay = argc > 3 ? atoi(argv[3]) : -1;
     signal(SIGUSR1, on_usr1);
-    pthread_t t;
-    for (int i = 0; i < n; i++)
-        pthread_create(&t, NULL, burner, (void *)(long)i);
+    nburners = n < MAX_BURNERS ? n : MAX_BURNERS;
+    for (int i = 0; i < nburners; i++)
+        pthread_create(&burners[i].thread, NULL, burner, &burners[i]);
     printf("started %d\n", n);
     fflush(stdout);
     struct timespec start;
@@ -139,9 +146,8 @@ int main(int argc, char **argv)
         long el = now.tv_sec - start.tv_sec;
         if (report) {
             report = 0;
-            printf("a=%lld b=%lld\n",
-                   __atomic_load_n(&total_a, __ATOMIC_RELAXED),
-                   __atomic_load_n(&total_b, __ATOMIC_RELAXED));
+            account();
+            printf("a=%lld b=%lld\n", total_a, total_b);
             fflush(stdout);
         }
         if (late_delay >= 0 && !late_started && el >= late_delay) {
