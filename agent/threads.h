@@ -102,19 +102,26 @@ struct thread_syscall {
  * thread is gone). Not async-signal-safe. */
 int threads_read_syscall(int tid, struct thread_syscall *st);
 
+/* The same through the threads folder *tasks_fd holds open
+ * (proc_task_read: cheaper for a reader of many threads many times a
+ * second); by path when tasks_fd is NULL or *tasks_fd < 0. */
+int threads_read_syscall_at(const int *tasks_fd, int tid,
+                            struct thread_syscall *st);
+
 /* Bytes of a blocked thread's stack copied for its walk, at most. */
 #define THREADS_COPY_MAX (256 * 1024)
 
 /* Walks thread tid, blocked in the system call st describes (nr >= 0, sp
  * and pc known), from a copy of its stack made in copy (THREADS_COPY_MAX
- * bytes, the caller's): copies, reads st again and walks when it has not
- * moved, else tries once more with the new line (st updated). No signal
- * is sent. Returns THREAD_STACK_OK with *depth frames in pcs (leaf as
+ * bytes, the caller's): copies, reads st again (threads_read_syscall_at
+ * with tasks_fd) and walks when it has not moved, else tries once more
+ * with the new line (st updated). No signal is sent. Returns THREAD_STACK_OK with *depth frames in pcs (leaf as
  * /proc gives it, callers ra - 1, the agent's frames between host frames
  * left out), or THREAD_STACK_MOVED / THREAD_STACK_UNREADABLE.
  * Not async-signal-safe. */
-int threads_walk_blocked(int tid, struct thread_syscall *st, void *copy,
-                         uintptr_t *pcs, int max, int *depth);
+int threads_walk_blocked(const int *tasks_fd, int tid,
+                         struct thread_syscall *st, void *copy, uintptr_t *pcs,
+                         int max, int *depth);
 
 /* Host thread ids now (the agent's own left out, counted in *agent), in
  * the order /proc lists them. Returns a malloc'd array of *n, or NULL.
