@@ -67,12 +67,14 @@ void proc_tasks_close(int *fd);
 ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,
                        size_t size);
 
+/* 0 when *fd is still the folder the agent opened; when a host's raw
+ * close_range took the number, *fd = -1 (the number is the host's, not
+ * closed) and -EBADF: open it again. Does not allocate. */
+int proc_tasks_check(int *fd);
+
 /* Threads of the process now, the agent's own included: the folder's link
  * count less 2 (one fstat; procfs counts each thread directory as a
- * link). Checks first that *fd is still the folder the agent opened (a
- * host's raw close_range can take the number): when not, *fd = -1 (the
- * number is the host's, not closed) and -EBADF is returned; open it
- * again. Returns the count or -errno. Does not allocate. */
-long proc_tasks_count(int *fd);
+ * link). Returns the count or -errno. Does not allocate. */
+long proc_tasks_count(const int *fd);
 
 #endif

@@ -187,7 +187,7 @@ ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,
     return n;
 }
 
-long proc_tasks_count(int *fd)
+int proc_tasks_check(int *fd)
 {
     int d = __atomic_load_n(fd, __ATOMIC_ACQUIRE);
     if (d >= 0 && fds_check(d) != 0) {
@@ -195,6 +195,12 @@ long proc_tasks_count(int *fd)
         __atomic_store_n(fd, -1, __ATOMIC_RELEASE);
         d = -1;
     }
+    return d >= 0 ? 0 : -EBADF;
+}
+
+long proc_tasks_count(const int *fd)
+{
+    int d = __atomic_load_n(fd, __ATOMIC_ACQUIRE);
     if (d < 0)
         return -EBADF;
     struct stat st;

@@ -412,14 +412,28 @@ static size_t copy_stack(uintptr_t sp, void *copy)
     return got > 0 ? (size_t)got : 0;
 }
 
+int64_t threads_cpu_ns(int tid)
+{
+    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
+    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int threads_walk_blocked(const int *tasks_fd, int tid,
-                         struct thread_syscall *st, void *copy, uintptr_t *pcs,
-                         int max, int *depth)
+                         struct thread_syscall *st, int64_t cpu_before,
+                         void *copy, uintptr_t *pcs, int max, int *depth)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         size_t got = copy_stack(st->sp, copy);
         struct thread_syscall after;
-        if (threads_read_syscall_at(tasks_fd, tid, &after) != 0)
+        /* Not on a CPU since before st was read: its stack is as st found
+         * it, and the copy is of that (no second read of /proc). */
+        if (attempt == 0 && cpu_before >= 0 && threads_cpu_ns(tid) == cpu_before)
+            after = *st;
+        else if (threads_read_syscall_at(tasks_fd, tid, &after) != 0)
             break; /* it ended */
         if (strcmp(after.line, st->line) != 0) {
             *st = after;
@@ -467,7 +481,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
     }
     uint64_t found = cfi_walk_counters.fp_found;
     uint64_t lost = cfi_walk_counters.fp_lost;
-    t->status = threads_walk_blocked(NULL, t->tid, st, stack_copy, t->pcs,
+    t->status = threads_walk_blocked(NULL, t->tid, st, -1, stack_copy, t->pcs,
                                      THREADS_STACK_MAX, &t->depth);
     if (t->status == THREAD_STACK_OK)
         d->walked++;

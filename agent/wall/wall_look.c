@@ -65,8 +65,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The list of threads is read again at least this often, ns, and the
- * unwind tables brought up to date every REFRESH_NS. */
+/* The list of threads is read again at least this often, ns; the unwind
+ * tables are brought up to date, and the threads folder checked, every
+ * REFRESH_NS. */
 #define RELIST_MAX_NS 10000000000LL
 #define REFRESH_NS 1000000000LL
 /* How long a running look waits for its thread's first stack, ns. */
@@ -122,17 +123,6 @@ void wall_look_free(struct wall_looker *l)
 }
 
 /* ---- /proc --------------------------------------------------------------- */
-
-/* The thread's CPU time, ns, or -1 when it is gone. */
-static int64_t thread_cpu_ns(int tid)
-{
-    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
-    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
-    struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0)
-        return -1;
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* /proc/self/task/TID/FILE into buf: through the folder the session
  * holds, or by path when it could not be opened. Counted. */
@@ -298,7 +288,7 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     if (!t)
         return charge(fn, arg, &(struct wall_thread){.name = "?"}, NULL, 0,
                       WALL_OTHER, -1, ns, 1);
-    int64_t cpu0 = thread_cpu_ns(tid);
+    int64_t cpu0 = threads_cpu_ns(tid);
     if (cpu0 < 0) {
         l->gone = 1; /* it ended: its time up to now was charged before */
         return 0;
@@ -328,7 +318,9 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     }
     struct thread_syscall st;
     if (read_syscall(l, tid, &st) != 0) {
-        l->gone = 1;
+        /* Ended (a file that cannot be read of a thread that is still
+         * there does not make the list stale). */
+        l->gone |= threads_cpu_ns(tid) < 0;
         return 0;
     }
     /* Name and state letter: read again unless the thread waits where it
@@ -340,13 +332,13 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         t->stat_age++;
     } else {
         if ((t->letter = read_stat(l, t)) == '?') {
-            l->gone = 1;
+            l->gone |= threads_cpu_ns(tid) < 0;
             return 0;
         }
         t->stat_age = 0;
     }
     char letter = t->letter;
-    int64_t cpu1 = st.nr == -1 ? thread_cpu_ns(tid) : cpu0;
+    int64_t cpu1 = st.nr == -1 ? threads_cpu_ns(tid) : cpu0;
     t->prev_cpu = cpu1 >= 0 ? cpu1 : cpu0;
     t->prev_blocked = 0;
     l->c.looks++;
@@ -435,9 +427,8 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     }
     uint64_t key = walk_key(&st);
     if (key != t->walk_key) {
-        l->c.reads++; /* the walk reads the syscall file again */
         t->walk_status =
-            threads_walk_blocked(&wall_tasks_fd, tid, &st, l->copy,
+            threads_walk_blocked(&wall_tasks_fd, tid, &st, cpu0, l->copy,
                                  t->walk_pcs, WALL_STACK_MAX, &t->walk_depth);
         t->walk_nr = st.nr;
         /* The line the walk was consistent with (st was updated). */
@@ -513,9 +504,9 @@ static int list_stale(struct wall_looker *l, int64_t now)
         __atomic_load_n(&wall_exits, __ATOMIC_ACQUIRE) != l->exits_seen)
         return 1;
     long count = proc_tasks_count(&wall_tasks_fd);
-    if (count == -EBADF && proc_tasks_open(&wall_tasks_fd) == 0)
-        count = proc_tasks_count(&wall_tasks_fd);
-    return count < 0 || count != l->listed_total;
+    if (count < 0) /* no folder: once a second, as by path */
+        return now - l->listed_ns >= REFRESH_NS;
+    return count != l->listed_total;
 }
 
 int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
@@ -529,6 +520,9 @@ int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
     if (now - l->refreshed_ns >= REFRESH_NS) {
         /* The objects loaded meanwhile: the handler unwinds them. */
         wall_session_refresh();
+        /* The threads folder is still ours (else opened anew). */
+        if (proc_tasks_check(&wall_tasks_fd) != 0)
+            proc_tasks_open(&wall_tasks_fd);
         l->refreshed_ns = now;
     }
     l->c.ticks++;
