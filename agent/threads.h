@@ -121,9 +121,10 @@ int64_t threads_cpu_ns(int tid);
  * st was read (its CPU time is still cpu_before, taken before st was
  * read; else, or when cpu_before is -1, by reading st again with
  * threads_read_syscall_at and tasks_fd) and walks, else tries once more
- * with the new line (st updated). No signal is sent. Returns THREAD_STACK_OK with *depth frames in pcs (leaf as
- * /proc gives it, callers ra - 1, the agent's frames between host frames
- * left out), or THREAD_STACK_MOVED / THREAD_STACK_UNREADABLE.
+ * with the new line (st updated). No signal is sent. Returns
+ * THREAD_STACK_OK with *depth frames in pcs (leaf as /proc gives it,
+ * callers ra - 1, the agent's frames between host frames left out), or
+ * THREAD_STACK_MOVED / THREAD_STACK_UNREADABLE.
  * Not async-signal-safe. */
 int threads_walk_blocked(const int *tasks_fd, int tid,
                          struct thread_syscall *st, int64_t cpu_before,

@@ -431,7 +431,8 @@ int threads_walk_blocked(const int *tasks_fd, int tid,
         struct thread_syscall after;
         /* Not on a CPU since before st was read: its stack is as st found
          * it, and the copy is of that (no second read of /proc). */
-        if (attempt == 0 && cpu_before >= 0 && threads_cpu_ns(tid) == cpu_before)
+        if (attempt == 0 && cpu_before >= 0 &&
+            threads_cpu_ns(tid) == cpu_before)
             after = *st;
         else if (threads_read_syscall_at(tasks_fd, tid, &after) != 0)
             break; /* it ended */
