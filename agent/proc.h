@@ -32,6 +32,9 @@ int proc_thread_name(int tid, char *out, size_t size);
  * to size - 1 bytes). Returns '?' with name = "" when unreadable. */
 char proc_thread_state(int tid, char *name, size_t size);
 
+/* The same from a stat line already read (NUL-terminated). */
+char proc_parse_stat(const char *buf, char *name, size_t size);
+
 /* Calls fn(arg, n, dir_fd) for each entry of folder dir whose name is a
  * number in [0, INT_MAX] (thread ids in /proc/self/task, descriptors in
  * /proc/self/fd), in readdir order; dir_fd is the listing's own
@@ -39,5 +42,39 @@ char proc_thread_state(int tid, char *name, size_t size);
  * or -errno when dir cannot be opened. */
 int proc_list(const char *dir, int (*fn)(void *arg, int n, int dir_fd),
               void *arg);
+
+/*
+ * The threads folder /proc/self/task held open, for a reader that reads
+ * small files of many threads many times a second (the wall profile): a
+ * read through it is one openat from the folder (no path walk from the
+ * root), and its descriptor is not moved and registered as fds_open's
+ * are. It lives for the read only, at the number the kernel gives it,
+ * inside fds_begin/fds_end: a host's close, close_range or dup2 that lands
+ * meanwhile waits the few microseconds until it is closed, as it waits
+ * for any agent descriptor not yet moved, and so never reaches it.
+ */
+
+/* Opens the folder as an FDS_HELD descriptor kept in *fd (static storage,
+ * re-read at each use). Returns 0 or -errno. */
+int proc_tasks_open(int *fd);
+
+/* Closes it (nothing when *fd < 0); *fd = -1. */
+void proc_tasks_close(int *fd);
+
+/* Reads at most size - 1 bytes of /proc/self/task/TID/FILE into buf,
+ * NUL-terminated, through the folder in *fd. Returns the length, -ENOENT
+ * (the thread is gone) or another -errno. Does not allocate. */
+ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,
+                       size_t size);
+
+/* 0 when *fd is still the folder the agent opened; when a host's raw
+ * close_range took the number, *fd = -1 (the number is the host's, not
+ * closed) and -EBADF: open it again. Does not allocate. */
+int proc_tasks_check(int *fd);
+
+/* Threads of the process now, the agent's own included: the folder's link
+ * count less 2 (one fstat; procfs counts each thread directory as a
+ * link). Returns the count or -errno. Does not allocate. */
+long proc_tasks_count(const int *fd);
 
 #endif

@@ -106,6 +106,8 @@ struct wall_thread {
     /* the looks' own (wall_look.c) */
     int64_t prev_cpu;    /* CPU time at the previous look, ns */
     int prev_blocked;    /* the previous look saw it blocked (walked) */
+    int prev_state;      /* and charged this state (enum wall_state) */
+    int64_t looked_ns;   /* monotonic time of the previous look */
     char letter;         /* state letter of its last stat read */
     int stat_age;        /* looks since then */
     uint64_t walk_key;   /* hash of the call, sp and pc walked; 0 none */
@@ -126,6 +128,15 @@ struct wall_thread {
 /* 1 while a session runs; its signal. */
 extern int wall_active;
 extern int wall_signo;
+/* /proc/self/task held open while a session runs (proc_tasks_open: an
+ * FDS_HELD descriptor, re-read at each use), -1 when it could not be
+ * opened; closed by the session's end and in a forked child. Written by
+ * the session's thread only. */
+extern int wall_tasks_fd;
+/* Host threads that ended through the exit hook since the session began
+ * (the looks read the list of threads again when it moves). Written by
+ * the exit hook (under sigmask_lock), read by the session's thread. */
+extern uint32_t wall_exits;
 /* WALL_THREADS_MAX entries, index = slot index; valid while a session
  * runs. */
 extern struct wall_thread *wall_threads;
@@ -212,6 +223,10 @@ struct wall_look_counters {
     uint64_t owed;          /* running charges that waited for a stack */
     uint64_t no_stack;      /* running charges that never got one */
     uint64_t arms, disarms;
+    uint64_t unmoved;       /* looks that found the CPU clock unmoved since
+                               a blocked look: charged without /proc */
+    uint64_t reads;         /* files read in /proc/self/task/TID */
+    uint64_t relists;       /* listings of /proc/self/task */
     int64_t look_ns;        /* wall time spent looking, summed */
     int64_t look_cpu_ns;    /* the session thread's CPU time for it */
 };
@@ -225,6 +240,10 @@ struct wall_looker {
     size_t n;
     size_t cursor;
     int64_t listed_ns;  /* when tids was read */
+    long listed_total;  /* threads then, the agent's included */
+    uint32_t exits_seen; /* wall_exits then */
+    int gone;           /* a look found a listed thread gone since */
+    int64_t refreshed_ns; /* when the unwind tables were last refreshed */
     void *copy;         /* THREADS_COPY_MAX bytes for stack copies */
     uint32_t owed[WALL_OWED_MAX]; /* entries with owing set */
     size_t nowed;

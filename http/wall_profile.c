@@ -148,10 +148,12 @@ void handle_wall(struct request *r)
         return;
     }
 
-    char comment[400];
+    char comment[512];
     log_snprintf(comment, sizeof comment,
                  "pprofagent: %llu ticks at %d Hz (%llu late), %llu looks "
-                 "(running %llu, runnable %llu, blocked %llu); blocked walks "
+                 "(running %llu, runnable %llu, blocked %llu; %llu not run "
+                 "since the previous look); %llu /proc reads, %llu listings "
+                 "of the threads; blocked walks "
                  "%llu, kept %llu; running looks that waited for a stack "
                  "%llu, without one %llu; timer stacks %llu, arms %llu, "
                  "disarms %llu; looking took %llu us a tick (%llu us of CPU)",
@@ -159,7 +161,9 @@ void handle_wall(struct request *r)
                  (unsigned long long)late, (unsigned long long)c.looks,
                  (unsigned long long)c.running,
                  (unsigned long long)c.runnable,
-                 (unsigned long long)c.blocked, (unsigned long long)c.walks,
+                 (unsigned long long)c.blocked, (unsigned long long)c.unmoved,
+                 (unsigned long long)c.reads, (unsigned long long)c.relists,
+                 (unsigned long long)c.walks,
                  (unsigned long long)c.walks_cached,
                  (unsigned long long)c.owed, (unsigned long long)c.no_stack,
                  (unsigned long long)wall_counters.taken,

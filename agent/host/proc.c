@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 ssize_t proc_read(const char *path, char *buf, size_t size)
@@ -89,17 +91,13 @@ int proc_thread_name(int tid, char *out, size_t size)
     return (int)n;
 }
 
-char proc_thread_state(int tid, char *name, size_t size)
+char proc_parse_stat(const char *buf, char *name, size_t size)
 {
-    char path[64], buf[512];
-    log_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
     if (name && size)
         name[0] = '\0';
-    if (proc_read(path, buf, sizeof buf) <= 0)
-        return '?';
     /* "tid (name) S ...": the name may hold spaces and parentheses, so it
      * ends at the last ")". */
-    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
     if (!open || !close || close < open || close[1] != ' ' || !close[2])
         return '?';
     if (name && size) {
@@ -110,6 +108,17 @@ char proc_thread_state(int tid, char *name, size_t size)
         name[len] = '\0';
     }
     return close[2];
+}
+
+char proc_thread_state(int tid, char *name, size_t size)
+{
+    char path[64], buf[512];
+    log_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    if (name && size)
+        name[0] = '\0';
+    if (proc_read(path, buf, sizeof buf) <= 0)
+        return '?';
+    return proc_parse_stat(buf, name, size);
 }
 
 int proc_list(const char *dir, int (*fn)(void *arg, int n, int dir_fd),
@@ -127,4 +136,75 @@ int proc_list(const char *dir, int (*fn)(void *arg, int n, int dir_fd),
     }
     fds_closedir(d);
     return r;
+}
+
+/* ---- the threads folder held open ---------------------------------------- */
+
+int proc_tasks_open(int *fd)
+{
+    fds_begin();
+    int d = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = d < 0 ? -errno : 0;
+    if (d >= 0)
+        fds_adopt(d, FDS_HELD, fd);
+    fds_end();
+    return err;
+}
+
+void proc_tasks_close(int *fd)
+{
+    int d = __atomic_load_n(fd, __ATOMIC_ACQUIRE);
+    if (d >= 0)
+        fds_close(d);
+    __atomic_store_n(fd, -1, __ATOMIC_RELEASE);
+}
+
+ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,
+                       size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    char rel[48];
+    log_snprintf(rel, sizeof rel, "%d/%s", tid, file);
+    /* Bracketed whole: no host close/dup2 acts on the number until it is
+     * closed again (see proc.h). */
+    fds_begin();
+    ssize_t n;
+    int d = __atomic_load_n(fd, __ATOMIC_ACQUIRE);
+    int f = d >= 0 ? openat(d, rel, O_RDONLY | O_CLOEXEC) : -1;
+    if (f < 0) {
+        n = d >= 0 ? -errno : -EBADF;
+    } else {
+        n = read(f, buf, size - 1);
+        if (n < 0)
+            n = -errno;
+        /* Past the close interposer, which would wait for fds_end. */
+        syscall(SYS_close, f);
+    }
+    fds_end();
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+int proc_tasks_check(int *fd)
+{
+    int d = __atomic_load_n(fd, __ATOMIC_ACQUIRE);
+    if (d >= 0 && fds_check(d) != 0) {
+        /* The number is the host's now: forgotten, never closed. */
+        __atomic_store_n(fd, -1, __ATOMIC_RELEASE);
+        d = -1;
+    }
+    return d >= 0 ? 0 : -EBADF;
+}
+
+long proc_tasks_count(const int *fd)
+{
+    int d = __atomic_load_n(fd, __ATOMIC_ACQUIRE);
+    if (d < 0)
+        return -EBADF;
+    struct stat st;
+    if (fstat(d, &st) != 0)
+        return -errno;
+    return st.st_nlink >= 2 ? (long)st.st_nlink - 2 : 0;
 }

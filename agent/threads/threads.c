@@ -91,14 +91,14 @@ static int signalfd_reads(int fd, int sig)
     return (mask >> (sig - 1)) & 1;
 }
 
-int threads_read_syscall(int tid, struct thread_syscall *st)
+/* Fills st from the line read into st->line. Returns 0 or -1 (not a
+ * syscall line). */
+static int parse_syscall(struct thread_syscall *st)
 {
-    char path[64], *buf = st->line;
-    task_path(path, sizeof path, tid, "syscall");
-    memset(st, 0, sizeof *st);
+    char *buf = st->line;
     st->nr = -2;
-    if (proc_read(path, buf, sizeof st->line) <= 0)
-        return -1;
+    memset(st->args, 0, sizeof st->args);
+    st->sp = st->pc = 0;
     if (strncmp(buf, "running", 7) == 0) {
         st->nr = -1;
         return 0;
@@ -123,6 +123,31 @@ int threads_read_syscall(int tid, struct thread_syscall *st)
         st->pc = v[n - 1];
     }
     return 0;
+}
+
+int threads_read_syscall(int tid, struct thread_syscall *st)
+{
+    return threads_read_syscall_at(NULL, tid, st);
+}
+
+int threads_read_syscall_at(const int *tasks_fd, int tid,
+                            struct thread_syscall *st)
+{
+    ssize_t n;
+    st->nr = -2;
+    if (tasks_fd && *tasks_fd >= 0) {
+        n = proc_task_read(tasks_fd, tid, "syscall", st->line,
+                           sizeof st->line);
+    } else {
+        char path[64];
+        task_path(path, sizeof path, tid, "syscall");
+        n = proc_read(path, st->line, sizeof st->line);
+    }
+    if (n <= 0) {
+        st->line[0] = '\0';
+        return -1;
+    }
+    return parse_syscall(st);
 }
 
 /* 1 when the socket fd has no timeout in the direction used. */
@@ -387,13 +412,29 @@ static size_t copy_stack(uintptr_t sp, void *copy)
     return got > 0 ? (size_t)got : 0;
 }
 
-int threads_walk_blocked(int tid, struct thread_syscall *st, void *copy,
-                         uintptr_t *pcs, int max, int *depth)
+int64_t threads_cpu_ns(int tid)
+{
+    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
+    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int threads_walk_blocked(const int *tasks_fd, int tid,
+                         struct thread_syscall *st, int64_t cpu_before,
+                         void *copy, uintptr_t *pcs, int max, int *depth)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         size_t got = copy_stack(st->sp, copy);
         struct thread_syscall after;
-        if (threads_read_syscall(tid, &after) != 0)
+        /* Not on a CPU since before st was read: its stack is as st found
+         * it, and the copy is of that (no second read of /proc). */
+        if (attempt == 0 && cpu_before >= 0 &&
+            threads_cpu_ns(tid) == cpu_before)
+            after = *st;
+        else if (threads_read_syscall_at(tasks_fd, tid, &after) != 0)
             break; /* it ended */
         if (strcmp(after.line, st->line) != 0) {
             *st = after;
@@ -441,7 +482,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
     }
     uint64_t found = cfi_walk_counters.fp_found;
     uint64_t lost = cfi_walk_counters.fp_lost;
-    t->status = threads_walk_blocked(t->tid, st, stack_copy, t->pcs,
+    t->status = threads_walk_blocked(NULL, t->tid, st, -1, stack_copy, t->pcs,
                                      THREADS_STACK_MAX, &t->depth);
     if (t->status == THREAD_STACK_OK)
         d->walked++;

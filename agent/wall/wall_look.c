@@ -1,21 +1,32 @@
 /*
  * One tick of the wall profile: the session's thread looks at up to
- * WALL_LOOK_MAX host threads (a round robin over the list of threads,
- * read again every second) and charges each one the wall time the tick
- * stands for, with a stack, a state and the system call it is in.
+ * WALL_LOOK_MAX host threads (a round robin over the list of threads) and
+ * charges each one the wall time the tick stands for, with a stack, a
+ * state and the system call it is in.
  *
- * What a look reads, per thread: its CPU clock, /proc/self/task/TID/syscall
- * and /proc/self/task/TID/stat (name, state letter; skipped for a thread
- * parked where its previous look found it, but for one look in
- * STAT_EVERY), then its CPU clock again. Then:
+ * What a look reads, per thread, cheapest first (the figures are in
+ * docs/wall.md, "Cost"):
+ *  - its CPU clock (one clock_gettime). When it has not moved since a
+ *    look found the thread blocked at least UNMOVED_MIN_NS before, the
+ *    thread has not run since: it is where that look found it, and is
+ *    charged that look's stack, call and state without reading /proc at
+ *    all (a thread woken meanwhile but not yet on a CPU is charged as
+ *    still blocked: the one thing this cannot see, and the reason for the
+ *    second's wait: see UNMOVED_MIN_NS).
+ *  - otherwise /proc/self/task/TID/syscall, through the threads folder the
+ *    session holds open (proc_task_read: one openat, read, close), and
+ *    /proc/self/task/TID/stat (name, state letter) only for a thread
+ *    blocked somewhere new or one whose name was last read STAT_EVERY
+ *    looks ago. Then:
  *  - "running" in the syscall file (the thread is runnable or on a CPU):
  *    state running if its CPU clock moved while it was looked at, runnable
  *    if not; its stack is the most recent one its own CPU-time timer took
- *    (wall_signal.c), when it took one since it was armed. A thread that
- *    has none yet (it was just armed) owes the charge until its first
- *    stack arrives, at most OWED_MAX_NS later. One that has not used its
- *    CPU since a look that saw it blocked has not left that call yet: it
- *    is charged that call's stack, runnable.
+ *    (wall_signal.c), when it took one since it was armed (its voluntary
+ *    context switches, from its status file, tell whether it slept since).
+ *    A thread that has none yet (it was just armed) owes the charge until
+ *    its first stack arrives, at most OWED_MAX_NS later. One that has not
+ *    used its CPU since a look that saw it blocked has not left that call
+ *    yet: it is charged that call's stack, runnable.
  *  - blocked in a system call (S or D): walked where it stands from its
  *    stack pointer and a copy of its stack (threads_walk_blocked, no
  *    signal), the walk kept while the thread waits in the same call at
@@ -24,6 +35,13 @@
  * Timers: armed on a thread seen running, disarmed on one seen blocked
  * that has used no CPU since its previous look (it slept the whole time
  * between the two looks).
+ *
+ * The list of threads is read again (getdents of /proc/self/task: about
+ * 0.3 ms for 1,000 threads) only when it may have changed: the folder's
+ * link count (one fstat a tick) differs from the number listed, a host
+ * thread ended through the exit hook, a look found its thread gone, or
+ * RELIST_MAX_NS passed (a thread that started and one that ended between
+ * two ticks without passing the hooks leave the count as it was).
  *
  * Weights: with n threads and k looked at per tick, each look stands for
  * n / k ticks of that thread, each tick for the wall time since the
@@ -47,11 +65,22 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How often the list of threads is read again, ns. */
-#define RELIST_NS 1000000000LL
+/* The list of threads is read again at least this often, ns; the unwind
+ * tables are brought up to date, and the threads folder checked, every
+ * REFRESH_NS. */
+#define RELIST_MAX_NS 10000000000LL
+#define REFRESH_NS 1000000000LL
 /* How long a running look waits for its thread's first stack, ns. */
 #define OWED_MAX_NS 1000000000LL
-/* Looks of a parked thread between two reads of its stat. */
+/* A thread whose CPU clock has not moved since a look found it blocked
+ * at least this long ago is charged as that look found it, without
+ * reading /proc; the one thing missed is a thread woken meanwhile and not
+ * yet on a CPU, at most (its wait for a CPU) / UNMOVED_MIN_NS of such
+ * looks. Below it (fewer than about 16 x PPROF_WALL_HZ threads, each
+ * looked at more often than this), every look reads its syscall file. */
+#define UNMOVED_MIN_NS 1000000000LL
+/* Looks that read /proc between two reads of a thread's stat when it
+ * stays where it was (its name may have changed). */
 #define STAT_EVERY 8
 
 const char *wall_state_name(int state)
@@ -95,31 +124,43 @@ void wall_look_free(struct wall_looker *l)
 
 /* ---- /proc --------------------------------------------------------------- */
 
-/* The thread's CPU time, ns, or -1 when it is gone. */
-static int64_t thread_cpu_ns(int tid)
+/* /proc/self/task/TID/FILE into buf: through the folder the session
+ * holds, or by path when it could not be opened. Counted. */
+static ssize_t task_read(struct wall_looker *l, int tid, const char *file,
+                         char *buf, size_t size)
 {
-    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
-    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
-    struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0)
-        return -1;
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    l->c.reads++;
+    if (wall_tasks_fd >= 0)
+        return proc_task_read(&wall_tasks_fd, tid, file, buf, size);
+    char path[64];
+    log_snprintf(path, sizeof path, "/proc/self/task/%d/%s", tid, file);
+    return proc_read(path, buf, size);
+}
+
+static int read_syscall(struct wall_looker *l, int tid,
+                        struct thread_syscall *st)
+{
+    l->c.reads++;
+    return threads_read_syscall_at(&wall_tasks_fd, tid, st);
+}
+
+/* The thread's state letter and name (t->name) from its stat; '?' when
+ * it cannot be read. */
+static char read_stat(struct wall_looker *l, struct wall_thread *t)
+{
+    char buf[512];
+    if (task_read(l, t->tid, "stat", buf, sizeof buf) <= 0)
+        return '?';
+    return proc_parse_stat(buf, t->name, sizeof t->name);
 }
 
 /* The thread's voluntary context switches (times it slept) from its
  * status, or ~0 when they cannot be read. */
-static uint64_t read_nvcsw(int tid)
+static uint64_t read_nvcsw(struct wall_looker *l, int tid)
 {
-    char path[64], buf[2048];
-    log_snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-    int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char buf[2048];
+    if (task_read(l, tid, "status", buf, sizeof buf) <= 0)
         return ~0ULL;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    fds_close(fd);
-    if (n <= 0)
-        return ~0ULL;
-    buf[n] = '\0';
     const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
     return p ? strtoull(p + 25, NULL, 10) : ~0ULL;
 }
@@ -232,6 +273,14 @@ static int settle_owed(struct wall_looker *l, int64_t now, int all,
 
 /* ---- one look ------------------------------------------------------------ */
 
+static int blocked_state(char letter)
+{
+    return letter == 'D'   ? WALL_DISK
+           : letter == 'T' || letter == 't' || letter == 'Z' || letter == 'X'
+               ? WALL_OTHER
+               : WALL_SLEEPING;
+}
+
 static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
                 charge_fn fn, void *arg)
 {
@@ -239,26 +288,57 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     if (!t)
         return charge(fn, arg, &(struct wall_thread){.name = "?"}, NULL, 0,
                       WALL_OTHER, -1, ns, 1);
-    int64_t cpu0 = thread_cpu_ns(tid);
+    int64_t cpu0 = threads_cpu_ns(tid);
+    if (cpu0 < 0) {
+        l->gone = 1; /* it ended: its time up to now was charged before */
+        return 0;
+    }
+    int64_t prev_cpu = t->prev_cpu;
+    int prev_blocked = t->prev_blocked;
+    int64_t prev_look = t->looked_ns;
+    t->looked_ns = now;
+    /* Not on a CPU since a look found it blocked in a call at least
+     * UNMOVED_MIN_NS ago: it is still in that call, or woken from it and
+     * waiting for a CPU, which only its syscall file could tell apart
+     * ("running"). Charged as that look found it, without reading /proc. */
+    if (prev_blocked && cpu0 == prev_cpu && now - prev_look >= UNMOVED_MIN_NS &&
+        t->walk_key && t->walk_status == THREAD_STACK_OK && !t->owing) {
+        l->c.looks++;
+        l->c.unmoved++;
+        if (t->prev_state == WALL_RUNNABLE)
+            l->c.runnable++;
+        else
+            l->c.blocked++;
+        if (t->armed) {
+            wall_thread_disarm(t);
+            l->c.disarms++;
+        }
+        return charge(fn, arg, t, t->walk_pcs, t->walk_depth, t->prev_state,
+                      t->walk_nr, ns, 1);
+    }
     struct thread_syscall st;
-    if (cpu0 < 0 || threads_read_syscall(tid, &st) != 0)
-        return 0; /* it ended: its time up to now was charged before */
+    if (read_syscall(l, tid, &st) != 0) {
+        /* Ended (a file that cannot be read of a thread that is still
+         * there does not make the list stale). */
+        l->gone |= threads_cpu_ns(tid) < 0;
+        return 0;
+    }
     /* Name and state letter: read again unless the thread waits where it
-     * waited at its previous look (its walk kept), and at least every
-     * STAT_EVERY looks for a name it may have changed. */
-    int parked = st.nr >= 0 && t->walk_key && walk_key(&st) == t->walk_key &&
-                 t->letter && t->stat_age < STAT_EVERY;
-    if (parked) {
+     * waited at its previous look (its walk kept) or runs (the letter is
+     * not used), and at least every STAT_EVERY looks for a name it may
+     * have changed. */
+    int parked = st.nr >= 0 && t->walk_key && walk_key(&st) == t->walk_key;
+    if (t->letter && (parked || st.nr == -1) && t->stat_age < STAT_EVERY) {
         t->stat_age++;
     } else {
-        if ((t->letter = proc_thread_state(tid, t->name, sizeof t->name)) == '?')
+        if ((t->letter = read_stat(l, t)) == '?') {
+            l->gone |= threads_cpu_ns(tid) < 0;
             return 0;
+        }
         t->stat_age = 0;
     }
     char letter = t->letter;
-    int64_t cpu1 = thread_cpu_ns(tid);
-    int64_t prev_cpu = t->prev_cpu;
-    int prev_blocked = t->prev_blocked;
+    int64_t cpu1 = st.nr == -1 ? threads_cpu_ns(tid) : cpu0;
     t->prev_cpu = cpu1 >= 0 ? cpu1 : cpu0;
     t->prev_blocked = 0;
     l->c.looks++;
@@ -275,6 +355,7 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         if (prev_blocked && cpu0 == prev_cpu && t->walk_key &&
             t->walk_status == THREAD_STACK_OK) {
             t->prev_blocked = 1;
+            t->prev_state = WALL_RUNNABLE;
             return charge(fn, arg, t, t->walk_pcs, t->walk_depth,
                           WALL_RUNNABLE, t->walk_nr, ns, 1);
         }
@@ -285,7 +366,7 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
                            ? wall_slot_read(&wall_slots[e], t->armed_seq, pcs,
                                             &depth, &nv_cap)
                            : 0;
-        uint64_t nv_now = read_nvcsw(tid);
+        uint64_t nv_now = read_nvcsw(l, tid);
         if (seq && same_run(nv_cap, nv_now)) {
             /* Its stack of this run (it has not slept since); what it
              * owes from an earlier run gets none. */
@@ -329,11 +410,7 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
 
     /* Blocked (or stopped). */
     l->c.blocked++;
-    int state = letter == 'D'   ? WALL_DISK
-                : letter == 'T' || letter == 't' || letter == 'Z' ||
-                        letter == 'X'
-                    ? WALL_OTHER
-                    : WALL_SLEEPING;
+    int state = blocked_state(letter);
     int err = 0;
     if (t->owing) /* it ran and slept again before its timer fired */
         err = settle(l, t, NULL, 0, fn, arg);
@@ -350,8 +427,9 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     }
     uint64_t key = walk_key(&st);
     if (key != t->walk_key) {
-        t->walk_status = threads_walk_blocked(tid, &st, l->copy, t->walk_pcs,
-                                              WALL_STACK_MAX, &t->walk_depth);
+        t->walk_status =
+            threads_walk_blocked(&wall_tasks_fd, tid, &st, cpu0, l->copy,
+                                 t->walk_pcs, WALL_STACK_MAX, &t->walk_depth);
         t->walk_nr = st.nr;
         /* The line the walk was consistent with (st was updated). */
         t->walk_key = t->walk_status == THREAD_STACK_OK ? walk_key(&st) : 0;
@@ -364,6 +442,7 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         l->c.walks_cached++;
     }
     t->prev_blocked = 1;
+    t->prev_state = state;
     return charge(fn, arg, t, t->walk_pcs, t->walk_depth, state, t->walk_nr,
                   ns, 1);
 }
@@ -379,9 +458,11 @@ static int relist(struct wall_looker *l, int64_t now, charge_fn fn,
                   void *arg)
 {
     size_t n, agent;
+    uint32_t exits = __atomic_load_n(&wall_exits, __ATOMIC_ACQUIRE);
     int *tids = threads_list_tids(&n, &agent);
     if (!tids)
         return -ENOMEM;
+    l->c.relists++;
     qsort(tids, n, sizeof *tids, by_tid);
     /* Threads that ended settle what they owed with the stack their slot
      * holds (or none) before the sweep frees their entries. */
@@ -409,10 +490,23 @@ static int relist(struct wall_looker *l, int64_t now, charge_fn fn,
     l->n = n;
     l->cursor = n ? l->cursor % n : 0;
     l->listed_ns = now;
+    l->listed_total = (long)(n + agent);
+    l->exits_seen = exits;
+    l->gone = 0;
     wall_threads_sweep(tids, n);
-    /* And the objects loaded meanwhile: the handler unwinds them. */
-    wall_session_refresh();
     return err;
+}
+
+/* 1 when the threads may not be the ones listed: see the file's top. */
+static int list_stale(struct wall_looker *l, int64_t now)
+{
+    if (!l->tids || l->gone || now - l->listed_ns >= RELIST_MAX_NS ||
+        __atomic_load_n(&wall_exits, __ATOMIC_ACQUIRE) != l->exits_seen)
+        return 1;
+    long count = proc_tasks_count(&wall_tasks_fd);
+    if (count < 0) /* no folder: once a second, as by path */
+        return now - l->listed_ns >= REFRESH_NS;
+    return count != l->listed_total;
 }
 
 int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
@@ -421,8 +515,16 @@ int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
     int64_t t0 = mono_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     int err = 0;
     err = settle_owed(l, now, 0, fn, arg);
-    if (!err && (!l->tids || now - l->listed_ns >= RELIST_NS))
+    if (!err && list_stale(l, now))
         err = relist(l, now, fn, arg);
+    if (now - l->refreshed_ns >= REFRESH_NS) {
+        /* The objects loaded meanwhile: the handler unwinds them. */
+        wall_session_refresh();
+        /* The threads folder is still ours (else opened anew). */
+        if (proc_tasks_check(&wall_tasks_fd) != 0)
+            proc_tasks_open(&wall_tasks_fd);
+        l->refreshed_ns = now;
+    }
     l->c.ticks++;
     size_t n = l->n;
     size_t k = n < WALL_LOOK_MAX ? n : WALL_LOOK_MAX;

@@ -36,6 +36,7 @@
 #include "agent/agent.h"
 #include "agent/cfi.h"
 #include "agent/cpu.h"
+#include "agent/proc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -48,6 +49,8 @@
 int wall_active;
 int wall_signo;
 struct wall_thread *wall_threads;
+int wall_tasks_fd = -1;
+uint32_t wall_exits;
 
 static int slot_taken;
 static struct sigaction saved_action;
@@ -303,6 +306,8 @@ void wall_thread_exiting(void)
                          __ATOMIC_RELEASE);
         t->blocks = 1;
     }
+    if (__atomic_load_n(&wall_active, __ATOMIC_RELAXED))
+        __atomic_fetch_add(&wall_exits, 1, __ATOMIC_RELEASE);
     spin_unlock(&sigmask_lock);
 }
 
@@ -335,6 +340,8 @@ void wall_fork_child(void)
         nfree = 0;
         fresh = 0;
     }
+    /* The parent's threads folder (/proc/self was the parent). */
+    proc_tasks_close(&wall_tasks_fd);
     wall_fork_parent();
 }
 
@@ -392,6 +399,11 @@ int wall_session_start(void)
         return sig;
     }
     handler_installed = 1;
+    /* The looks read their threads' files through it; by path when it
+     * cannot be had. */
+    if (wall_tasks_fd < 0)
+        proc_tasks_open(&wall_tasks_fd);
+    wall_exits = 0;
     memset(&wall_counters, 0, sizeof wall_counters);
     fresh = 0;
     nfree = 0;
@@ -428,6 +440,7 @@ void wall_session_stop(void)
     if (handler_installed)
         signals_give_back(wall_signo, wall_signal_handler, &saved_action);
     handler_installed = 0;
+    proc_tasks_close(&wall_tasks_fd);
     if (table_full)
         log_info("wall profile: %ld threads not followed (table full)",
                  table_full);

@@ -1,10 +1,11 @@
 /*
  * Many mostly idle threads, for the cost of the wall profile and of the
  * threads dump (test/bench/wall.sh): argv[1] threads (default 1000), each
- * waking every 100 to 300 ms of wall time (drawn per thread) to do about
- * 20 us of work, and sleeping in between the way thread pools do: a
- * quarter in pthread_cond_timedwait, a quarter in nanosleep, a quarter in
- * epoll_wait on a pipe nobody writes, a quarter in poll.
+ * waking every P to 3P ms of wall time (drawn per thread; P is argv[3],
+ * default 100) to do about 20 us of work, and sleeping in between the way
+ * thread pools do: a quarter in pthread_cond_timedwait, a quarter in
+ * nanosleep, a quarter in epoll_wait on a pipe nobody writes, a quarter in
+ * poll.
  *
  * Prints "ready" once every thread runs, then runs for argv[2] seconds
  * (default 10) and prints "cpu_ms=N wall_ms=N eintr=N": the process's CPU
@@ -52,7 +53,8 @@ __attribute__((noinline)) static void idle_cond(int ms)
     static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += ms * 1000000L;
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
     until.tv_sec += until.tv_nsec / 1000000000L;
     until.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&m);
@@ -64,7 +66,7 @@ __attribute__((noinline)) static void idle_cond(int ms)
 
 __attribute__((noinline)) static void idle_sleep(int ms)
 {
-    struct timespec t = {0, ms * 1000000L};
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
     count_eintr(nanosleep(&t, NULL));
 }
 
@@ -81,11 +83,12 @@ __attribute__((noinline)) static void idle_poll(int ms)
 }
 
 static int started;
+static int period_ms = 100;
 
 static void *idler(void *arg)
 {
     long i = (long)arg;
-    int ms = 100 + (int)((i * 7919) % 201);
+    int ms = period_ms + (int)((i * 7919) % (2 * period_ms + 1));
     int ep = -1;
     if (i % 4 == 2) {
         ep = epoll_create1(0);
@@ -117,6 +120,8 @@ int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 1000;
     int secs = argc > 2 ? atoi(argv[2]) : 10;
+    if (argc > 3 && atoi(argv[3]) > 0)
+        period_ms = atoi(argv[3]);
     if (pipe(pipe_fds) != 0)
         return 1;
     pthread_attr_t attr;

@@ -1,0 +1,61 @@
+# /debug/pprof/wall with many threads parked for longer than a look comes
+# round (test/programs/idle_threads: 400 threads waking every 4 to 12 s, a
+# quarter each in pthread_cond_timedwait, nanosleep, epoll_wait and poll).
+# A look comes round every 400 / 16 ticks (about 1.25 s at 20 Hz), so most
+# looks find the thread's CPU clock unmoved since a look that found it
+# blocked more than 1 s before, and charge it as that look found it with
+# no /proc read (agent/wall/wall_look.c). Over an 8 s profile:
+# - the comment counts such looks: more than half of all looks;
+# - each of the four waits has a quarter of the idlers' wall time (within 3
+#   points), the idlers' total is 400 x the profile's duration (within
+#   10%), and their only state is sleeping;
+# - the program sees no EINTR.
+. "$TOP/test/integration/lib.sh"
+prog="$BUILD/test/programs/idle_threads"
+
+start_agent parked "$prog" 400 14 4000
+for i in $(seq 100); do grep -q '^ready' "$WORK/parked.out" && break; sleep 0.05; done
+fetch "debug/pprof/wall?seconds=8" > "$WORK/wall.pb.gz"
+
+comment=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Comment: //p')
+note "$comment"
+looks=$(echo "$comment" | sed -n 's/.* \([0-9]*\) looks (.*/\1/p')
+unmoved=$(echo "$comment" | sed -n 's/.*; \([0-9]*\) not run since the previous look.*/\1/p')
+[ -n "$looks" ] && [ -n "$unmoved" ] || fail "the comment does not count the looks"
+[ "$((unmoved * 2))" -gt "$looks" ] ||
+    fail "$unmoved of $looks looks found the thread unmoved, expected more than half"
+
+cum() { # cum seconds of function $2 in the top output $1
+    printf '%s\n' "$1" | awk -v f="$2" '$NF == f {v = $4; sub(/s$/, "", v); print v + 0; exit}'
+}
+top=$(pprof -top -cum -unit=s -sample_index=wall -focus='^idler$' "$WORK/wall.pb.gz")
+echo "$top" | head -n 16
+secs=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Duration: \([0-9.]*\)s.*/\1/p' | head -n 1)
+pt=$(cum "$top" idler)
+[ -n "$pt" ] || fail "idler missing from the wall profile"
+awk -v t="$pt" -v d="${secs:-8}" -v c="$(cum "$top" idle_cond)" -v s="$(cum "$top" idle_sleep)" \
+    -v e="$(cum "$top" idle_epoll)" -v p="$(cum "$top" idle_poll)" '
+function check(name, v) {
+    share = v / t * 100; d0 = share - 25; if (d0 < 0) d0 = -d0
+    printf "# %-10s %5.1f%% of the idlers (25%% expected)\n", name, share
+    if (d0 > 3) bad = 1
+}
+BEGIN {
+    check("idle_cond", c); check("idle_sleep", s); check("idle_epoll", e); check("idle_poll", p)
+    r = t / (400 * d)
+    printf "# idlers: %.0f s charged for 400 x %.2f s (%.3f)\n", t, d, r
+    if (r < 0.9 || r > 1.1) bad = 1
+    exit bad
+}' || fail "the idlers' wall time is not shared as they wait"
+
+states=$(pprof -tags -focus='^idler$' "$WORK/wall.pb.gz" | sed -n '/ state:/,/^ *$/p')
+echo "$states"
+expect_contains "$states" "sleeping"
+expect_not_contains "$states" "running" "the idlers' states"
+
+wait_exit "$PID" 30
+[ "$STATUS" = 0 ] || fail "the program exited with $STATUS"
+eintr=$(sed -n 's/.*eintr=\([0-9]*\).*/\1/p' "$WORK/parked.out")
+note "EINTR seen by the program: ${eintr:-?}"
+[ "$eintr" = 0 ] || fail "the program saw ${eintr:-no count of} EINTR"
+echo ok
