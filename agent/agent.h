@@ -413,6 +413,21 @@ void signals_give_back(int sig, void (*handler)(int, siginfo_t *, void *),
  * the first such block. Not async-signal-safe. */
 void signals_fork_block(int sig);
 void signals_fork_restore(void);
+/* In a fork child, whose profile is gone with its parent's threads and
+ * timers: the host's disposition of sig back (saved when the agent
+ * installed its handler, *installed), and the signal no longer taken
+ * (*taken). Async-signal-safe. */
+void signals_fork_child_reset(int sig, int *installed,
+                              const struct sigaction *saved, int *taken);
+
+/* A timer on thread tid's CPU clock that sends sig to tid with value in
+ * si_value (the CPU and wall profiles' per-thread timers): the kernel
+ * timer id, or -errno. Disarmed until thread_timer_set. */
+int thread_timer_create(int tid, int sig, uint64_t value);
+/* Arms a thread timer: first expiry after `first` ns of the thread's CPU
+ * time, then every `period` ns (0, 0: disarmed). 0 or -errno. Both are
+ * system calls only: async-signal-safe, no allocation. */
+int thread_timer_set(int id, int64_t first, int64_t period);
 
 /* ---- signal masks (sigmask.c, sigmask_hooks.c) ---------------------------- */
 

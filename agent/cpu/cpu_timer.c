@@ -152,29 +152,17 @@ static int timer_arm(int id)
 {
     int64_t period = cpu_period_ns;
     int64_t first = 1 + (int64_t)(next_random() % (uint64_t)period);
-    struct itimerspec its = {
-        .it_interval = {period / 1000000000, period % 1000000000},
-        .it_value = {first / 1000000000, first % 1000000000},
-    };
-    return syscall(SYS_timer_settime, id, 0, &its, NULL) == 0 ? 0 : -errno;
+    return thread_timer_set(id, first, period);
 }
 
 /* Creates and arms a timer on tid's CPU clock. Returns the kernel timer
  * id or -errno. */
 static int timer_start(int tid)
 {
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = cpu_signo;
-    sev._sigev_un._tid = tid;
-    sev.sigev_value.sival_ptr =
-        (void *)(uintptr_t)((CPU_TIMER_COOKIE << 32) | (uint32_t)tid);
-    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
-    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
-    int id;
-    if (syscall(SYS_timer_create, clock, &sev, &id) != 0)
-        return -errno;
+    int id = thread_timer_create(tid, cpu_signo,
+                                 (CPU_TIMER_COOKIE << 32) | (uint32_t)tid);
+    if (id < 0)
+        return id;
     int err = timer_arm(id);
     if (err) {
         syscall(SYS_timer_delete, id);
@@ -247,11 +235,8 @@ void cpu_thread_pause(void)
     if (!lock_if_active())
         return;
     struct reg_entry *e = reg_find((int)my_tid());
-    if (e && e->timer >= 0) {
-        struct itimerspec off;
-        memset(&off, 0, sizeof off);
-        syscall(SYS_timer_settime, e->timer, 0, &off, NULL);
-    }
+    if (e && e->timer >= 0)
+        thread_timer_set(e->timer, 0, 0);
     spin_unlock(&reg_lock);
 }
 
@@ -305,10 +290,8 @@ void cpu_timer_fork_child(void)
      * disposition restored. */
     if (__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
         __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
-        if (handler_installed)
-            sigaction(cpu_signo, &saved_action, NULL);
-        handler_installed = 0;
-        slot_taken = 0;
+        signals_fork_child_reset(cpu_signo, &handler_installed,
+                                 &saved_action, &slot_taken);
         reg_lock.locked = 0;
         /* The parent's threads and timer ids mean nothing here, and a
          * timer the child creates may get one of those ids. */

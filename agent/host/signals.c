@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 int signals_borrow(int first, int last, int skip,
                    void (*handler)(int, siginfo_t *, void *),
@@ -79,4 +82,38 @@ void signals_fork_restore(void)
     if (fork_blocked)
         sigmask_real(SIG_SETMASK, &fork_saved, NULL);
     fork_blocked = 0;
+}
+
+int thread_timer_create(int tid, int sig, uint64_t value)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = sig;
+    sev._sigev_un._tid = tid;
+    sev.sigev_value.sival_ptr = (void *)(uintptr_t)value;
+    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
+    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
+    int id;
+    if (syscall(SYS_timer_create, clock, &sev, &id) != 0)
+        return -errno;
+    return id;
+}
+
+int thread_timer_set(int id, int64_t first, int64_t period)
+{
+    struct itimerspec its = {
+        .it_interval = {period / 1000000000, period % 1000000000},
+        .it_value = {first / 1000000000, first % 1000000000},
+    };
+    return syscall(SYS_timer_settime, id, 0, &its, NULL) == 0 ? 0 : -errno;
+}
+
+void signals_fork_child_reset(int sig, int *installed,
+                              const struct sigaction *saved, int *taken)
+{
+    if (*installed)
+        sigaction(sig, saved, NULL);
+    *installed = 0;
+    *taken = 0;
 }

@@ -129,28 +129,8 @@ static void index_rebuild(void)
  * Returns the kernel timer id or -errno. */
 static int timer_new(int tid, uint32_t slot)
 {
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = wall_signo;
-    sev._sigev_un._tid = tid;
-    sev.sigev_value.sival_ptr =
-        (void *)(uintptr_t)wall_timer_value(slot, (uint32_t)tid);
-    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED), as cpu_timer.c */
-    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
-    int id;
-    if (syscall(SYS_timer_create, clock, &sev, &id) != 0)
-        return -errno;
-    return id;
-}
-
-static int timer_set(int id, int64_t first, int64_t period)
-{
-    struct itimerspec its = {
-        .it_interval = {period / 1000000000, period % 1000000000},
-        .it_value = {first / 1000000000, first % 1000000000},
-    };
-    return syscall(SYS_timer_settime, id, 0, &its, NULL) == 0 ? 0 : -errno;
+    return thread_timer_create(tid, wall_signo,
+                               wall_timer_value(slot, (uint32_t)tid));
 }
 
 static void drop_timer(struct wall_thread *t)
@@ -257,7 +237,8 @@ int wall_thread_arm(struct wall_thread *t, int64_t now_ns)
             t->timer = -1;
             break; /* the thread is gone (EINVAL), or no timer to be had */
         }
-        if (timer_set(t->timer, WALL_TIMER_FIRST_NS, WALL_TIMER_PERIOD_NS) == 0)
+        if (thread_timer_set(t->timer, WALL_TIMER_FIRST_NS,
+                             WALL_TIMER_PERIOD_NS) == 0)
             t->armed = 1;
         else
             drop_timer(t); /* its thread ended (a tid used again): anew */
@@ -270,7 +251,7 @@ void wall_thread_disarm(struct wall_thread *t)
 {
     spin_lock(&sigmask_lock);
     if (t->armed && t->timer >= 0)
-        timer_set(t->timer, 0, 0);
+        thread_timer_set(t->timer, 0, 0);
     t->armed = 0;
     spin_unlock(&sigmask_lock);
 }
@@ -286,7 +267,7 @@ void wall_thread_mask(int blocks)
         return;
     t->blocks = blocks;
     if (blocks && t->armed) {
-        timer_set(t->timer, 0, 0);
+        thread_timer_set(t->timer, 0, 0);
         t->armed = 0;
     }
 }
@@ -333,10 +314,8 @@ void wall_fork_child(void)
      * no session and the host's disposition back. */
     if (__atomic_load_n(&wall_active, __ATOMIC_RELAXED)) {
         __atomic_store_n(&wall_active, 0, __ATOMIC_SEQ_CST);
-        if (handler_installed)
-            sigaction(wall_signo, &saved_action, NULL);
-        handler_installed = 0;
-        slot_taken = 0;
+        signals_fork_child_reset(wall_signo, &handler_installed,
+                                 &saved_action, &slot_taken);
         nfree = 0;
         fresh = 0;
     }

@@ -4,7 +4,10 @@
 . "$TOP/test/integration/lib.sh"
 
 H="$BUILD/test/programs/hostile"
-start_agent threads "$H" threads 10000 4
+# The churn starts once the profile runs: on a quick machine 10,000
+# threads could be done before the deferred server even listened.
+start_agent threads env HOSTILE_GO="$WORK/go" "$H" threads 10000 4
+(sleep 0.3; touch "$WORK/go") &
 fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz"
 top=$(pprof -top -nodecount=30 "$WORK/cpu.pb.gz")
 echo "$top" | head -n 20

@@ -5,7 +5,10 @@
  * a run under the agent can be compared with a run without it.
  *
  *   hostile threads N LINGER    N short-lived threads (batches of 50), each
- *                               burning a little CPU in short_task; the
+ *                               burning a little CPU in short_task (after
+ *                               the file $HOSTILE_GO exists, when set: up
+ *                               to 10 s, so a test can start them inside
+ *                               its profile whatever the machine's speed); the
  *                               main thread burns in main_burn meanwhile;
  *                               then burns LINGER more seconds in main_burn
  *   hostile masked SECONDS      two threads that block every signal burn in
@@ -121,6 +124,9 @@ static void *short_thread(void *arg)
 
 static int run_threads(long n, double linger)
 {
+    const char *go = getenv("HOSTILE_GO");
+    for (int i = 0; go && i < 1000 && access(go, F_OK) != 0; i++)
+        usleep(10000);
     long done = 0;
     while (done < n) {
         pthread_t t[50];
