@@ -13,6 +13,7 @@
 #ifndef PPROF_AGENT_H
 #define PPROF_AGENT_H
 
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -419,6 +420,17 @@ void signals_fork_restore(void);
  * (*taken). Async-signal-safe. */
 void signals_fork_child_reset(int sig, int *installed,
                               const struct sigaction *saved, int *taken);
+
+/* Takes a profile's one session (*taken from 0 to 1): 0, or -EBUSY when a
+ * session already holds it. Async-signal-safe. */
+static inline int session_take(int *taken)
+{
+    int expected = 0;
+    return __atomic_compare_exchange_n(taken, &expected, 1, 0,
+                                       __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+               ? 0
+               : -EBUSY;
+}
 
 /* A timer on thread tid's CPU clock that sends sig to tid with value in
  * si_value (the CPU and wall profiles' per-thread timers): the kernel

@@ -383,9 +383,7 @@ static int arm_existing_threads(int only_unarmed)
 
 int cpu_profile_start(int hz)
 {
-    int expected = 0;
-    if (!__atomic_compare_exchange_n(&slot_taken, &expected, 1, 0,
-                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    if (session_take(&slot_taken) != 0)
         return -EBUSY;
     if (!reg) {
         reg = arena_alloc(REG_SLOTS * sizeof *reg);

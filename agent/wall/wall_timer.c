@@ -347,9 +347,7 @@ static void *map(size_t size)
 
 int wall_session_start(void)
 {
-    int expected = 0;
-    if (!__atomic_compare_exchange_n(&slot_taken, &expected, 1, 0,
-                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    if (session_take(&slot_taken) != 0)
         return -EBUSY;
     if (!wall_threads) {
         wall_threads = map(WALL_THREADS_MAX * sizeof *wall_threads);
