@@ -87,4 +87,25 @@ void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx);
 /* Frees the slots and empties the index. Not async-signal-safe. */
 void htab_free(struct htab *t);
 
+/* Groups: entries of `size` bytes kept in the order first added, found
+ * through their own index (the CPU profile's and the wall profile's
+ * aggregates). Start from {.size = sizeof entry}. */
+struct group_table {
+    void *v;
+    size_t n, cap, size;
+    struct htab index;
+};
+/* Entry idx of t. */
+static inline void *group_at(const struct group_table *t, size_t idx)
+{
+    return (char *)t->v + idx * t->size;
+}
+/* The entry equal to key (eq is called with t as its ctx), or a new one,
+ * zeroed, appended (*added set to 1); NULL when out of memory. Not
+ * async-signal-safe. */
+void *group_find_or_add(struct group_table *t, uint64_t hash, htab_eq_fn eq,
+                        const void *key, int *added);
+/* Frees the entries and the index; t is empty again. */
+void group_table_free(struct group_table *t);
+
 #endif

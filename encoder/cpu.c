@@ -28,23 +28,23 @@ struct agg_entry {
 };
 
 struct cpu_agg {
-    struct agg_entry *entries;
-    size_t n, cap;
-    struct htab index; /* (tid, labels, stack) -> entry */
+    struct group_table entries; /* of struct agg_entry, by (tid, labels,
+                                   stack) */
     int oom;
 };
 
 struct cpu_agg *cpu_agg_new(void)
 {
-    return calloc(1, sizeof(struct cpu_agg));
+    struct cpu_agg *a = calloc(1, sizeof *a);
+    if (a)
+        a->entries.size = sizeof(struct agg_entry);
+    return a;
 }
 
 void cpu_agg_free(struct cpu_agg *a)
 {
-    if (!a)
-        return;
-    free(a->entries);
-    htab_free(&a->index);
+    if (a)
+        group_table_free(&a->entries);
     free(a);
 }
 
@@ -62,7 +62,7 @@ static uint64_t hash_sample(const struct cpu_sample *s)
 
 static int entry_eq(const void *ctx, size_t idx, const void *key)
 {
-    const struct agg_entry *e = &((const struct cpu_agg *)ctx)->entries[idx];
+    const struct agg_entry *e = group_at(ctx, idx);
     const struct cpu_sample *s = key;
     return e->tid == s->tid && e->depth == s->depth &&
            e->labels == s->labels &&
@@ -74,40 +74,27 @@ void cpu_agg_add(const struct cpu_sample *s, void *arg)
     struct cpu_agg *a = arg;
     if (a->oom || s->depth == 0 || s->depth > CPU_STACK_MAX)
         return;
-    uint64_t h = hash_sample(s);
-    struct htab_slot *sl = htab_find_for_insert(&a->index, h, entry_eq, a, s);
-    if (!sl) {
+    int added;
+    struct agg_entry *e =
+        group_find_or_add(&a->entries, hash_sample(s), entry_eq, s, &added);
+    if (!e) {
         a->oom = 1;
         return;
     }
-    if (sl->idx1) {
-        a->entries[sl->idx1 - 1].weight += s->weight;
-        return;
+    if (added) {
+        e->tid = s->tid;
+        e->depth = s->depth;
+        e->labels = s->labels;
+        memcpy(e->pcs, s->pcs, s->depth * sizeof *s->pcs);
     }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 256;
-        struct agg_entry *ne = realloc(a->entries, cap * sizeof *ne);
-        if (!ne) {
-            a->oom = 1;
-            return;
-        }
-        a->entries = ne;
-        a->cap = cap;
-    }
-    struct agg_entry *e = &a->entries[a->n];
-    e->tid = s->tid;
-    e->depth = s->depth;
-    e->labels = s->labels;
-    e->weight = s->weight;
-    memcpy(e->pcs, s->pcs, s->depth * sizeof *s->pcs);
-    htab_set(&a->index, sl, h, a->n++);
+    e->weight += s->weight;
 }
 
 int64_t cpu_agg_total(const struct cpu_agg *a)
 {
     int64_t t = 0;
-    for (size_t i = 0; i < a->n; i++)
-        t += a->entries[i].weight;
+    for (size_t i = 0; i < a->entries.n; i++)
+        t += ((const struct agg_entry *)group_at(&a->entries, i))->weight;
     return t;
 }
 
@@ -157,8 +144,8 @@ static int cpu_proto(const struct cpu_agg *a, int64_t period_ns,
     struct name_slot *names = NULL;
     size_t nnames = 0;
     uint64_t ids[CPU_STACK_MAX];
-    for (size_t i = 0; i < a->n; i++) {
-        const struct agg_entry *e = &a->entries[i];
+    for (size_t i = 0; i < a->entries.n; i++) {
+        const struct agg_entry *e = group_at(&a->entries, i);
         size_t nids = stacks_locations(se, e->pcs, e->depth, ids);
         int64_t values[2] = {e->weight, e->weight * period_ns};
         const char *name = name_for(&names, &nnames, e->tid, name_of);

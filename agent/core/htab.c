@@ -5,12 +5,16 @@
  * the full hash, so growing never reads the keys, and index + 1, so that
  * zero marks an empty slot. Used by the profile builder (strings,
  * functions, locations), the CPU sample aggregate, the flame graph's tree
- * and the symbolizer's name cache. Runs on the agent's server threads;
- * plain malloc.
+ * and the symbolizer's name cache; and the group table over it (the CPU
+ * and wall aggregates). Runs on the agent's server threads; plain
+ * malloc.
  */
 #include "agent/hash.h"
 
+#include "agent/agent.h"
+
 #include <stdlib.h>
+#include <string.h>
 
 uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed)
 {
@@ -79,4 +83,30 @@ void htab_free(struct htab *t)
 {
     free(t->slots);
     *t = (struct htab){0};
+}
+
+void *group_find_or_add(struct group_table *t, uint64_t hash, htab_eq_fn eq,
+                        const void *key, int *added)
+{
+    *added = 0;
+    struct htab_slot *s = htab_find_for_insert(&t->index, hash, eq, t, key);
+    if (!s)
+        return NULL;
+    if (s->idx1)
+        return group_at(t, s->idx1 - 1);
+    if (array_reserve(&t->v, &t->cap, t->n + 1, t->size, 256) != 0)
+        return NULL;
+    void *e = group_at(t, t->n);
+    memset(e, 0, t->size);
+    htab_set(&t->index, s, hash, t->n++);
+    *added = 1;
+    return e;
+}
+
+void group_table_free(struct group_table *t)
+{
+    free(t->v);
+    htab_free(&t->index);
+    t->v = NULL;
+    t->n = t->cap = 0;
 }

@@ -15,29 +15,28 @@
 #include <string.h>
 
 struct wall_agg {
-    struct wall_group *g;
-    size_t n, cap;
-    struct htab index; /* (stack, thread, state, syscall) -> group */
+    struct group_table groups; /* of struct wall_group */
 };
 
 struct wall_agg *wall_agg_new(void)
 {
-    return calloc(1, sizeof(struct wall_agg));
+    struct wall_agg *a = calloc(1, sizeof *a);
+    if (a)
+        a->groups.size = sizeof(struct wall_group);
+    return a;
 }
 
 void wall_agg_free(struct wall_agg *a)
 {
-    if (!a)
-        return;
-    free(a->g);
-    htab_free(&a->index);
+    if (a)
+        group_table_free(&a->groups);
     free(a);
 }
 
 const struct wall_group *wall_agg_groups(const struct wall_agg *a, size_t *n)
 {
-    *n = a->n;
-    return a->g;
+    *n = a->groups.n;
+    return a->groups.v;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -47,7 +46,7 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 static int same(const void *ctx, size_t idx, const void *key)
 {
-    const struct wall_group *a = &((const struct wall_agg *)ctx)->g[idx];
+    const struct wall_group *a = group_at(ctx, idx);
     const struct wall_group *b = key;
     return a->hash == b->hash && a->depth == b->depth &&
            a->state == b->state && a->syscall == b->syscall &&
@@ -74,20 +73,14 @@ int wall_agg_add(const struct wall_charge *c, void *arg)
     h = mix(h, (uint64_t)k.state);
     k.hash = hash_splitmix64(mix(h, (uint64_t)k.syscall));
 
-    struct htab_slot *s = htab_find_for_insert(&a->index, k.hash, same, a, &k);
-    if (!s)
+    int added;
+    struct wall_group *g =
+        group_find_or_add(&a->groups, k.hash, same, &k, &added);
+    if (!g)
         return -ENOMEM;
-    if (s->idx1) {
-        struct wall_group *g = &a->g[s->idx1 - 1];
-        g->count += c->count;
-        g->ns += c->ns;
-        return 0;
-    }
-    if (ARRAY_RESERVE(a->g, a->cap, a->n + 1, 256) != 0)
-        return -ENOMEM;
-    k.count = c->count;
-    k.ns = c->ns;
-    a->g[a->n] = k;
-    htab_set(&a->index, s, k.hash, a->n++);
+    if (added)
+        *g = k;
+    g->count += c->count;
+    g->ns += c->ns;
     return 0;
 }
