@@ -9,7 +9,8 @@
 # 7.2% of the truth, for 32 MiB of 64 KiB objects 12%, for 1M 32-byte
 # objects 12.6%.
 #
-# 1. One run: each big site within 3 SD of the truth.
+# 1. One run: each big site within 4 SD of the truth (at 3 SD, three sites
+#    gave a false failure in about one suite run of 120: z -3.03 seen once).
 # 2. RUNS runs: the mean of each site's estimates within 3.5 SD/sqrt(RUNS)
 #    of the truth (no bias; tcmalloc 2.10's sampler reads small objects
 #    about 15% low, which is 3.7 SD of the mean here for live_small).
@@ -55,7 +56,7 @@ awk -v runs="$RUNS" -v R="$RATE" '
             zm = (mean - ib[s]) / (sd / sqrt(runs))
             printf "%-14s truth %10d  run1 %10d (z %+.2f)  mean of %d %12.0f (%+.2f%%, z %+.2f)  SD %.1f%%\n",
                 s, ib[s], est[s, 1], z1, runs, mean, 100 * (mean - ib[s]) / ib[s], zm, 100 * sd / ib[s]
-            if (k <= 3 && (z1 > 3 || z1 < -3)) { print "FAIL: " s " run 1 is beyond 3 SD"; bad = 1 }
+            if (k <= 3 && (z1 > 4 || z1 < -4)) { print "FAIL: " s " run 1 is beyond 4 SD"; bad = 1 }
             if (zm > 3.5 || zm < -3.5) { print "FAIL: " s " mean is beyond 3.5 SD of the mean (biased)"; bad = 1 }
         }
         exit bad
