@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-uint32_t heap_filter[1u << HEAP_FILTER_BITS];
+uint8_t heap_filter[1u << HEAP_FILTER_BITS];
 struct stack_table *heap_buckets;
 
 #define SHARD_BITS 6
@@ -74,16 +74,26 @@ static inline uint32_t home_slot(uint64_t h, uint32_t nslots)
     return (uint32_t)(h >> 16) & (nslots - 1);
 }
 
+/* Adds delta (+1 or -1) to p's cell unless it is full (it then stays) or
+ * the result would leave [0, HEAP_FILTER_FULL]. */
+static void filter_add(const void *p, int delta)
+{
+    uint8_t *cell = &heap_filter[heap_filter_index(p)];
+    uint8_t v = __atomic_load_n(cell, __ATOMIC_RELAXED);
+    while (v != HEAP_FILTER_FULL && (delta > 0 || v > 0) &&
+           !__atomic_compare_exchange_n(cell, &v, (uint8_t)(v + delta), 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
 void heap_filter_mark(const void *p)
 {
-    __atomic_fetch_add(&heap_filter[heap_filter_index(p)], 1,
-                       __ATOMIC_RELAXED);
+    filter_add(p, 1);
 }
 
 void heap_filter_unmark(const void *p)
 {
-    __atomic_fetch_sub(&heap_filter[heap_filter_index(p)], 1,
-                       __ATOMIC_RELAXED);
+    filter_add(p, -1);
 }
 
 static struct slot *map_slots(uint32_t n)

@@ -342,7 +342,7 @@ static inline void countdown_undo(uint64_t need)
 static inline __attribute__((always_inline)) int filter_maybe(const void *p)
 {
 #if defined(__x86_64__)
-    __asm__ goto("cmpl $0, %0\n\t"
+    __asm__ goto("cmpb $0, %0\n\t"
                  "jne %l[maybe]"
                  : : "m"(heap_filter[heap_filter_index(p)]) : "cc" : maybe);
     return 0;

@@ -126,6 +126,32 @@ TEST(table_is_exact)
 /* After table_is_exact (which creates the table): every sample carries
  * when it was taken, the estimate is the sum of the weights, and the
  * records for min_age, age labels and deltas count what they should. */
+/* A filter cell counts up to HEAP_FILTER_FULL and then stays: more marks
+ * than that never wrap it to zero (a missed free), and unmarks leave a full
+ * cell full (a false positive only). */
+TEST(filter_saturates)
+{
+    void *p = (void *)(uintptr_t)0x7f0000001000ull;
+    uint8_t *cell = &heap_filter[heap_filter_index(p)];
+    expect_int_eq(*cell, 0);
+    heap_filter_mark(p);
+    heap_filter_mark(p);
+    expect_int_eq(*cell, 2);
+    heap_filter_unmark(p);
+    expect_int_eq(*cell, 1);
+    heap_filter_unmark(p);
+    expect_int_eq(*cell, 0);
+    heap_filter_unmark(p); /* more unmarks than marks: stays at zero */
+    expect_int_eq(*cell, 0);
+    for (int i = 0; i < 300; i++)
+        heap_filter_mark(p);
+    expect_int_eq(*cell, HEAP_FILTER_FULL);
+    for (int i = 0; i < 300; i++)
+        heap_filter_unmark(p);
+    expect_int_eq(*cell, HEAP_FILTER_FULL);
+    *cell = 0; /* the other tests count on an empty filter */
+}
+
 TEST(ages_and_estimate)
 {
     int64_t before = heap_table_now_ns();
@@ -255,7 +281,7 @@ TEST(peak_is_kept)
 int main(void)
 {
     stack_init();
-    return run_tests(log_matches_libm, draw_is_exponential,
+    return run_tests(log_matches_libm, draw_is_exponential, filter_saturates,
                      scale_is_inverse_probability, table_is_exact,
                      ages_and_estimate, peak_is_kept, NULL);
 }
