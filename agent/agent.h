@@ -432,6 +432,14 @@ static inline int session_take(int *taken)
                : -EBUSY;
 }
 
+/* Thread tid's CPU-time clock, for clock_gettime and timer_create: the
+ * kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED), which glibc only
+ * gives for threads of its own (pthread_getcpuclockid). */
+static inline clockid_t thread_cpu_clock(int tid)
+{
+    return (clockid_t)(((unsigned)~tid << 3) | 6);
+}
+
 /* A timer on thread tid's CPU clock that sends sig to tid with value in
  * si_value (the CPU and wall profiles' per-thread timers): the kernel
  * timer id, or -errno. Disarmed until thread_timer_set. */

@@ -62,8 +62,9 @@ int proc_tasks_open(int *fd);
 void proc_tasks_close(int *fd);
 
 /* Reads at most size - 1 bytes of /proc/self/task/TID/FILE into buf,
- * NUL-terminated, through the folder in *fd. Returns the length, -ENOENT
- * (the thread is gone) or another -errno. Does not allocate. */
+ * NUL-terminated, through the folder in *fd, or by path when fd is NULL or
+ * no folder is held. Returns the length, -ENOENT (the thread is gone) or
+ * another -errno. Does not allocate. */
 ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,
                        size_t size);
 

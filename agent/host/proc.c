@@ -38,23 +38,14 @@ int proc_slurp(const char *path, char **out)
     int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    size_t cap = 16384, len = 0;
-    char *buf = malloc(cap);
+    size_t cap = 0, len = 0;
+    char *buf = NULL;
     int err = 0;
-    if (!buf) {
-        err = -ENOMEM;
-        goto out;
-    }
     for (;;) {
-        if (cap - len < 4096) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                err = -ENOMEM;
-                goto out;
-            }
-            buf = nb;
-            cap *= 2;
-        }
+        /* At least 4 KiB free for each read. */
+        err = ARRAY_RESERVE(buf, cap, len + 4096, 16384);
+        if (err)
+            goto out;
         ssize_t r = read(fd, buf + len, cap - len - 1);
         if (r < 0) {
             if (errno == EINTR)
@@ -79,9 +70,7 @@ int proc_thread_name(int tid, char *out, size_t size)
 {
     if (size == 0)
         return -EINVAL;
-    char path[64];
-    log_snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-    ssize_t n = proc_read(path, out, size);
+    ssize_t n = proc_task_read(NULL, tid, "comm", out, size);
     if (n <= 0) {
         out[0] = '\0';
         return n < 0 ? (int)n : -ENOENT;
@@ -112,11 +101,10 @@ char proc_parse_stat(const char *buf, char *name, size_t size)
 
 char proc_thread_state(int tid, char *name, size_t size)
 {
-    char path[64], buf[512];
-    log_snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    char buf[512];
     if (name && size)
         name[0] = '\0';
-    if (proc_read(path, buf, sizeof buf) <= 0)
+    if (proc_task_read(NULL, tid, "stat", buf, sizeof buf) <= 0)
         return '?';
     return proc_parse_stat(buf, name, size);
 }
@@ -164,6 +152,11 @@ ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,
 {
     if (size == 0)
         return -EINVAL;
+    if (!fd || __atomic_load_n(fd, __ATOMIC_ACQUIRE) < 0) {
+        char path[64];
+        log_snprintf(path, sizeof path, "/proc/self/task/%d/%s", tid, file);
+        return proc_read(path, buf, size);
+    }
     char rel[48];
     log_snprintf(rel, sizeof rel, "%d/%s", tid, file);
     /* Bracketed whole: no host close/dup2 acts on the number until it is

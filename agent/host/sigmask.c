@@ -91,9 +91,8 @@ void sigmask_watch_end(void)
  * unreadable. */
 static int status_mask(int tid, const char *name, unsigned long long *mask)
 {
-    char path[64], buf[2048];
-    log_snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-    if (proc_read(path, buf, sizeof buf) <= 0)
+    char buf[2048];
+    if (proc_task_read(NULL, tid, "status", buf, sizeof buf) <= 0)
         return -1;
     char *p = strstr(buf, name);
     if (!p)

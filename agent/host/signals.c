@@ -92,10 +92,8 @@ int thread_timer_create(int tid, int sig, uint64_t value)
     sev.sigev_signo = sig;
     sev._sigev_un._tid = tid;
     sev.sigev_value.sival_ptr = (void *)(uintptr_t)value;
-    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
-    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
     int id;
-    if (syscall(SYS_timer_create, clock, &sev, &id) != 0)
+    if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) != 0)
         return -errno;
     return id;
 }

@@ -71,11 +71,6 @@ static size_t slots_cap;
 
 /* ---- /proc --------------------------------------------------------------- */
 
-static void task_path(char *out, size_t size, int tid, const char *file)
-{
-    log_snprintf(out, size, "/proc/self/task/%d/%s", tid, file);
-}
-
 /* 1 when fd is a signalfd whose mask includes sig (its fdinfo has a
  * "sigmask:" line; no other descriptor has one). */
 static int signalfd_reads(int fd, int sig)
@@ -133,16 +128,9 @@ int threads_read_syscall(int tid, struct thread_syscall *st)
 int threads_read_syscall_at(const int *tasks_fd, int tid,
                             struct thread_syscall *st)
 {
-    ssize_t n;
     st->nr = -2;
-    if (tasks_fd && *tasks_fd >= 0) {
-        n = proc_task_read(tasks_fd, tid, "syscall", st->line,
-                           sizeof st->line);
-    } else {
-        char path[64];
-        task_path(path, sizeof path, tid, "syscall");
-        n = proc_read(path, st->line, sizeof st->line);
-    }
+    ssize_t n =
+        proc_task_read(tasks_fd, tid, "syscall", st->line, sizeof st->line);
     if (n <= 0) {
         st->line[0] = '\0';
         return -1;
@@ -414,10 +402,8 @@ static size_t copy_stack(uintptr_t sp, void *copy)
 
 int64_t threads_cpu_ns(int tid)
 {
-    /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
-    clockid_t clock = (clockid_t)(((unsigned)~tid << 3) | 6);
     struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0)
+    if (clock_gettime(thread_cpu_clock(tid), &ts) != 0)
         return -1;
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }

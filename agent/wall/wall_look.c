@@ -130,11 +130,7 @@ static ssize_t task_read(struct wall_looker *l, int tid, const char *file,
                          char *buf, size_t size)
 {
     l->c.reads++;
-    if (wall_tasks_fd >= 0)
-        return proc_task_read(&wall_tasks_fd, tid, file, buf, size);
-    char path[64];
-    log_snprintf(path, sizeof path, "/proc/self/task/%d/%s", tid, file);
-    return proc_read(path, buf, size);
+    return proc_task_read(&wall_tasks_fd, tid, file, buf, size);
 }
 
 static int read_syscall(struct wall_looker *l, int tid,
