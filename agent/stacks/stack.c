@@ -81,18 +81,18 @@ static int maps_line_holds(const char *p, uintptr_t sp, uintptr_t *lo,
     return 1;
 }
 
-/* The calling thread's stack bounds from the mapping that holds its stack
- * pointer (/proc/self/maps), for a thread the agent did not see start
- * (created through a pthread_create the agent's interposer never saw, as
- * jemalloc's background threads are) caught where it may not allocate:
- * pthread_getattr_np would. Open, read and close only; no allocation, no
- * lock. */
 /* Reads of /proc/self/maps one thread may make: a stack in no mapping, or a
  * process out of descriptors, must not cost an open and a read on every
  * capture for the rest of the thread's life. */
 #define MAPS_TRIES 3
 static __thread unsigned char maps_tries;
 
+/* The calling thread's stack bounds from the mapping that holds its stack
+ * pointer (/proc/self/maps), for a thread the agent did not see start
+ * (created through a pthread_create the agent's interposer never saw, as
+ * jemalloc's background threads are) caught where it may not allocate:
+ * pthread_getattr_np would. Open, read and close only; no allocation, no
+ * lock. */
 static void learn_from_maps(void)
 {
     if (maps_tries >= MAPS_TRIES)
