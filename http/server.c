@@ -238,24 +238,24 @@ static int fill_reserved(const char *addr, size_t len)
     return 0;
 }
 
+/* The host part of PPROF_ADDR as served: civetweb's "port" alone means
+ * every interface. */
+static void served_host(char *out, size_t size)
+{
+    const char *colon = strrchr(opt_addr, ':');
+    if (colon)
+        config_copy_prefix(out, size, opt_addr, (size_t)(colon - opt_addr));
+    else
+        log_snprintf(out, size, "0.0.0.0");
+}
+
 void server_write_port_file(int port)
 {
     if (!opt_port_file[0])
         return;
-    char addr[300];
-    const char *host = opt_addr;
-    const char *colon = strrchr(opt_addr, ':');
-    char hostbuf[256] = "127.0.0.1";
-    if (colon) {
-        size_t n = (size_t)(colon - host);
-        if (n < sizeof hostbuf) {
-            memcpy(hostbuf, host, n);
-            hostbuf[n] = '\0';
-        }
-    } else {
-        memcpy(hostbuf, "0.0.0.0", sizeof "0.0.0.0");
-    }
-    size_t len = log_snprintf(addr, sizeof addr, "%s:%d", hostbuf, port);
+    char addr[300], host[256];
+    served_host(host, sizeof host);
+    size_t len = log_snprintf(addr, sizeof addr, "%s:%d", host, port);
     if (fill_reserved(addr, len) == 0)
         return;
 
@@ -330,17 +330,6 @@ static void bind_error(const char *civet_text, char *out, size_t size)
 
 /* The port this process's server listens on, 0 before it does. */
 static int serving_port;
-
-/* The host part of PPROF_ADDR as served: civetweb's "port" alone means
- * every interface. */
-static void served_host(char *out, size_t size)
-{
-    const char *colon = strrchr(opt_addr, ':');
-    if (colon)
-        config_copy_prefix(out, size, opt_addr, (size_t)(colon - opt_addr));
-    else
-        log_snprintf(out, size, "0.0.0.0");
-}
 
 void server_address(char *out, size_t size)
 {

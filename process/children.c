@@ -133,7 +133,6 @@ void children_announce(int port)
     find_listener(port);
     if (!opt_run_dir[0])
         return;
-    (void)port; /* the server's own address has it */
     char addr[256];
     server_address(addr, sizeof addr);
     rundir_publish(addr);
