@@ -177,10 +177,9 @@ struct sym_object {
     void *mini_image;      /* the buffer mini_elf reads */
     int logged;            /* the missing-names line was written */
 
-    struct name_entry *names; /* demangled names, in the order first asked */
-    size_t names_cap;
-    size_t names_count;
-    struct htab names_index; /* mangled pointer -> entry of names */
+    /* Demangled names (struct name_entry, symbols.c), in the order first
+     * asked, by the address of the mangled string. */
+    struct group_table names;
     int mark; /* still mapped, during a refresh */
 };
 

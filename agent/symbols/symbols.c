@@ -106,8 +106,8 @@ char *symbols_demangle(const char *name)
  * object's mapped file or in libdw and so is stable while the object is. */
 static int name_eq(const void *ctx, size_t idx, const void *key)
 {
-    const struct name_entry *names = ctx;
-    return names[idx].mangled == key;
+    const struct name_entry *e = group_at(ctx, idx);
+    return e->mangled == key;
 }
 
 /* The entry for mangled, added (demangled, shortened) when new; NULL when
@@ -115,17 +115,13 @@ static int name_eq(const void *ctx, size_t idx, const void *key)
 static struct name_entry *name_entry_of(struct sym_object *o,
                                         const char *mangled)
 {
-    uint64_t h = hash_splitmix64((uint64_t)(uintptr_t)mangled);
-    struct htab_slot *s = htab_find_for_insert(&o->names_index, h, name_eq,
-                                               o->names, mangled);
-    if (!s)
-        return NULL;
-    if (s->idx1)
-        return &o->names[s->idx1 - 1];
-    if (ARRAY_RESERVE(o->names, o->names_cap, o->names_count + 1, 128) != 0)
-        return NULL;
-    struct name_entry *e = &o->names[o->names_count];
-    *e = (struct name_entry){.mangled = mangled};
+    int added;
+    struct name_entry *e =
+        group_find_or_add(&o->names, hash_splitmix64((uintptr_t)mangled),
+                          name_eq, mangled, &added);
+    if (!e || !added)
+        return e;
+    e->mangled = mangled;
     e->demangled = symbols_demangle(mangled);
     if (opt_symbols_short) {
         const char *full = e->demangled ? e->demangled : mangled;
@@ -137,7 +133,6 @@ static struct name_entry *name_entry_of(struct sym_object *o,
         else
             free(sn);
     }
-    htab_set(&o->names_index, s, h, o->names_count++);
     return e;
 }
 
@@ -162,14 +157,12 @@ static void frame_names(struct sym_object *o, const char *mangled,
 
 static void names_free(struct sym_object *o)
 {
-    for (size_t i = 0; i < o->names_count; i++) {
-        free(o->names[i].demangled);
-        free(o->names[i].short_name);
+    for (size_t i = 0; i < o->names.n; i++) {
+        struct name_entry *e = group_at(&o->names, i);
+        free(e->demangled);
+        free(e->short_name);
     }
-    free(o->names);
-    o->names = NULL;
-    o->names_cap = o->names_count = 0;
-    htab_free(&o->names_index);
+    group_table_free(&o->names);
 }
 
 /* ---- objects ---------------------------------------------------------- */
@@ -204,6 +197,7 @@ static struct sym_object *object_for(const struct maps_entry *e)
     struct sym_object *o = calloc(1, sizeof *o);
     if (!o)
         return NULL;
+    o->names.size = sizeof(struct name_entry);
     o->path = strdup(e->path);
     o->dev = e->dev;
     o->inode = e->inode;
