@@ -212,6 +212,11 @@ static inline void phdr_load_range(const struct dl_phdr_info *info,
  */
 int stack_capture(uintptr_t *pcs, int max);
 
+/* stack_capture() from the agent function whose frame record is frame
+ * (its __builtin_frame_address(0)), called by the one that asks: the
+ * frames between are not walked at all. Not async-signal-safe. */
+int stack_capture_from(const void *frame, uintptr_t *pcs, int max);
+
 /*
  * The same stack as stack_capture(), for a thread that may hold one of
  * its allocator's locks (a contended lock can be one inside malloc; a

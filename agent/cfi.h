@@ -294,6 +294,17 @@ int cfi_walk_copy(const struct cfi_regs *regs, uintptr_t stack_lo,
 int cfi_walk_here(uintptr_t *pcs, int max, int *full);
 
 /*
+ * The stack above a function of the calling thread, from its frame record
+ * (frame: the function's __builtin_frame_address(0), which makes the
+ * compiler keep one: its caller's frame pointer, then its return
+ * address), as call sites (each return address - 1): pcs[0] is the call
+ * the function's caller is in. 0 when the thread's stack bounds are
+ * unknown or frame is not on its stack.
+ * Async-signal-safe. Does not allocate. Makes no system call.
+ */
+int cfi_walk_frame(const void *frame, uintptr_t *pcs, int max, int *full);
+
+/*
  * The calling thread's stack [lo, hi), in its thread-local storage (0
  * until learnt). cfi_stack_learn() finds them (pthread_getattr_np: reads
  * /proc for the main thread, may allocate): call it where a thread starts

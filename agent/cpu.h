@@ -62,9 +62,10 @@ void cpu_ringbuf_drain(void (*fn)(const struct cpu_sample *s, void *arg),
 struct cpu_counters {
     uint64_t lost;        /* samples that could not be stored (buffer full) */
     uint64_t shallow;     /* leaf-only samples while a library unloaded */
-    uint64_t handler_ns;  /* time spent in the handler, summed */
+    uint64_t handler_ns;  /* time spent in the timed handlers, summed */
     uint64_t handled;     /* handler invocations that took a stack */
-    uint64_t hist[CPU_HIST_BUCKETS]; /* handler time, CPU_HIST_STEP_NS each */
+    uint64_t timed;       /* of those, the ones timed (1 in 16 a thread) */
+    uint64_t hist[CPU_HIST_BUCKETS]; /* timed handlers, CPU_HIST_STEP_NS each */
 };
 extern struct cpu_counters cpu_counters;
 

@@ -188,10 +188,11 @@ void heap_table_fork_prepare(void);
 void heap_table_fork_parent(void);
 void heap_table_fork_child(void);
 
-/* Records a sampled allocation of size bytes at p: captures the caller's
- * stack and tracks p. Call with the guard entered. Losses are counted.
- * Not async-signal-safe. */
-void heap_table_sample(void *p, size_t size);
+/* Records a sampled allocation of size bytes at p: captures the stack
+ * above frame (an agent function's __builtin_frame_address(0); NULL: the
+ * caller's) and tracks p. Call with the guard entered. Losses are
+ * counted. Not async-signal-safe. */
+void heap_table_sample(void *p, size_t size, const void *frame);
 
 /* Takes p out of the table: returns 1 and fills *out when p was sampled, 0
  * otherwise. The free is not yet counted (see heap_table_count_free).

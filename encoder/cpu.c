@@ -202,6 +202,7 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
               const struct write_options *o, struct pbuf *out)
 {
     uint64_t handled = cpu_counters.handled;
+    uint64_t timed = cpu_counters.timed;
     char comment[256];
     if (whole_run)
         log_snprintf(comment, sizeof comment,
@@ -216,9 +217,9 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
                      "leaf-only during dlclose %llu",
                      (unsigned long long)handled, opt_cpu_hz, cpu_signo,
                      (unsigned long long)handler_median_ns(),
-                     (unsigned long long)(handled ? cpu_counters.handler_ns /
-                                                        handled
-                                                  : 0),
+                     (unsigned long long)(timed ? cpu_counters.handler_ns /
+                                                      timed
+                                                : 0),
                      (unsigned long long)cpu_counters.lost,
                      (unsigned long long)cpu_counters.shallow);
     log_debug("cpu profile: %s", comment + strlen("pprofagent: "));

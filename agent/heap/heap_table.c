@@ -247,7 +247,7 @@ void heap_table_restore(void *p, const struct heap_live *l)
     }
 }
 
-void heap_table_sample(void *p, size_t size)
+void heap_table_sample(void *p, size_t size, const void *frame)
 {
     __atomic_fetch_add(&samplers_active, 1, __ATOMIC_ACQUIRE);
     if (__atomic_load_n(&forking, __ATOMIC_ACQUIRE)) {
@@ -256,7 +256,8 @@ void heap_table_sample(void *p, size_t size)
         return;
     }
     uintptr_t pcs[HEAP_STACK_MAX];
-    int n = stack_capture(pcs, HEAP_STACK_MAX);
+    int n = frame ? stack_capture_from(frame, pcs, HEAP_STACK_MAX)
+                  : stack_capture(pcs, HEAP_STACK_MAX);
     if (n == 0) {
         pcs[0] = FRAME_UNKNOWN;
         n = 1;

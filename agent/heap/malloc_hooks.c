@@ -371,7 +371,9 @@ static NOINLINE void *sample_slow(void *p, size_t n)
     }
     if (heap_sampler_take(n)) {
         guard_enter();
-        heap_table_sample(p, n);
+        /* The stack from this function's caller on: the table's and
+         * the capture's frames are not walked. */
+        heap_table_sample(p, n, __builtin_frame_address(0));
         guard_leave();
     }
     return p;

@@ -137,25 +137,35 @@ find_row(const struct cfi_object *o, uintptr_t pc, uint64_t *misses)
  * and write whole (a race costs a miss, never a wrong rule):
  *
  *   bits 28-63  (address >> CFI_RULES_SHIFT) + 1: with the slot, which is
- *               the address's low bits, the address exactly; 0 is empty
- *   bits 24-27  RULE_SP, RULE_FP or RULE_END (the outermost frame)
- *   bits 16-23  where the caller's frame pointer is saved, in bytes under
- *               the CFA (8 to 255), or 0: unchanged
+ *               the address's low bits, the address exactly (below
+ *               2^48 - 2^CFI_RULES_SHIFT); 0 is empty
+ *   bit  27     RULE_END: the outermost frame
+ *   bit  26     RULE_LOAD_FP: the caller's frame pointer is saved at the
+ *               CFA - low (else it is unchanged)
+ *   bit  24     RULE_FP: the CFA is the frame pointer plus the constant
+ *               (else the stack pointer plus it)
+ *   bits 16-23  low - 8, where the frame's reads (return address, saved
+ *               frame pointer) lie in [CFA - low, CFA): low is 8, or where
+ *               the frame pointer is saved (16 to 255)
  *   bits 0-15   the constant added to sp or fp
  *
- * A hit needs neither the object nor its rows. A RULE_SP rule goes in only
- * when its constant is at least 8 and the saved frame pointer lies at or
- * above the stack pointer (both fixed by the rule: the CFA is sp + the
- * constant), so that both reads lie in [sp, cfa) and "cfa <= the stack's
- * top" is the frame's whole bounds test.
+ * A hit needs neither the object nor its rows, and its whole bounds test
+ * is "sp + low <= CFA <= the stack's top": both reads then lie between the
+ * stack pointer and the top, and a frame pointer holding anything (a CFA
+ * that wraps) fails it. A RULE_SP rule goes in only when 8 <= low <= its
+ * constant, so "constant >= 8" is its lower half; RULE_END (a RULE_SP
+ * entry with a constant of 0) always fails that, and the outermost frame
+ * is told from a bad one only on the way out. So does an empty entry,
+ * which is what makes the tag test safe for any address: it compares 36
+ * bits, so an address that is no user-space code (2^48 - 2^12 or above)
+ * may alias another's entry, whose rule then reads only inside the
+ * bounds, or the empty one, which fails.
  */
 #define RULE_TAG_SHIFT 28
-#define RULE_KIND_SHIFT 24
-#define RULE_SAVE_SHIFT 16
-#define RULE_SP 0u
-#define RULE_FP 1u
-#define RULE_END 2u
-#define RULE_KIND_MASK ((uint64_t)15 << RULE_KIND_SHIFT)
+#define RULE_END ((uint64_t)1 << 27)
+#define RULE_LOAD_FP ((uint64_t)1 << 26)
+#define RULE_FP ((uint64_t)1 << 24)
+#define RULE_LOW_SHIFT 16
 /* Code addresses the tag holds (user space on x86-64 and AArch64). */
 #define RULE_ADDR_LIMIT ((uintptr_t)1 << 47)
 
@@ -164,38 +174,47 @@ static inline PPROF_SIGNAL_SAFE uint64_t rule_tag(uintptr_t at)
     return (uint64_t)(at >> CFI_RULES_SHIFT) + 1;
 }
 
+/* 1 when entry e is the rule cache's entry for address at: the tag test
+ * in four instructions ((at >> 12) + 1 compared in the entry's top 36
+ * bits). */
+static inline PPROF_SIGNAL_SAFE int rule_hit(uint64_t e, uintptr_t at)
+{
+    uint64_t key = (uint64_t)(at + ((uintptr_t)1 << CFI_RULES_SHIFT))
+                   << (RULE_TAG_SHIFT - CFI_RULES_SHIFT);
+    return ((e ^ key) >> RULE_TAG_SHIFT) == 0;
+}
+
 /* The rule cache's entry for row, the rule at code address at; 0 when the
  * row is not one the cache holds. */
 static PPROF_SIGNAL_SAFE uint64_t rule_entry(const struct cfi_row *row,
                                              uintptr_t at)
 {
-    uint64_t kind, save = 0;
+    uint64_t flags = 0, low = (uint64_t)-CFI_RA_AT_CFA;
     if (at >= RULE_ADDR_LIMIT)
         return 0;
     if (row->cfa == CFI_CFA_END)
-        return rule_tag(at) << RULE_TAG_SHIFT |
-               (uint64_t)RULE_END << RULE_KIND_SHIFT;
-    if (row->cfa == CFI_CFA_SP)
-        kind = RULE_SP;
-    else if (row->cfa == CFI_CFA_FP)
-        kind = RULE_FP;
-    else
+        return rule_tag(at) << RULE_TAG_SHIFT | RULE_END;
+    if (row->cfa == CFI_CFA_FP)
+        flags = RULE_FP;
+    else if (row->cfa != CFI_CFA_SP)
         return 0;
     if (row->cfa_off < -CFI_RA_AT_CFA || row->cfa_off > 0xffff)
         return 0;
     if (row->fp == CFI_FP_AT_CFA) {
         if (row->fp_off > CFI_RA_AT_CFA || row->fp_off < -255)
             return 0;
-        save = (uint64_t)-row->fp_off;
+        flags |= RULE_LOAD_FP;
+        if ((uint64_t)-row->fp_off > low)
+            low = (uint64_t)-row->fp_off;
         /* Under the stack pointer: an epilogue's popped slot, which the
          * general step keeps without reading. */
-        if (kind == RULE_SP && save > (uint64_t)row->cfa_off)
+        if (!(flags & RULE_FP) && low > (uint64_t)row->cfa_off)
             return 0;
     } else if (row->fp != CFI_FP_SAME) {
         return 0;
     }
-    return rule_tag(at) << RULE_TAG_SHIFT | kind << RULE_KIND_SHIFT |
-           save << RULE_SAVE_SHIFT | (uint64_t)row->cfa_off;
+    return rule_tag(at) << RULE_TAG_SHIFT | flags |
+           (low - 8) << RULE_LOW_SHIFT | (uint64_t)row->cfa_off;
 }
 
 /*
@@ -209,51 +228,60 @@ static PPROF_SIGNAL_SAFE uint64_t rule_entry(const struct cfi_row *row,
  * [lo, top)), top below RULE_ADDR_LIMIT, and a known frame pointer.
  */
 static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
-rule_steps(const uint64_t *rules, const struct bounds *b, uintptr_t top,
+rule_steps(const uint64_t *rules, uintptr_t delta, uintptr_t top,
            struct cfi_regs *r, int *exact, int sites, uintptr_t *pcs, int *n,
            int max)
 {
-    /* In locals, written back once: r and b may live in memory (the
-     * general step takes their addresses). */
-    uintptr_t pc = r->pc, sp = r->sp, fp = r->fp, delta = b->delta;
+    /* In locals, written back once: r may live in memory (the general
+     * step takes its address). A walk of call sites keeps no pc (a
+     * frame's return address is at + 1), nor the start of pcs (n comes
+     * from what is left): fewer values live in the loop, none spilled. */
+    uintptr_t pc = r->pc, sp = r->sp, fp = r->fp;
     uintptr_t *out = pcs + *n, *end = pcs + max;
     uintptr_t at = pc - 1 + (uintptr_t)*exact;
-    int outermost = 0;
-    for (; out < end; at = pc - 1) {
+    int outermost = 0, first = *n;
+    /* Entered only with room for a frame; the test is at the bottom. */
+    if (out < end) do {
         uint64_t e = __atomic_load_n(&rules[at & (CFI_RULES - 1)],
                                      __ATOMIC_RELAXED);
-        if ((e >> RULE_TAG_SHIFT) != rule_tag(at))
+        if (!rule_hit(e, at))
             break;
-        uintptr_t cfa, save = (uint8_t)(e >> RULE_SAVE_SHIFT);
-        if (likely(!(e & RULE_KIND_MASK))) {
-            cfa = sp + (uint16_t)e;
-            if (cfa > top)
+        uintptr_t off = (uint16_t)e, cfa;
+        if (!(e & RULE_FP)) {
+            /* low <= off: the lower bound holds once the constant is a
+             * real one (an empty or RULE_END entry's is 0). */
+            cfa = sp + off;
+            if (unlikely(off < 8 || cfa > top)) {
+                if (e & RULE_END) {
+                    *out++ = sites ? at : pc;
+                    outermost = 1;
+                }
                 break;
-        } else if ((e & RULE_KIND_MASK) ==
-                   (uint64_t)RULE_FP << RULE_KIND_SHIFT) {
-            /* The frame pointer may hold anything: the CFA must lie
-             * above sp (which keeps the return address's slot on the
-             * stack) and the saved frame pointer at or above sp. */
-            cfa = fp + (uint16_t)e;
-            if (cfa < sp - CFI_RA_AT_CFA || cfa > top || cfa - sp < save)
-                break;
+            }
         } else {
-            *out++ = sites ? at : pc; /* RULE_END */
-            outermost = 1;
-            break;
+            cfa = fp + off;
+            if (unlikely(cfa < sp + (uint8_t)(e >> RULE_LOW_SHIFT) + 8 ||
+                         cfa > top))
+                break;
         }
         uintptr_t ra = *(const uintptr_t *)(cfa + CFI_RA_AT_CFA + delta);
         if (!ra)
             break;
-        if (save)
-            fp = *(const uintptr_t *)(cfa - save + delta);
+        if (e & RULE_LOAD_FP)
+            fp = *(const uintptr_t *)(cfa - (uint8_t)(e >> RULE_LOW_SHIFT) -
+                                      8 + delta);
         *out++ = sites ? at : pc;
-        pc = ra;
+        if (!sites)
+            pc = ra;
+        at = ra - 1;
         sp = cfa;
-    }
-    if (out != pcs + *n)
+    } while (out < end);
+    int now = max - (int)(end - out);
+    if (now != first)
         *exact = 0;
-    *n = (int)(out - pcs);
+    if (sites)
+        pc = at + 1 - (uintptr_t)*exact;
+    *n = now;
     r->pc = pc;
     r->sp = sp;
     r->fp = fp;
@@ -492,7 +520,7 @@ general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
     int uc_n = uc ? 1 : 0, uc_direct = 1;
     for (;;) {
         if (rules && fp_ok && r.sp - b.lo <= top - b.lo &&
-            rule_steps(rules, &b, top, &r, &exact, sites, pcs, &n, max)) {
+            rule_steps(rules, b.delta, top, &r, &exact, sites, pcs, &n, max)) {
             *clean = 1;
             goto done;
         }
@@ -669,13 +697,15 @@ done:
     return n;
 }
 
-/* The walk, for both entry points (see general_walk for the parameters):
- * registered as a reader of the published set, frames through the rule
- * cache first, and through the general step only from the first frame
- * the cache does not step. */
+/* The walk, for every entry point (see general_walk for the parameters;
+ * copy says the stack's bytes are a copy, at b->delta, else they are read
+ * where they are): registered as a reader of the published set, frames
+ * through the rule cache first, and through the general step only from
+ * the first frame the cache does not step. */
 static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
 walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan, int sites,
-     const struct bounds *b, uintptr_t *pcs, int max, int *full, int *clean)
+     int copy, const struct bounds *b, uintptr_t *pcs, int max, int *full,
+     int *clean)
 {
     struct cfi_regs r = *regs;
     int n = 0;
@@ -689,7 +719,8 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan, int sites,
     const struct cfi_set *set = __atomic_load_n(&cfi_current, __ATOMIC_SEQ_CST);
     uintptr_t top = b->lo + b->span + sizeof(uintptr_t);
     if (set && top < RULE_ADDR_LIMIT && fp_ok && r.sp - b->lo <= top - b->lo &&
-        rule_steps(set->rules, b, top, &r, &exact, sites, pcs, &n, max))
+        rule_steps(set->rules, copy ? b->delta : 0, top, &r, &exact, sites,
+                   pcs, &n, max))
         *clean = 1;
     else
         n = general_walk(&r, exact, fp_ok, scan, sites, b, set, pcs, n, max,
@@ -705,7 +736,7 @@ trial_walk(const struct cfi_regs *regs, const struct bounds *b)
 {
     uintptr_t pcs[THREADS_TRIAL_MAX];
     int full, clean;
-    walk(regs, 0, 1, 0, 0, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
+    walk(regs, 0, 1, 0, 0, 1, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
     return full || clean;
 }
 
@@ -715,7 +746,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
 {
     struct bounds b = make_bounds(stack_lo, stack_hi, 0);
     int clean;
-    return walk(regs, exact, 1, 0, 0, &b, pcs, max, full, &clean);
+    return walk(regs, exact, 1, 0, 0, 0, &b, pcs, max, full, &clean);
 }
 
 STACK_READER PPROF_SIGNAL_SAFE int
@@ -724,7 +755,7 @@ cfi_walk_sites(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
 {
     struct bounds b = make_bounds(stack_lo, stack_hi, 0);
     int clean;
-    return walk(regs, exact, 1, 0, 1, &b, pcs, max, full, &clean);
+    return walk(regs, exact, 1, 0, 1, 0, &b, pcs, max, full, &clean);
 }
 
 STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
@@ -737,7 +768,28 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
     struct bounds b = make_bounds(stack_lo, stack_hi,
                                   (uintptr_t)copy - stack_lo);
     int clean;
-    return walk(regs, 1, 0, 1, 0, &b, pcs, max, full, &clean);
+    return walk(regs, 1, 0, 1, 0, 1, &b, pcs, max, full, &clean);
+}
+
+STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_frame(const void *frame,
+                                                  uintptr_t *pcs, int max,
+                                                  int *full)
+{
+    uintptr_t lo, hi;
+    *full = 0;
+    if (cfi_stack_bounds(&lo, &hi) != 0) {
+        __atomic_fetch_add(&cfi_walk_counters.no_bounds, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    /* The record is the function's own: on the stack, below its caller's
+     * frame. */
+    const uintptr_t *record = frame;
+    uintptr_t at = (uintptr_t)record;
+    if (at < lo || at + 2 * sizeof(uintptr_t) > hi)
+        return 0;
+    struct cfi_regs r = {record[1], at + 2 * sizeof(uintptr_t), record[0],
+                         NULL};
+    return cfi_walk_sites(&r, 0, r.sp, hi, pcs, max, full);
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int

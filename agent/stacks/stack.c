@@ -130,9 +130,12 @@ static void learn_from_maps(void)
     fds_close(fd);
 }
 
-/* Returns 0 (no stack) when the thread's stack bounds are unknown and
+/* The stack above the agent function whose frame record is frame (its
+ * __builtin_frame_address(0)), or above this one's when frame is NULL;
+ * returns 0 (no stack) when the thread's stack bounds are unknown and
  * cannot be learnt here. */
-static int capture(uintptr_t *pcs, int max, int may_allocate)
+static int capture(const void *frame, uintptr_t *pcs, int max,
+                   int may_allocate)
 {
     uintptr_t raw[STACK_MAX + 32];
     int want = max + 32 < (int)(sizeof raw / sizeof raw[0])
@@ -150,14 +153,13 @@ static int capture(uintptr_t *pcs, int max, int may_allocate)
         learn_from_maps();
     }
     int full;
-    int n = cfi_walk_here(raw, want, &full);
+    int n = cfi_walk_frame(frame ? frame : __builtin_frame_address(0), raw,
+                           want, &full);
     int i = 0;
     while (i < n && is_self(raw[i]))
         i++;
-    /* Return addresses, turned into their call sites. */
     int out = n - i < max ? n - i : max;
-    for (int j = 0; j < out; j++)
-        pcs[j] = raw[i + j] - 1;
+    memcpy(pcs, raw + i, (size_t)out * sizeof *pcs);
     if ((i + out < n || full) && out > 0)
         pcs[out - 1] = FRAME_TRUNCATED;
     return out;
@@ -165,10 +167,15 @@ static int capture(uintptr_t *pcs, int max, int may_allocate)
 
 int stack_capture(uintptr_t *pcs, int max)
 {
-    return capture(pcs, max, 1);
+    return capture(NULL, pcs, max, 1);
+}
+
+int stack_capture_from(const void *frame, uintptr_t *pcs, int max)
+{
+    return capture(frame, pcs, max, 1);
 }
 
 int stack_capture_no_alloc(uintptr_t *pcs, int max)
 {
-    return capture(pcs, max, 0);
+    return capture(NULL, pcs, max, 0);
 }

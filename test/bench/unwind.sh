@@ -14,8 +14,9 @@
 #    cannot be counted this way: it checks RunningOnValgrind and its timer
 #    signal then kills the program; its unwinder is in table 1.
 # 3. A heap sample's capture: heap_bench's malloc+free loop with every
-#    allocation sampled (PPROF_HEAP_RATE=1), stack_capture's instructions
-#    per call (3 agent frames walked and dropped, 5 host frames kept).
+#    allocation sampled (PPROF_HEAP_RATE=1), stack_capture_from's
+#    instructions per call (the walk starts at the sampler's caller: 1
+#    agent frame walked and dropped, 5 host frames kept).
 # 4. Table memory per MB of code and build time, in a python3 process
 #    that imports json, decimal and sqlite3 (PPROF_LOG=debug prints each
 #    rebuild; rebuilds after the first compile only the new objects, so
@@ -89,10 +90,10 @@ if [ $have_vg = 1 ]; then
     LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet PPROF_START_DELAY_MS=0 PPROF_HEAP_RATE=1 \
         valgrind --tool=callgrind --callgrind-out-file="$work/heap.out" \
         "$build/test/programs/heap_bench" pairs 20000 >/dev/null 2>&1 || true
-    c=$(inclusive "$work/heap.out" stack_capture)
-    n=$(calls "$work/heap.out" heap_table_sample stack_capture)
+    c=$(inclusive "$work/heap.out" stack_capture_from)
+    n=$(calls "$work/heap.out" heap_table_sample stack_capture_from)
     if [ -n "$c" ] && [ -n "$n" ] && [ "$n" -gt 0 ]; then
-        echo "heap sample capture (heap_bench pairs, 8 frames, 5 kept): $((c / n)) instructions per capture ($n captures)"
+        echo "heap sample capture (heap_bench pairs, from the sampler's caller: 1 agent frame walked and dropped, 5 host frames kept): $((c / n)) instructions per capture ($n captures)"
     else
         echo "heap sample capture: no measurement"
     fi

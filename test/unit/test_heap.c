@@ -68,7 +68,7 @@ TEST(table_is_exact)
     assert_true(heap_table_init() == 0);
     for (int i = 0; i < NPTRS; i++) {
         ptrs[i] = 0x7f0000000000ULL + (uintptr_t)i * 48;
-        heap_table_sample((void *)ptrs[i], (size_t)(i % 7) * 100);
+        heap_table_sample((void *)ptrs[i], (size_t)(i % 7) * 100, NULL);
     }
     struct heap_stats st;
     heap_table_stats(&st);
@@ -159,7 +159,7 @@ TEST(ages_and_estimate)
     int64_t want = 0;
     for (int i = 0; i < 10; i++) {
         size_t size = i < 6 ? 1000 : 3000000;
-        heap_table_sample((void *)(base + (uintptr_t)i * 64), size);
+        heap_table_sample((void *)(base + (uintptr_t)i * 64), size, NULL);
         want += (int64_t)heap_table_weight(size);
     }
     int64_t after = heap_table_now_ns();
@@ -252,7 +252,7 @@ TEST(peak_is_kept)
     heap_peak_apply(&first, &first_info, 1);
     stack_snapshot_free(&first);
     for (int i = 0; i < 5; i++)
-        heap_table_sample((void *)(base + (uintptr_t)i * 64), 777);
+        heap_table_sample((void *)(base + (uintptr_t)i * 64), 777, NULL);
     for (int i = 0; i < 3; i++) {
         struct heap_live l;
         assert_true(heap_table_forget((void *)(base + (uintptr_t)i * 64), &l));
