@@ -91,6 +91,56 @@ static void tally(const char *what, const uintptr_t *ours, int n_ours,
 }
 
 static const char *current_what = "";
+/* Addresses that are no code, on a stack with unreadable pages on both
+ * sides: what the rule cache's 36-bit tag test lets through (addresses of
+ * 2^48 - 4096 and above alias an entry or the empty one) must still read
+ * only inside the bounds. A read outside faults and fails the test. */
+TEST(hostile_addresses_stay_in_bounds)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *map = mmap(NULL, (size_t)page * 3, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    expect_true(map != MAP_FAILED);
+    if (map == MAP_FAILED)
+        return;
+    expect_int_eq(mprotect(map, (size_t)page, PROT_NONE), 0);
+    expect_int_eq(mprotect(map + 2 * page, (size_t)page, PROT_NONE), 0);
+    uintptr_t *stack = (uintptr_t *)(map + page);
+    size_t words = (size_t)page / sizeof *stack;
+    uintptr_t text = (uintptr_t)libs[1].recurse;
+    /* Fill the cache with real rules first. */
+    uintptr_t warm[64];
+    int full;
+    cfi_walk_here(warm, 64, &full);
+    const uintptr_t hostile[] = {
+        0, 1, 4095, 4096, ~(uintptr_t)0, ~(uintptr_t)0 - 4096,
+        (uintptr_t)0x0000fffffffff123, (uintptr_t)0x0000ffffffffffff,
+        (uintptr_t)0xffff800000000000, ((uintptr_t)1 << 48) + text,
+        ((uintptr_t)0xffff << 48) | text, text};
+    size_t nh = sizeof hostile / sizeof hostile[0];
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int round = 0; round < 4000; round++) {
+        for (size_t i = 0; i < words; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            stack[i] = x % 3 ? hostile[x % nh] + (x >> 60)
+                             : (uintptr_t)&stack[x % words];
+        }
+        /* At the lowest word or near the top: a read under the stack
+         * pointer or over the top lands on a protected page. */
+        uintptr_t sp = (uintptr_t)(round & 1 ? stack
+                                             : stack + words - 1 - x % 4);
+        struct cfi_regs r = {hostile[round % nh] + (x >> 61), sp,
+                             hostile[(round / nh) % nh], NULL};
+        uintptr_t pcs[64];
+        int n = cfi_walk_sites(&r, round & 2 ? 1 : 0, (uintptr_t)stack,
+                               (uintptr_t)(stack + words), pcs, 64, &full);
+        expect_true(n >= 1 && n <= 64);
+    }
+    munmap(map, (size_t)page * 3);
+}
+
 static int covered(uintptr_t pc);
 
 /* Both walks from here; compared from this function's caller outwards
@@ -628,5 +678,6 @@ int main(int argc, char **argv)
                      debug_frame_only,
                      walks_never_allocate,
                      walks_make_no_system_call, garbage_stacks_end_cleanly,
+                     hostile_addresses_stay_in_bounds,
                      dlclose_drops_tables, NULL);
 }
