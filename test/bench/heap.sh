@@ -15,10 +15,12 @@
 # (PPROF_START_DELAY_MS=0 builds them in the constructor, before the
 # workload's clock starts: a process that has lived the delay), and with
 # PPROF_HEAP_RATE=0 (the fast paths run, nothing is ever sampled).
-# Configurations are interleaved round by round; wall time and peak RSS
-# are medians, shown as ratios to their baseline, with the range of the
-# per-round wall ratio. The noise of the run is the spread of each
-# baseline's own wall time over the rounds ((max - min) / median).
+# Configurations are interleaved round by round; wall time, CPU time (of
+# the workload's threads, as the program measures it: on a shared machine
+# other work moves it much less than the wall time) and peak RSS are
+# medians, shown as ratios to their baseline, with the range of the
+# per-round ratio. The noise of the run is the spread of each baseline's
+# own wall and CPU times over the rounds ((max - min) / median).
 #
 # Then deterministic instruction counts with valgrind --tool=callgrind:
 # the instructions per malloc+free pair of heap_bench's pairs loop (the
@@ -47,15 +49,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/heapbench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 export PPROF_ADDR=off PPROF_LOG=quiet
 
-# run NAME CMD...: one timed run; appends "NAME seconds maxrss_kb", the
-# seconds as the workload measured them itself (start of its threads to
-# their end, in microseconds), the peak RSS from /usr/bin/time.
+# run NAME CMD...: one timed run; appends "NAME seconds maxrss_kb round
+# cpu_seconds", the seconds as the workload measured them itself (start of
+# its threads to their end, in microseconds, and the CPU time its threads
+# used meanwhile), the peak RSS from /usr/bin/time.
 run() {
     name=$1; shift
     /usr/bin/time -f "%M" -o "$tmp/rss" "$@" >"$tmp/out" 2>"$tmp/err" \
         || { cat "$tmp/err" >&2; echo "run $name failed" >&2; return; }
     secs=$(awk '/^heap_bench_elapsed / { print $2 }' "$tmp/out")
-    echo "$name ${secs:-0} $(tail -n 1 "$tmp/rss") $r" >> "$tmp/results"
+    cpu=$(awk '/^heap_bench_cpu / { print $2 }' "$tmp/out")
+    echo "$name ${secs:-0} $(tail -n 1 "$tmp/rss") $r ${cpu:-0}" >> "$tmp/results"
 }
 
 configs=${HEAP_BENCH_CONFIGS:-"glibc shim agent_rate0 agent_tables agent jemalloc jemalloc_prof tcmalloc tcmalloc_sample gperftools_heap heaptrack"}
@@ -88,22 +92,24 @@ median() { # NAME FIELD
         | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# range NAME BASE: min and max over the rounds of NAME's wall / BASE's.
+# range NAME BASE FIELD: min and max over the rounds of NAME's FIELD (2
+# wall, 5 CPU) / BASE's.
 range() {
-    awk -v n="$1" -v b="$2" '$1 == n { t[$4] = $2 } $1 == b { u[$4] = $2 }
+    awk -v n="$1" -v b="$2" -v f="$3" '$1 == n { t[$4] = $f } $1 == b { u[$4] = $f }
         END { lo = 0; hi = 0
               for (r in t) if (u[r] > 0) { x = t[r] / u[r]; if (lo == 0 || x < lo) lo = x; if (x > hi) hi = x }
               printf "%.3f-%.3f", lo, hi }' "$tmp/results"
 }
-# spread NAME: (max - min) / median of NAME's wall time over the rounds.
+# spread NAME FIELD: (max - min) / median of NAME's FIELD (2 wall, 5 CPU)
+# over the rounds.
 spread() {
-    awk -v n="$1" '$1 == n { print $2 }' "$tmp/results" | sort -n |
+    awk -v n="$1" -v f="$2" '$1 == n { print $f }' "$tmp/results" | sort -n |
         awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
                                  printf "%.3f", (m > 0 ? (v[NR] - v[1]) / m : 0) }'
 }
 
 echo "heap_bench: $threads threads x $ops allocations, $rounds interleaved rounds, medians"
-printf '%-16s %-10s %9s %9s %13s %10s %9s\n' tool baseline wall_s ratio ratio_range peak_MB ratio
+printf '%-16s %-10s %7s %6s %11s %6s %6s %11s %7s %6s\n' tool baseline wall_s ratio range cpu_s ratio range peak_MB ratio
 for pair in "shim glibc" "agent_rate0 glibc" "agent_tables glibc" "agent glibc" \
             "agent_rate0 shim" "agent_tables shim" "agent shim" "tcmalloc_sample tcmalloc" \
             "jemalloc_prof jemalloc" "gperftools_heap tcmalloc" "heaptrack glibc"; do
@@ -111,15 +117,18 @@ for pair in "shim glibc" "agent_rate0 glibc" "agent_tables glibc" "agent glibc" 
     case " $configs " in *" $1 "*) ;; *) continue ;; esac
     case " $configs " in *" $2 "*) ;; *) continue ;; esac
     w=$(median "$1" 2); bw=$(median "$2" 2)
+    c=$(median "$1" 5); bc=$(median "$2" 5)
     m=$(median "$1" 3); bm=$(median "$2" 3)
-    awk -v t="$1" -v b="$2" -v w="$w" -v bw="$bw" -v m="$m" -v bm="$bm" -v rr="$(range "$1" "$2")" 'BEGIN {
-        printf "%-16s %-10s %9.3f %9.3f %13s %10.1f %9.3f\n", t, b, w, (bw > 0 ? w / bw : 0), rr, m / 1024, (bm > 0 ? m / bm : 0) }'
+    awk -v t="$1" -v b="$2" -v w="$w" -v bw="$bw" -v c="$c" -v bc="$bc" -v m="$m" -v bm="$bm" \
+        -v rw="$(range "$1" "$2" 2)" -v rc="$(range "$1" "$2" 5)" 'BEGIN {
+        printf "%-16s %-10s %7.3f %6.3f %11s %6.3f %6.3f %11s %7.1f %6.3f\n", t, b, w, (bw > 0 ? w / bw : 0), rw,
+            c, (bc > 0 ? c / bc : 0), rc, m / 1024, (bm > 0 ? m / bm : 0) }'
 done
 noise=
 for b in glibc shim jemalloc tcmalloc; do
-    case " $configs " in *" $b "*) noise="$noise${noise:+, }$b $(spread $b)" ;; esac
+    case " $configs " in *" $b "*) noise="$noise${noise:+, }$b $(spread $b 2) / $(spread $b 5)" ;; esac
 done
-echo "noise, each baseline's wall time over the rounds, (max - min) / median: $noise"
+echo "noise, each baseline's wall / CPU time over the rounds, (max - min) / median: $noise"
 [ "${HEAP_BENCH_CALLGRIND:-1}" != 0 ] || exit 0
 
 # ---- instructions (callgrind) ------------------------------------------------
