@@ -44,6 +44,11 @@ static size_t (*real_usable_size)(void *);
 
 static int resolving;
 
+static void *next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
 /* Resolves every real_* pointer; 0 when done, -1 when called again from
  * inside dlsym (the caller then uses glibc's entry point). The bench's
  * programs make their first allocation on one thread, so no lock. */
@@ -54,17 +59,18 @@ static int resolve(void)
     if (resolving)
         return -1;
     resolving = 1;
-    void *m = dlsym(RTLD_NEXT, "malloc");
-    void *f = dlsym(RTLD_NEXT, "free");
-    void *c = dlsym(RTLD_NEXT, "calloc");
-    void *r = dlsym(RTLD_NEXT, "realloc");
-    real_reallocarray = (void *(*)(void *, size_t, size_t))dlsym(RTLD_NEXT, "reallocarray");
-    real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
-    real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
-    real_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
-    real_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
-    real_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
-    real_usable_size = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    void *m = next("malloc");
+    void *f = next("free");
+    void *c = next("calloc");
+    void *r = next("realloc");
+    real_reallocarray = (void *(*)(void *, size_t, size_t))next("reallocarray");
+    real_posix_memalign =
+        (int (*)(void **, size_t, size_t))next("posix_memalign");
+    real_aligned_alloc = (void *(*)(size_t, size_t))next("aligned_alloc");
+    real_memalign = (void *(*)(size_t, size_t))next("memalign");
+    real_valloc = (void *(*)(size_t))next("valloc");
+    real_pvalloc = (void *(*)(size_t))next("pvalloc");
+    real_usable_size = (size_t (*)(void *))next("malloc_usable_size");
     real_free = f ? (void (*)(void *))f : __libc_free;
     real_calloc = c ? (void *(*)(size_t, size_t))c : __libc_calloc;
     real_realloc = r ? (void *(*)(void *, size_t))r : __libc_realloc;

@@ -4,11 +4,12 @@
 # window of live objects) with no tool, under the agent at the default
 # rate, under a forwarding-only interposer (test/bench/forward_shim.c: the
 # same functions interposed, each a jump to the next allocator, the floor
-# any interposer pays), and under the tools a user would otherwise use: jemalloc's profiler
-# (against plain jemalloc), tcmalloc's own sampler at the same mean
-# distance, 512 KiB (TCMALLOC_SAMPLE_PARAMETER, the closest peer: sampled
-# stacks kept for the heap profile, nothing else), gperftools' heap
-# profiler (against plain tcmalloc) and heaptrack (against plain glibc).
+# any interposer pays), and under the tools a user would otherwise use:
+# jemalloc's profiler (against plain jemalloc), tcmalloc's own sampler at
+# the same mean distance, 512 KiB (TCMALLOC_SAMPLE_PARAMETER, the closest
+# peer: sampled stacks kept for the heap profile, nothing else),
+# gperftools' heap profiler (against plain tcmalloc) and heaptrack
+# (against plain glibc).
 # The agent runs three ways: as a service starts (the workload is over
 # before PPROF_START_DELAY_MS, so every sample is walked without the
 # unwind tables, which wait for the delay), with its tables built
@@ -30,7 +31,8 @@
 #
 #   sh test/bench/heap.sh BUILD_DIR     (HEAP_BENCH_OPS, HEAP_BENCH_ROUNDS,
 #       HEAP_BENCH_CONFIGS: a subset of the configurations below, e.g.
-#       "glibc shim agent"; HEAP_BENCH_CALLGRIND=0 skips the counts)
+#       "glibc shim agent_rate0 agent_tables agent";
+#       HEAP_BENCH_CALLGRIND=0 skips the counts)
 set -eu
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
