@@ -224,9 +224,19 @@ demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory $(LIB) $(BUILD)/test/programs/demo_service
 	@sh scripts/demo $(BUILD)
 
+# The heap bench's floor of interposition: a preload library that only
+# forwards the malloc family to the next allocator (never part of the
+# agent), built as the agent's interposers are.
+FORWARD_SHIM := $(BUILD)/test/bench/libforward_shim.so
+$(FORWARD_SHIM): test/bench/forward_shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden \
+	    -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
+	    -Wl,-z,defs -Wl,-z,now -D_GNU_SOURCE $(WARN) $< -o $@ -ldl
+
 # What the benchmarks run; test/bench/run builds it first, so that one area
 # (sh test/bench/run build contention) works from a fresh clone too.
-bench-bins: $(LIB) $(PROG_BINS) $(UNIT_BINS)
+bench-bins: $(LIB) $(PROG_BINS) $(UNIT_BINS) $(FORWARD_SHIM)
 
 bench: bench-bins
 	@sh test/bench/run $(BUILD)
