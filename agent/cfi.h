@@ -198,16 +198,20 @@ size_t cfi_tables_bytes(void);
  * cfi_tables_maybe_refresh() rebuilds. Async-signal-safe. */
 extern int cfi_tables_stale;
 
-/* cfi_tables_refresh() if something marked the tables out of date, unless
- * the first build is deferred (cfi_tables_defer). Not async-signal-safe. */
+/* cfi_tables_refresh() if something marked the tables out of date; while
+ * the first build is deferred (cfi_tables_defer), only once the walks made
+ * without tables have cost about what the build does (one frame looked up
+ * per KiB of loaded code). Not async-signal-safe. */
 int cfi_tables_maybe_refresh(void);
 
 /* Defers the first build of the tables: until cfi_tables_refresh() is
  * called (by the deferred start, a CPU profile or a threads dump), captures
- * look each frame's rule up with _dl_find_object and never build tables
- * from a host thread. A process that execs or exits within the start delay
- * (a compiler pass, a shell command) then never pays for tables of its
- * objects: cc1's took about 100 ms. */
+ * look each frame's rule up with _dl_find_object, and build the tables
+ * from a host thread only when those lookups have cost about as much
+ * (cfi_tables_maybe_refresh). A process that execs or exits within the
+ * start delay (a compiler pass, a shell command) then never pays for
+ * tables of its objects (cc1's took about 100 ms), and one that samples
+ * thousands of stacks in it does not pay 20 times a walk's cost for each. */
 void cfi_tables_defer(void);
 
 /* In a forked child: forgets the walks of threads that did not come

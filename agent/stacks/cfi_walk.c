@@ -691,7 +691,10 @@ general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
         r.fp = fp;
     }
 done:
-    if (seen.no_table && set)
+    /* Code with no table: the next capture outside locks refreshes the
+     * tables, or, before their first build, counts what it cost
+     * (cfi_tables_maybe_refresh). */
+    if (seen.no_table)
         __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
     counters_add(&seen);
     return n;
