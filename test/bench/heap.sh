@@ -11,8 +11,9 @@
 # gperftools' heap profiler (against plain tcmalloc) and heaptrack
 # (against plain glibc).
 # The agent runs three ways: as a service starts (the workload is over
-# before PPROF_START_DELAY_MS, so every sample is walked without the
-# unwind tables, which wait for the delay), with its tables built
+# before PPROF_START_DELAY_MS: its first samples are walked without the
+# unwind tables, which wait for the delay or until those walks have cost
+# about what building them does), with its tables built
 # (PPROF_START_DELAY_MS=0 builds them in the constructor, before the
 # workload's clock starts: a process that has lived the delay), and with
 # PPROF_HEAP_RATE=0 (the fast paths run, nothing is ever sampled).
