@@ -44,6 +44,7 @@ extern int opt_log_level;        /* PPROF_LOG */
 extern long opt_heap_rate;       /* PPROF_HEAP_RATE, bytes; 0 = off */
 extern int opt_cpu_hz;           /* PPROF_CPU_HZ */
 extern int opt_wall_hz;          /* PPROF_WALL_HZ */
+extern long opt_wall_cost;       /* PPROF_WALL_COST, thousandths */
 extern long opt_mutex_fraction;  /* PPROF_MUTEX_FRACTION; 0 = off */
 extern long opt_block_rate;      /* PPROF_BLOCK_RATE, ns; 0 = off */
 extern char opt_debug_dir[4096]; /* PPROF_DEBUG_DIR: absolute dirs, ':' */

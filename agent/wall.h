@@ -11,6 +11,9 @@
  *   wall_look.c    one tick: which threads are looked at, what /proc says
  *                  of each, the walk of a blocked one (cached while its
  *                  system call stays the same), the charges
+ *   wall_cost.c    the cost governor: how many threads a tick may look at
+ *                  so that the looks' CPU time stays under a share of the
+ *                  host's
  *   wall_agg.c     charges grouped by (stack, thread, state, system call)
  *
  * Running threads are sampled by timers on their own CPU clocks, which only
@@ -189,8 +192,67 @@ void wall_thread_exiting(void);
 /* ---- one tick (wall_look.c) ---------------------------------------------- */
 
 /* Threads looked at per tick at most: with more, a round robin, and each
- * charge weighs threads / WALL_LOOK_MAX ticks. */
+ * charge weighs threads / (looks made at that tick) ticks. */
 #define WALL_LOOK_MAX 16
+/* At least, whatever the cost governor says (an idle host still gets
+ * samples). */
+#define WALL_LOOK_MIN 1
+
+/* ---- the cost governor (wall_cost.c) ------------------------------------- */
+
+/* The ticks weighed: about the last this many ns of wall time. */
+#define WALL_COST_WINDOW_NS 2000000000LL
+/* The process's CPU clock costs O(threads) to read (the kernel sums
+ * every thread's: about 140 us with 1,000 threads that run now and then,
+ * caches cold): it is read so seldom that this costs at most a tenth of
+ * the budget, and at least every WALL_COST_HOST_MAX_NS, at most every
+ * WALL_COST_HOST_MIN_NS. */
+#define WALL_COST_HOST_MIN_NS 250000000LL
+#define WALL_COST_HOST_MAX_NS 5000000000LL
+
+/* The governor's state: sums over the window (decayed), the clocks at the
+ * previous tick, totals for the profile's comment. Owned by the session's
+ * thread. */
+struct wall_cost {
+    double share;
+    int started, host_seen;
+    int64_t tick_ns, own_ns;  /* the previous tick: monotonic, own CPU */
+    int64_t host_read_ns, proc_ns, host_own_ns; /* the last process read */
+    int64_t host_every;       /* the next read is due this long after */
+    int64_t last_look_cpu;    /* the previous tick's looks' CPU, ns */
+    double host, host_span;   /* the host's CPU time, over this wall time */
+    double rest, wall, ticks; /* CPU besides the looks, wall time, ticks */
+    double look_cpu, looks;   /* the looks' CPU, their number */
+    double carry;             /* looks allowed and not yet made */
+    int64_t own_total, host_total; /* between the first and the last
+                                      reads of the process's clock, ns */
+};
+
+/* Starts a governor that keeps the session thread's CPU time at or under
+ * share (0.009: PPROF_WALL_COST / 1000) of the host's; 0 sets no limit
+ * (every tick makes the most looks; the clocks are still kept for the
+ * profile's comment). Does not allocate. Not async-signal-safe (never runs
+ * in one). */
+void wall_cost_init(struct wall_cost *g, double share);
+
+/* 1 when the next wall_cost_plan wants the process's CPU clock (see
+ * WALL_COST_HOST_MIN_NS). Not async-signal-safe. */
+int wall_cost_host_due(const struct wall_cost *g, int64_t now_ns);
+
+/* The number of looks a tick at monotonic now_ns may make among threads:
+ * all of them when there are at most WALL_LOOK_MAX; else WALL_LOOK_MAX,
+ * or 0 when the budget allows fewer (then WALL_LOOK_MAX every few ticks,
+ * at least WALL_LOOK_MIN a tick on average). own_ns is the session
+ * thread's CPU clock at the tick's start, proc_ns the process's (-1 when
+ * not read: see wall_cost_host_due), whose reading cost the thread
+ * proc_cpu_ns. The most on the first tick and until a look's cost is
+ * known. Not async-signal-safe. Does not allocate. */
+size_t wall_cost_plan(struct wall_cost *g, int64_t now_ns, int64_t own_ns,
+                      int64_t proc_ns, int64_t proc_cpu_ns, size_t threads);
+
+/* What the tick's looks (looks of them) cost the session thread, CPU ns.
+ * Not async-signal-safe. Does not allocate. */
+void wall_cost_spent(struct wall_cost *g, size_t looks, int64_t cpu_ns);
 
 /* States a charge is labelled with. */
 enum wall_state {
@@ -227,6 +289,8 @@ struct wall_look_counters {
                                a blocked look: charged without /proc */
     uint64_t reads;         /* files read in /proc/self/task/TID */
     uint64_t relists;       /* listings of /proc/self/task */
+    uint64_t skipped;       /* ticks the cost governor let look at no
+                               thread (their time goes to the next look) */
     int64_t look_ns;        /* wall time spent looking, summed */
     int64_t look_cpu_ns;    /* the session thread's CPU time for it */
 };
@@ -247,6 +311,8 @@ struct wall_looker {
     void *copy;         /* THREADS_COPY_MAX bytes for stack copies */
     uint32_t owed[WALL_OWED_MAX]; /* entries with owing set */
     size_t nowed;
+    struct wall_cost cost;
+    int64_t unlooked_ns; /* wall time of the ticks since the last looks */
     struct wall_look_counters c;
 };
 
@@ -255,16 +321,17 @@ struct wall_looker {
 int wall_look_init(struct wall_looker *l);
 void wall_look_free(struct wall_looker *l);
 
-/* One tick at time now_ns, elapsed_ns after the previous one: looks at up
- * to WALL_LOOK_MAX threads and calls charge() for each look (and for
+/* One tick at time now_ns, elapsed_ns after the previous one: looks at as
+ * many threads as the cost governor allows (up to WALL_LOOK_MAX) and calls charge() for each look (and for
  * earlier running looks whose stack arrived since). Returns 0 or -ENOMEM
  * (from charge). Session thread only. Not async-signal-safe. */
 int wall_look_tick(struct wall_looker *l, int64_t now_ns, int64_t elapsed_ns,
                    int (*charge)(const struct wall_charge *c, void *arg),
                    void *arg);
 
-/* Charges what is still owed at the end (the stacks that never came) and
- * ends the looker's session work. */
+/* Charges the ticks the cost governor skipped since the last looks (with
+ * one more round of looks) and what is still owed (the stacks that never
+ * came), and ends the looker's session work. */
 int wall_look_finish(struct wall_looker *l,
                      int (*charge)(const struct wall_charge *c, void *arg),
                      void *arg);

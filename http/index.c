@@ -103,6 +103,10 @@ void handle_index(struct request *r)
                 "CPU samples per second of CPU time per thread");
     put_setting(&b, "PPROF_WALL_HZ", opt_wall_hz,
                 "wall profile ticks per second");
+    put_setting(&b, "PPROF_WALL_COST", opt_wall_cost,
+                opt_wall_cost ? "wall profile's CPU time at most N thousandths "
+                                "of the process's"
+                              : "wall profile's cost not limited");
     put_setting(&b, "PPROF_MUTEX_FRACTION", opt_mutex_fraction,
                 opt_mutex_fraction ? "1 in N contended unlocks recorded"
                                    : "mutex profile off");

@@ -9,8 +9,9 @@
  *
  * Ticks: each tick's interval is drawn uniformly in [period/2, 3*period/2)
  * so that they cannot fall into step with a program's own cycle, and each
- * tick's charges weigh the wall time since the previous tick (a late tick
- * on a busy machine weighs more), so the shares stay right.
+ * tick's charges weigh the wall time since the previous tick that looked
+ * (a late tick on a busy machine weighs more; the cost governor may let a
+ * tick look at no thread), so the shares stay right.
  *
  * Runs on an HTTP worker for the length of the profile.
  */
@@ -140,6 +141,11 @@ void handle_wall(struct request *r)
     wall_session_stop();
     int64_t duration = agent_now_ns() - start;
     struct wall_look_counters c = l.c;
+    /* The session thread's CPU time as a share of the rest of the
+     * process's, in hundredths of a percent. */
+    long long share = l.cost.host_total > 0
+                          ? l.cost.own_total * 10000 / l.cost.host_total
+                          : 0;
     wall_look_free(&l);
     if (gone || err) {
         if (err)
@@ -148,7 +154,7 @@ void handle_wall(struct request *r)
         return;
     }
 
-    char comment[512];
+    char comment[768];
     log_snprintf(comment, sizeof comment,
                  "pprofagent: %llu ticks at %d Hz (%llu late), %llu looks "
                  "(running %llu, runnable %llu, blocked %llu; %llu not run "
@@ -156,7 +162,9 @@ void handle_wall(struct request *r)
                  "of the threads; blocked walks "
                  "%llu, kept %llu; running looks that waited for a stack "
                  "%llu, without one %llu; timer stacks %llu, arms %llu, "
-                 "disarms %llu; looking took %llu us a tick (%llu us of CPU)",
+                 "disarms %llu; looking took %llu us a tick (%llu us of CPU); "
+                 "%llu ticks skipped by the cost governor, this thread's CPU "
+                 "%lld.%lld%lld%% of the rest of the process's",
                  (unsigned long long)c.ticks, opt_wall_hz,
                  (unsigned long long)late, (unsigned long long)c.looks,
                  (unsigned long long)c.running,
@@ -171,7 +179,9 @@ void handle_wall(struct request *r)
                  (unsigned long long)(c.ticks ? c.look_ns / (int64_t)c.ticks / 1000
                                               : 0),
                  (unsigned long long)(c.ticks ? c.look_cpu_ns / (int64_t)c.ticks / 1000
-                                              : 0));
+                                              : 0),
+                 (unsigned long long)c.skipped, share / 100, share / 10 % 10,
+                 share % 10);
     log_debug("wall profile: %s", comment);
     struct pbuf out = {0};
     err = encode(agg, period, start, duration, comment, &out);

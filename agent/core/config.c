@@ -32,6 +32,7 @@ int opt_cpu_hz = 100;
  * 1,200 times a minute, with 16 looks a tick the sampler's own thread
  * stays near 0.5% of a core (docs/wall.md). */
 int opt_wall_hz = 20;
+long opt_wall_cost = 9;
 char opt_debug_dir[4096];
 /* Contention defaults, chosen with test/bench/contention.sh (docs/contention.md,
  * "Defaults, by measurement"): 5 and 10000 ns put the contended benchmark at the
@@ -321,6 +322,7 @@ void config_load(void)
     hz = opt_wall_hz;
     load_long("PPROF_WALL_HZ", &hz, 1, 1000);
     opt_wall_hz = (int)hz;
+    load_long("PPROF_WALL_COST", &opt_wall_cost, 0, 1000);
     load_long("PPROF_MUTEX_FRACTION", &opt_mutex_fraction, 0, 1000000000L);
     load_long("PPROF_BLOCK_RATE", &opt_block_rate, 0, 1000000000000L);
     load_debug_dir();

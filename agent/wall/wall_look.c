@@ -43,10 +43,17 @@
  * RELIST_MAX_NS passed (a thread that started and one that ended between
  * two ticks without passing the hooks leave the count as it was).
  *
- * Weights: with n threads and k looked at per tick, each look stands for
+ * How many: every thread when there are at most WALL_LOOK_MAX; else
+ * WALL_LOOK_MAX, a round robin, at every tick or every few ticks as the
+ * cost governor (wall_cost.c) allows.
+ *
+ * Weights: with n threads and k looked at in a tick, each look stands for
  * n / k ticks of that thread, each tick for the wall time since the
- * previous one; so a thread's expected charge is the profile's duration
- * whatever k is.
+ * previous one, k being the number of looks made in that tick: a tick's
+ * charges add up to n times its wall time, and each thread's chance of
+ * being looked at in it is k / n, so a thread's expected charge is the
+ * profile's duration however k moves from one tick to the next (with the
+ * host's load, say).
  *
  * Context: the HTTP worker holding the session (wall_timer.c). Allocates.
  */
@@ -103,6 +110,7 @@ static int by_tid(const void *a, const void *b)
 int wall_look_init(struct wall_looker *l)
 {
     memset(l, 0, sizeof *l);
+    wall_cost_init(&l->cost, (double)opt_wall_cost / 1000);
     void *p = mmap(NULL, THREADS_COPY_MAX, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -505,13 +513,49 @@ static int list_stale(struct wall_looker *l, int64_t now)
     return count != l->listed_total;
 }
 
+/* Looks at the next k threads of the round robin, each charged the wall
+ * time since the previous tick that looked, weighed by k (see the file's
+ * top). */
+static int look_some(struct wall_looker *l, size_t k, int64_t now,
+                     charge_fn fn, void *arg)
+{
+    size_t n = l->n;
+    k = k < n ? k : n;
+    int64_t ns = k ? l->unlooked_ns * (int64_t)n / (int64_t)k : 0;
+    int err = 0;
+    int64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (size_t i = 0; i < k && !err; i++) {
+        int tid = l->tids[(l->cursor + i) % n];
+        err = look(l, tid, now, ns, fn, arg);
+    }
+    if (n)
+        l->cursor = (l->cursor + k) % n;
+    l->unlooked_ns = 0;
+    wall_cost_spent(&l->cost, k, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
+    return err;
+}
+
 int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
                    charge_fn fn, void *arg)
 {
     int64_t t0 = mono_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    int err = 0;
-    err = settle_owed(l, now, 0, fn, arg);
-    if (!err && list_stale(l, now))
+    /* The process's CPU clock, when due: the kernel sums every thread's
+     * for it, so it is read seldom, and what that cost is measured. */
+    int64_t proc = -1, proc_cpu = 0;
+    if (wall_cost_host_due(&l->cost, now)) {
+        proc = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        proc_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    }
+    int err = settle_owed(l, now, 0, fn, arg);
+    if (!err && !l->tids)
+        err = relist(l, now, fn, arg);
+    l->c.ticks++;
+    l->unlooked_ns += elapsed;
+    size_t k = wall_cost_plan(&l->cost, now, c0, proc, proc_cpu, l->n);
+    if (!k && l->n)
+        l->c.skipped++;
+    /* The list is checked only by the ticks that look. */
+    if (!err && k && list_stale(l, now))
         err = relist(l, now, fn, arg);
     if (now - l->refreshed_ns >= REFRESH_NS) {
         /* The objects loaded meanwhile: the handler unwinds them. */
@@ -521,16 +565,8 @@ int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
             proc_tasks_open(&wall_tasks_fd);
         l->refreshed_ns = now;
     }
-    l->c.ticks++;
-    size_t n = l->n;
-    size_t k = n < WALL_LOOK_MAX ? n : WALL_LOOK_MAX;
-    int64_t ns = k ? elapsed * (int64_t)n / (int64_t)k : 0;
-    for (size_t i = 0; i < k && !err; i++) {
-        int tid = l->tids[(l->cursor + i) % n];
-        err = look(l, tid, now, ns, fn, arg);
-    }
-    if (n)
-        l->cursor = (l->cursor + k) % n;
+    if (!err && k)
+        err = look_some(l, k, now, fn, arg);
     l->c.look_ns += mono_ns() - t0;
     l->c.look_cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     return err;
@@ -538,5 +574,13 @@ int wall_look_tick(struct wall_looker *l, int64_t now, int64_t elapsed,
 
 int wall_look_finish(struct wall_looker *l, charge_fn fn, void *arg)
 {
-    return settle_owed(l, mono_ns(), 1, fn, arg);
+    int64_t now = mono_ns();
+    int err = 0;
+    /* The ticks skipped since the last looks are charged by a last one,
+     * or the profile would lack up to a few ticks' wall time. */
+    if (l->unlooked_ns > 0 && l->n)
+        err = look_some(l, l->n < WALL_LOOK_MAX ? l->n : WALL_LOOK_MAX, now,
+                        fn, arg);
+    int err2 = settle_owed(l, now, 1, fn, arg);
+    return err ? err : err2;
 }

@@ -10,8 +10,12 @@
 #   points), the idlers' total is 400 x the profile's duration (within
 #   10%), and their only state is sleeping;
 # - the program sees no EINTR.
+# The cost governor is off (PPROF_WALL_COST=0): these threads use so little
+# CPU that it would hold the profile to about one look a tick, and a look
+# would come round every 20 s (test/integration/wall_cost.sh covers it).
 . "$TOP/test/integration/lib.sh"
 prog="$BUILD/test/programs/idle_threads"
+export PPROF_WALL_COST=0
 
 start_agent parked "$prog" 400 14 4000
 for i in $(seq 100); do grep -q '^ready' "$WORK/parked.out" && break; sleep 0.05; done

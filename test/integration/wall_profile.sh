@@ -12,6 +12,8 @@
 #   wait_lock in futex, compute running or runnable; the off-CPU view
 #   (-tagfocus=state=sleeping) holds no compute;
 # - the main thread's samples walk through main to _start;
+# - the cost governor skipped no tick (six threads, four of them computing
+#   a third of the time: every thread is looked at at every tick);
 # - a CPU profile runs through the wall profile (PPROF_DUMP_DIR's whole-run
 #   profile: both timer sets armed at once) and names compute; meanwhile
 #   a second wall profile gets Go's 500 and /debug/pprof/profile the
@@ -77,6 +79,9 @@ BEGIN {
 }' || fail "a function's share differs by more than 3 points from the measured one"
 note "EINTR seen by the program: $eintr"
 [ "$eintr" = 0 ] || fail "the program saw $eintr EINTR"
+comment=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Comment: //p')
+note "$comment"
+expect_contains "$comment" "; 0 ticks skipped by the cost governor" "the profile's comment"
 
 # Labels.
 tags() { pprof -tags -tagfocus=thread=cycler -focus="$1" "$WORK/wall.pb.gz"; }
