@@ -110,6 +110,17 @@ pprof() {
     go tool pprof "$@" 2>"$WORK/pprof.err" || { cat "$WORK/pprof.err" >&2; fail "go tool pprof $*"; }
 }
 
+# top_cum TOP FUNCTION: the cum column of FUNCTION's row in `pprof -top
+# -cum` output TOP, without its unit (the caller picks it with -unit).
+top_cum() {
+    printf '%s\n' "$1" | awk -v f="$2" '$NF == f {v = $4; sub(/[a-z]+$/, "", v); print v + 0; exit}'
+}
+
+# profile_seconds FILE: the profile's duration in seconds.
+profile_seconds() {
+    pprof -raw "$1" | sed -n 's/^Duration: \([0-9.]*\).*/\1/p' | head -n 1
+}
+
 # expect_contains TEXT NEEDLE [WHAT]
 expect_contains() {
     case "$1" in

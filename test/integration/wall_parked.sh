@@ -29,16 +29,13 @@ unmoved=$(echo "$comment" | sed -n 's/.*; \([0-9]*\) not run since the previous 
 [ "$((unmoved * 2))" -gt "$looks" ] ||
     fail "$unmoved of $looks looks found the thread unmoved, expected more than half"
 
-cum() { # cum seconds of function $2 in the top output $1
-    printf '%s\n' "$1" | awk -v f="$2" '$NF == f {v = $4; sub(/s$/, "", v); print v + 0; exit}'
-}
 top=$(pprof -top -cum -unit=s -sample_index=wall -focus='^idler$' "$WORK/wall.pb.gz")
 echo "$top" | head -n 16
-secs=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Duration: \([0-9.]*\)s.*/\1/p' | head -n 1)
-pt=$(cum "$top" idler)
-[ -n "$pt" ] || fail "idler missing from the wall profile"
-awk -v t="$pt" -v d="${secs:-8}" -v c="$(cum "$top" idle_cond)" -v s="$(cum "$top" idle_sleep)" \
-    -v e="$(cum "$top" idle_epoll)" -v p="$(cum "$top" idle_poll)" '
+secs=$(profile_seconds "$WORK/wall.pb.gz")
+pt=$(top_cum "$top" idler)
+[ -n "$pt" ] && [ -n "$secs" ] || fail "idler or the duration missing from the wall profile"
+awk -v t="$pt" -v d="$secs" -v c="$(top_cum "$top" idle_cond)" -v s="$(top_cum "$top" idle_sleep)" \
+    -v e="$(top_cum "$top" idle_epoll)" -v p="$(top_cum "$top" idle_poll)" '
 function check(name, v) {
     share = v / t * 100; d0 = share - 25; if (d0 < 0) d0 = -d0
     printf "# %-10s %5.1f%% of the idlers (25%% expected)\n", name, share

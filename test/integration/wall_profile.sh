@@ -47,9 +47,6 @@ expect_contains "$busy" "wall profiling already in use
 expect_contains "$cpu_busy" "cpu profiling already in use
  500" "a CPU profile request"
 
-cum() { # cum wall ms of function $2 in the top output $1
-    printf '%s\n' "$1" | awk -v f="$2" '$NF == f {v = $4; sub(/ms$/, "", v); print v + 0; exit}'
-}
 top=$(pprof -top -cum -unit=ms -sample_index=wall -tagfocus=thread=cycler "$WORK/wall.pb.gz")
 echo "$top" | head -n 30
 expect_contains "$top" "Type: wall"
@@ -57,8 +54,8 @@ samples=$(pprof -top -sample_index=samples -tagfocus=thread=cycler "$WORK/wall.p
     sed -n 's/.*Total samples = \([0-9]*\).*/\1/p')
 note "cycler samples: ${samples:-?}"
 [ "${samples:-0}" -ge 2000 ] || fail "fewer than 2000 samples of the cyclers: ${samples:-none}"
-pc=$(cum "$top" compute) pn=$(cum "$top" nap) pe=$(cum "$top" wait_epoll) pl=$(cum "$top" wait_lock) pt=$(cum "$top" cycler)
-note "running looks whose stack never came: $(cum "$top" 'unavailable]') ms"
+pc=$(top_cum "$top" compute) pn=$(top_cum "$top" nap) pe=$(top_cum "$top" wait_epoll) pl=$(top_cum "$top" wait_lock) pt=$(top_cum "$top" cycler)
+note "running looks whose stack never came: $(top_cum "$top" 'unavailable]') ms"
 [ -n "$pc" ] && [ -n "$pn" ] && [ -n "$pe" ] && [ -n "$pl" ] && [ -n "$pt" ] ||
     fail "compute, nap, wait_epoll, wait_lock or cycler missing from the wall profile"
 awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" -v e="$((e1 - e0))" -v l="$((l1 - l0))" \
@@ -97,7 +94,7 @@ expect_not_contains "$off" " compute" "the off-CPU view"
 
 # The main thread (nanosleep under main): walked through main to _start.
 mainthr=$(pprof -top -cum -unit=ms -sample_index=wall -tagfocus=thread=wall_truth "$WORK/wall.pb.gz")
-pm=$(cum "$mainthr" main) ps=$(cum "$mainthr" _start)
+pm=$(top_cum "$mainthr" main) ps=$(top_cum "$mainthr" _start)
 note "main thread: main ${pm:-?} ms, _start ${ps:-?} ms"
 [ -n "$pm" ] && [ "$pm" = "$ps" ] || { echo "$mainthr"; fail "main thread samples do not all reach _start through main"; }
 
