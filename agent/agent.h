@@ -244,6 +244,13 @@ void stack_thread_prepare(void);
  */
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
 
+/* Records the signal-return trampoline of the handler just installed for
+ * sig (its sa_restorer), so that a sample that interrupts one of the
+ * agent's own handlers is charged to the host's stack under it
+ * (stack_unwind_signal). Call after each sigaction that installs one.
+ * Not async-signal-safe. */
+void stack_note_handler(int sig);
+
 /* ---- fork (fork.c): the one ordered list of fork handlers ---------------- */
 
 /* Turns on the agent's fork handlers (registered once, before any other

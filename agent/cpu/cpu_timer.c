@@ -419,6 +419,7 @@ int cpu_profile_start(int hz)
         return err;
     }
     handler_installed = 1;
+    stack_note_handler(sig);
     reg_full = 0;
     timer_failures = 0;
 

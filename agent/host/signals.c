@@ -38,8 +38,10 @@ int signals_borrow(int first, int last, int skip,
             sa.sa_mask = *mask;
         else
             sigemptyset(&sa.sa_mask);
-        if (sigaction(sig, &sa, saved) == 0)
+        if (sigaction(sig, &sa, saved) == 0) {
+            stack_note_handler(sig);
             return sig;
+        }
     }
     return -EAGAIN;
 }

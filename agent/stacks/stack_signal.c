@@ -10,7 +10,54 @@
 #include "agent/agent.h"
 #include "agent/cfi.h"
 
+#include <signal.h>
 #include <ucontext.h>
+
+/* The C library's signal-return trampoline (x86-64 glibc's __restore_rt),
+ * where every handler installed through its sigaction returns; 0 until a
+ * handler of the agent's is installed. */
+static uintptr_t sigreturn_at;
+
+void stack_note_handler(int sig)
+{
+#if defined(__x86_64__)
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) == 0 && cur.sa_restorer)
+        __atomic_store_n(&sigreturn_at, (uintptr_t)cur.sa_restorer,
+                         __ATOMIC_RELAXED);
+#else
+    (void)sig;
+#endif
+}
+
+/*
+ * Drops the frames of an agent signal handler that this signal
+ * interrupted, and its signal frame: the CPU profile's and the wall
+ * profile's timers both run on the thread's CPU clock and often expire at
+ * the same scheduler tick, and the kernel then sets up the second signal's
+ * handler before the first one's first instruction. The sample belongs to
+ * the host code under the first handler (the time before the tick was
+ * the host's), whose stack the walk went on to through the signal frame.
+ * The first frames are the agent's and the trampoline's return site, in
+ * that order, or nothing is dropped (an interrupted malloc hook, say).
+ */
+static PPROF_SIGNAL_SAFE int skip_own_handler(uintptr_t *pcs, int n)
+{
+    uintptr_t tramp = __atomic_load_n(&sigreturn_at, __ATOMIC_RELAXED);
+    if (!tramp || n < 3 || pcs[0] < stack_self_start ||
+        pcs[0] >= stack_self_end)
+        return n;
+    for (int k = 1; k < n; k++) {
+        if (pcs[k] + 1 == tramp) {
+            for (int i = k + 1; i < n; i++)
+                pcs[i - k - 1] = pcs[i];
+            return n - k - 1;
+        }
+        if (pcs[k] < stack_self_start || pcs[k] >= stack_self_end)
+            break;
+    }
+    return n;
+}
 
 PPROF_SIGNAL_SAFE
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
@@ -33,5 +80,5 @@ uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
     int n = cfi_walk_sites(&r, 1, r.sp, hi, pcs, (int)max, &full);
     if (full)
         pcs[n - 1] = FRAME_TRUNCATED;
-    return (uint32_t)n;
+    return (uint32_t)skip_own_handler(pcs, n);
 }
