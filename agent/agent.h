@@ -271,6 +271,10 @@ int agent_thread_spawn(void *(*fn)(void *), void *arg);
 
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;
+/* The C library's signal-return trampoline (x86-64 glibc's __restore_rt,
+ * the sa_restorer of every handler installed through its sigaction); 0
+ * until stack_note_handler saw one. */
+extern uintptr_t stack_sigreturn_at;
 /* Records the agent's own text range. Not async-signal-safe. */
 void stack_init(void);
 

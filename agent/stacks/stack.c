@@ -17,10 +17,24 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 uintptr_t stack_self_start, stack_self_end;
+uintptr_t stack_sigreturn_at;
+
+void stack_note_handler(int sig)
+{
+#if defined(__x86_64__)
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) == 0 && cur.sa_restorer)
+        __atomic_store_n(&stack_sigreturn_at, (uintptr_t)cur.sa_restorer,
+                         __ATOMIC_RELAXED);
+#else
+    (void)sig; /* the trampoline is the vDSO's: not skipped there yet */
+#endif
+}
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {

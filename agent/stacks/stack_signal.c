@@ -10,25 +10,7 @@
 #include "agent/agent.h"
 #include "agent/cfi.h"
 
-#include <signal.h>
 #include <ucontext.h>
-
-/* The C library's signal-return trampoline (x86-64 glibc's __restore_rt),
- * where every handler installed through its sigaction returns; 0 until a
- * handler of the agent's is installed. */
-static uintptr_t sigreturn_at;
-
-void stack_note_handler(int sig)
-{
-#if defined(__x86_64__)
-    struct sigaction cur;
-    if (sigaction(sig, NULL, &cur) == 0 && cur.sa_restorer)
-        __atomic_store_n(&sigreturn_at, (uintptr_t)cur.sa_restorer,
-                         __ATOMIC_RELAXED);
-#else
-    (void)sig;
-#endif
-}
 
 /*
  * Drops the frames of an agent signal handler that this signal
@@ -43,7 +25,7 @@ void stack_note_handler(int sig)
  */
 static PPROF_SIGNAL_SAFE int skip_own_handler(uintptr_t *pcs, int n)
 {
-    uintptr_t tramp = __atomic_load_n(&sigreturn_at, __ATOMIC_RELAXED);
+    uintptr_t tramp = __atomic_load_n(&stack_sigreturn_at, __ATOMIC_RELAXED);
     if (!tramp || n < 3 || pcs[0] < stack_self_start ||
         pcs[0] >= stack_self_end)
         return n;
