@@ -263,11 +263,12 @@ void fork_init(void (*shell_prepare)(void), void (*shell_child)(void));
  * Async-signal-safe. */
 void guard_fork_child(void);
 
-/* Starts fn(arg) on a new detached thread of the agent's own: created with
- * the guard entered (thread_hooks.c marks it the agent's, never sampled)
- * and every signal blocked (it inherits that mask), as civetweb's threads.
+/* Starts fn(arg) on a new thread of the agent's own: created with the
+ * guard entered (thread_hooks.c marks it the agent's, never sampled) and
+ * every signal blocked (it inherits that mask), as civetweb's threads.
+ * Detached, or joinable with its id in *joinable when that is not NULL.
  * Returns 0 or -errno. Not async-signal-safe. */
-int agent_thread_spawn(void *(*fn)(void *), void *arg);
+int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable);
 
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;

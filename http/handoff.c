@@ -167,7 +167,7 @@ static int start(struct handoff *h, struct request *r,
     __atomic_store_n(&h->handed, 1, __ATOMIC_RELEASE);
 
     h->r.body = r->body; /* the thread's from now on */
-    if (agent_thread_spawn(handoff_thread, h) != 0) {
+    if (agent_thread_spawn(handoff_thread, h, NULL) != 0) {
         h->r.body = NULL;
         __atomic_store_n(&h->handed, 0, __ATOMIC_RELEASE);
         fds_hand_off_end(&h->fd);

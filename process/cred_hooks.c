@@ -1,9 +1,16 @@
 /*
- * Interposers of the calls that change a process's user or group IDs.
- * A root service that gives up root before its server starts (start.c)
- * could no longer create its announcement file or its port file: the
- * hooks have them created first (start_before_drop), then call the C
- * library. Nothing else changes: same arguments, result and errno.
+ * Interposers of the calls that change a process's user or group IDs or
+ * its namespaces.
+ * - A root service that gives up root before its server starts (start.c)
+ *   could no longer create its announcement file or its port file: the
+ *   hooks have them created first (start_before_drop).
+ * - While the start delay runs, the agent's one thread (the starter) is
+ *   away for the call (start_pause): the C library applies ID changes to
+ *   every thread and aborts the process if one cannot follow (setpriv
+ *   gives only its own thread the capability it needs), and a new user
+ *   namespace needs a process of one thread (unshare -r).
+ * Then the C library's call; nothing else changes: same arguments, result
+ * and errno.
  *
  * Entered on any host thread, also in a forked child before exec (where
  * start_before_drop does nothing). setuid and setgid are async-signal-safe
@@ -14,6 +21,9 @@
 #include "process/process.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
 #include <unistd.h>
 
 /* Only while root: an unprivileged process keeps its rights to its own
@@ -27,6 +37,8 @@ static void before_change(void)
     start_before_drop();
 }
 
+/* The real call, with the agent's waiting thread away while it runs
+ * (start_pause, start.c); errno is the call's. */
 #define CRED_HOOK(name, params, args)                                      \
     __attribute__((visibility("default"))) int name params                 \
     {                                                                      \
@@ -34,7 +46,14 @@ static void before_change(void)
         if (!real)                                                         \
             real = (int (*) params)dlsym(RTLD_NEXT, #name);                 \
         before_change();                                                   \
-        return real args;                                                  \
+        int paused = start_pause();                                        \
+        int ret = real args;                                               \
+        if (paused) {                                                      \
+            int saved = errno;                                             \
+            start_resume();                                                \
+            errno = saved;                                                 \
+        }                                                                  \
+        return ret;                                                        \
     }
 
 CRED_HOOK(setuid, (uid_t uid), (uid))
@@ -45,3 +64,9 @@ CRED_HOOK(setreuid, (uid_t r, uid_t e), (r, e))
 CRED_HOOK(setregid, (gid_t r, gid_t e), (r, e))
 CRED_HOOK(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
 CRED_HOOK(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
+CRED_HOOK(setgroups, (size_t n, const gid_t *list), (n, list))
+CRED_HOOK(initgroups, (const char *user, gid_t group), (user, group))
+/* Namespaces: a new user namespace, and entering some, need the process
+ * to have one thread. */
+CRED_HOOK(unshare, (int flags), (flags))
+CRED_HOOK(setns, (int fd, int type), (fd, type))

@@ -73,6 +73,15 @@ void children_announce(int port);
  * child handler. */
 int start_later(int dumps);
 
+/* Around a host call that needs the process to have one thread, or that
+ * the C library applies to every thread (user and group IDs): while the
+ * start delay runs, start_pause() makes the agent's one thread leave and
+ * returns 1, and start_resume() brings it back with the same deadline;
+ * otherwise start_pause() returns 0 and changes nothing. Not
+ * async-signal-safe. */
+int start_pause(void);
+void start_resume(void);
+
 /* Starts the server now, unless it was started already in this process.
  * Not async-signal-safe. */
 void start_now(void);

@@ -97,13 +97,42 @@ void start_before_drop(void)
     guard_leave();
 }
 
+/*
+ * The starter's wait, which a host thread can cut short (start_pause): a
+ * process that changes its credentials or its namespaces within the delay
+ * (setpriv, unshare, bwrap and the like, before they exec) must be alone
+ * there. unshare(CLONE_NEWUSER) and setns() into some namespaces refuse a
+ * process with more than one thread, and the C library applies setuid()
+ * and the like to every thread: one that cannot follow (the host gave only
+ * its own thread the capability, as setpriv does with capset) makes it
+ * abort the process. So the starter leaves while such a call runs and
+ * comes back after it, with the same deadline.
+ */
+enum { STARTER_NONE, STARTER_WAITING, STARTER_LEAVE, STARTER_STARTING };
+static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wait_cond;
+/* Under wait_lock. */
+static int starter_state;
+static int starter_dumps;
+static pthread_t starter_thread;
+static struct timespec deadline; /* CLOCK_MONOTONIC */
+
 static void *starter(void *arg)
 {
-    int dumps = arg != NULL;
-    long ms = opt_start_delay_ms;
-    struct timespec nap = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+    (void)arg;
+    pthread_mutex_lock(&wait_lock);
+    while (starter_state == STARTER_WAITING &&
+           pthread_cond_timedwait(&wait_cond, &wait_lock, &deadline) !=
+               ETIMEDOUT)
         ;
+    if (starter_state == STARTER_LEAVE) {
+        pthread_mutex_unlock(&wait_lock);
+        return NULL; /* start_pause joins this thread */
+    }
+    starter_state = STARTER_STARTING;
+    int dumps = starter_dumps;
+    pthread_mutex_unlock(&wait_lock);
+    pthread_detach(pthread_self());
     /* The process lived the delay: the unwind tables (deferred by
      * stack_init) are built here, off the host's threads. */
     cfi_tables_refresh();
@@ -114,12 +143,66 @@ static void *starter(void *arg)
     return NULL;
 }
 
+/* Creates the starter, waiting until the deadline. Under wait_lock. */
+static int spawn_starter(void)
+{
+    starter_state = STARTER_WAITING;
+    int err = agent_thread_spawn(starter, NULL, &starter_thread);
+    if (err)
+        starter_state = STARTER_NONE;
+    return err;
+}
+
 int start_later(int dumps)
 {
     /* A forked child starts afresh: the parent's state came along with
-     * the fork, the parent's server did not. */
+     * the fork, the parent's server and starter did not. */
     started = 0;
     prepared = 0;
     pthread_mutex_init(&start_lock, NULL);
-    return agent_thread_spawn(starter, dumps ? (void *)1 : NULL);
+    pthread_mutex_init(&wait_lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&wait_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    long ms = opt_start_delay_ms;
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    starter_dumps = dumps;
+    return spawn_starter();
+}
+
+int start_pause(void)
+{
+    if (agent_tls.in_agent)
+        return 0;
+    guard_enter(); /* the lock is the agent's, not the host's */
+    pthread_mutex_lock(&wait_lock);
+    int waiting = starter_state == STARTER_WAITING;
+    if (waiting) {
+        starter_state = STARTER_LEAVE;
+        pthread_cond_broadcast(&wait_cond);
+    }
+    pthread_mutex_unlock(&wait_lock);
+    if (waiting)
+        pthread_join(starter_thread, NULL);
+    guard_leave();
+    return waiting;
+}
+
+void start_resume(void)
+{
+    guard_enter();
+    pthread_mutex_lock(&wait_lock);
+    if (starter_state == STARTER_LEAVE && spawn_starter() != 0)
+        log_info("cannot start the agent's thread again; profiling "
+                 "endpoints are off");
+    pthread_mutex_unlock(&wait_lock);
+    guard_leave();
 }

@@ -79,7 +79,7 @@ void spin_lock(spinlock_t *l)
     }
 }
 
-int agent_thread_spawn(void *(*fn)(void *), void *arg)
+int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable)
 {
     sigset_t all, old;
     sigfillset(&all);
@@ -89,9 +89,12 @@ int agent_thread_spawn(void *(*fn)(void *), void *arg)
     pthread_attr_t attr;
     int err = pthread_attr_init(&attr);
     if (err == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (!joinable)
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         err = pthread_create(&t, &attr, fn, arg);
         pthread_attr_destroy(&attr);
+        if (err == 0 && joinable)
+            *joinable = t;
     }
     guard_leave();
     pthread_sigmask(SIG_SETMASK, &old, NULL);
