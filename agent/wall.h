@@ -110,6 +110,9 @@ struct wall_thread {
     int64_t prev_cpu;    /* CPU time at the previous look, ns */
     int prev_blocked;    /* the previous look saw it blocked (walked) */
     int prev_state;      /* and charged this state (enum wall_state) */
+    int sched_seen;      /* run_ns and wait_ns hold a look's figures */
+    int64_t run_ns;      /* its schedstat then: time on a CPU */
+    int64_t wait_ns;     /* and time waiting on a run queue */
     int64_t looked_ns;   /* monotonic time of the previous look */
     char letter;         /* state letter of its last stat read */
     int stat_age;        /* looks since then */
@@ -313,6 +316,7 @@ struct wall_looker {
     size_t nowed;
     struct wall_cost cost;
     int64_t unlooked_ns; /* wall time of the ticks since the last looks */
+    uint64_t draw;       /* xorshift state: running or runnable */
     struct wall_look_counters c;
 };
 

@@ -19,8 +19,8 @@
  *    blocked somewhere new or one whose name was last read STAT_EVERY
  *    looks ago. Then:
  *  - "running" in the syscall file (the thread is runnable or on a CPU):
- *    state running if its CPU clock moved while it was looked at, runnable
- *    if not; its stack is the most recent one its own CPU-time timer took
+ *    state running or runnable drawn from its schedstat (on_cpu_state);
+ *    its stack is the most recent one its own CPU-time timer took
  *    (wall_signal.c), when it took one since it was armed (its voluntary
  *    context switches, from its status file, tell whether it slept since).
  *    A thread that has none yet (it was just armed) owes the charge until
@@ -111,6 +111,9 @@ int wall_look_init(struct wall_looker *l)
 {
     memset(l, 0, sizeof *l);
     wall_cost_init(&l->cost, (double)opt_wall_cost / 1000);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    l->draw = ((uint64_t)ts.tv_nsec << 20 ^ (uint64_t)ts.tv_sec) | 1;
     void *p = mmap(NULL, THREADS_COPY_MAX, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -174,6 +177,43 @@ static uint64_t read_nvcsw(struct wall_looker *l, int tid)
 static int same_run(uint64_t taken, uint64_t now)
 {
     return taken == ~0ULL || now == ~0ULL || taken == now;
+}
+
+/*
+ * Running or runnable, for a thread a look found runnable ("running" in
+ * its syscall file: on a CPU or waiting for one). Drawn with the share of
+ * its runnable time it spent on a CPU since its previous such look (its
+ * schedstat: time on a CPU, time waiting on a run queue), not from the
+ * instant of the look: the look's own wake-up takes a CPU, on a busy
+ * machine often the one the thread was on, so the instant's view (did its
+ * CPU clock move while it was looked at) called a thread that ran 97% of
+ * the time runnable at half the looks. So every thread's running time
+ * comes out as its CPU time, whatever the looks' timing. The instant's
+ * view stays for the first look, and where schedstat cannot be read.
+ */
+static int on_cpu_state(struct wall_looker *l, struct wall_thread *t, int tid,
+                        int instant)
+{
+    char buf[128];
+    if (task_read(l, tid, "schedstat", buf, sizeof buf) <= 0)
+        return instant;
+    char *end;
+    long long run = strtoll(buf, &end, 10);
+    long long wait = strtoll(end, NULL, 10);
+    int64_t dr = run - t->run_ns, dw = wait - t->wait_ns;
+    int have = t->sched_seen && dr >= 0 && dw >= 0 && dr + dw > 0;
+    t->sched_seen = 1;
+    t->run_ns = run;
+    t->wait_ns = wait;
+    if (!have)
+        return instant;
+    uint64_t x = l->draw;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    l->draw = x;
+    return (x >> 11) % (uint64_t)(dr + dw) < (uint64_t)dr ? WALL_RUNNING
+                                                           : WALL_RUNNABLE;
 }
 
 static int64_t clock_ns(clockid_t clock)
@@ -349,7 +389,8 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     uint32_t e = (uint32_t)(t - wall_threads);
 
     if (st.nr == -1) {
-        int state = cpu1 > cpu0 ? WALL_RUNNING : WALL_RUNNABLE;
+        int state = on_cpu_state(l, t, tid,
+                                 cpu1 > cpu0 ? WALL_RUNNING : WALL_RUNNABLE);
         if (state == WALL_RUNNING)
             l->c.running++;
         else

@@ -31,7 +31,7 @@ for i in $(seq 100); do grep -q '^started' "$WORK/wall.out" && break; sleep 0.05
 sigcgt() { awk '/^SigCgt:/ {print $2}' "/proc/$PID/status"; }
 cgt0=$(sigcgt)
 measured() { host_figures wall compute; } # "compute nap epoll lock eintr", ns
-set -- $(measured); c0=$1 n0=$2 e0=$3 l0=$4
+set -- $(measured); c0=$1 n0=$2 e0=$3 l0=$4 cc0=$6
 fetch "debug/pprof/wall?seconds=16" > "$WORK/wall.pb.gz" &
 W=$!
 sleep 3
@@ -39,7 +39,7 @@ sleep 3
 cpu_busy=$(curl -s -w ' %{http_code}' --max-time 60 "http://$ADDR/debug/pprof/profile?seconds=1")
 busy=$(curl -s -w ' %{http_code}' --max-time 60 "http://$ADDR/debug/pprof/wall?seconds=1")
 wait "$W"
-set -- $(measured); c1=$1 n1=$2 e1=$3 l1=$4 eintr=$5
+set -- $(measured); c1=$1 n1=$2 e1=$3 l1=$4 eintr=$5 cc1=$6
 expect_contains "$busy" "wall profiling already in use
  500" "a second wall profile"
 # The wall profile runs on a thread of its own, so the CPU profile request
@@ -74,6 +74,18 @@ BEGIN {
     printf "# cyclers: measured %.0f ms in the four functions, profile %.0f ms in all\n", t / 1e6, pt
     exit bad
 }' || fail "a function's share differs by more than 3 points from the measured one"
+# Running is the time on a CPU: compute's running share against the CPU
+# time the cyclers measured in it (less than its wall time when other work
+# takes the CPUs), whatever the looks' own timing.
+runtop=$(pprof -top -cum -unit=ms -sample_index=wall -tagfocus=state=running "$WORK/wall.pb.gz")
+prun=$(top_cum "$runtop" compute)
+awk -v cc="$((cc1 - cc0))" -v t="$((c1 - c0 + n1 - n0 + e1 - e0 + l1 - l0))" \
+    -v c="$((c1 - c0))" -v pr="${prun:-0}" -v pt="$pt" -v pc="$pc" '
+BEGIN {
+    m = cc / t * 100; p = pr / pt * 100; d = m - p; if (d < 0) d = -d
+    printf "# compute on a CPU: measured %.1f%% (of %.1f%% in compute), running %.1f%% (of %.1f%%) (%.1f points)\n", m, c / t * 100, p, pc / pt * 100, d
+    exit d > 3
+}' || fail "compute's running share differs by more than 3 points from its measured CPU time"
 note "EINTR seen by the program: $eintr"
 [ "$eintr" = 0 ] || fail "the program saw $eintr EINTR"
 comment=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Comment: //p')

@@ -30,6 +30,7 @@
 
 enum { COMPUTE, NAP, EPOLL, LOCK, NFUNCS };
 static long long spent[NFUNCS];
+static long long compute_cpu; /* the cyclers' CPU time in compute, ns */
 static int eintr;
 static volatile sig_atomic_t report;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,8 +59,16 @@ static long draw_ns(unsigned *seed)
     return 10000000 + (long)(rand_r(seed) % 30000001);
 }
 
+static long long thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 __attribute__((noinline)) static void compute(long ns)
 {
+    long long c0 = thread_cpu_ns();
     long long t0 = now_ns();
     volatile unsigned x = 1;
     do {
@@ -67,6 +76,7 @@ __attribute__((noinline)) static void compute(long ns)
             x = x * 1103515245u + 12345u;
     } while (now_ns() - t0 < ns);
     add(COMPUTE, t0);
+    __atomic_fetch_add(&compute_cpu, thread_cpu_ns() - c0, __ATOMIC_RELAXED);
 }
 
 __attribute__((noinline)) static void nap(long ns)
@@ -161,12 +171,14 @@ int main(int argc, char **argv)
         nanosleep(&t, NULL);
         if (report) {
             report = 0;
-            printf("compute=%lld nap=%lld epoll=%lld lock=%lld eintr=%d\n",
+            printf("compute=%lld nap=%lld epoll=%lld lock=%lld eintr=%d "
+                   "compute_cpu=%lld\n",
                    __atomic_load_n(&spent[COMPUTE], __ATOMIC_RELAXED),
                    __atomic_load_n(&spent[NAP], __ATOMIC_RELAXED),
                    __atomic_load_n(&spent[EPOLL], __ATOMIC_RELAXED),
                    __atomic_load_n(&spent[LOCK], __ATOMIC_RELAXED),
-                   __atomic_load_n(&eintr, __ATOMIC_RELAXED));
+                   __atomic_load_n(&eintr, __ATOMIC_RELAXED),
+                   __atomic_load_n(&compute_cpu, __ATOMIC_RELAXED));
             fflush(stdout);
         }
     }
