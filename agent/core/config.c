@@ -94,7 +94,9 @@ static void load_long(const char *name, long *opt, long min, long max)
     if (!s)
         return;
     long v;
-    if (config_parse_long(s, min, max, &v) == 0) {
+    /* Plain decimal, as the README says: no '+' (HTTP parameters take
+     * one, as Go's do; a setting does not). */
+    if (*s != '+' && config_parse_long(s, min, max, &v) == 0) {
         *opt = v;
         return;
     }

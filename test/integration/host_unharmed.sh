@@ -76,13 +76,14 @@ grep -q 'PPROF_ENABLE="yes" is not 0 or 1' "$WORK/bad.err" || fail "PPROF_ENABLE
 run_case bad2 PPROF_ADDR=off PPROF_LOG=DEBUG PPROF_CHILDREN=Serve PPROF_ENABLE="1 " \
     PPROF_DUMP_SIGNAL=usr1 PPROF_RUN_DIR=OFF PPROF_HEAP_RATE=512k PPROF_MUTEX_FRACTION=" 5" \
     PPROF_BLOCK_RATE=1e5 PPROF_DUMP_INTERVAL=10s PPROF_CPU_HZ=100Hz PPROF_DEBUG_DIR=debug \
-    PPROF_START_DELAY_MS=-1
+    PPROF_START_DELAY_MS=-1 PPROF_WALL_HZ=+20
 for v in 'PPROF_LOG="DEBUG"' 'PPROF_CHILDREN="Serve"' 'PPROF_ENABLE="1 "' 'PPROF_DUMP_SIGNAL="usr1"' \
     'PPROF_RUN_DIR="OFF"' 'PPROF_HEAP_RATE="512k"' 'PPROF_MUTEX_FRACTION=" 5"' 'PPROF_BLOCK_RATE="1e5"' \
-    'PPROF_DUMP_INTERVAL="10s"' 'PPROF_CPU_HZ="100Hz"' 'PPROF_DEBUG_DIR="debug"' 'PPROF_START_DELAY_MS="-1"'; do
+    'PPROF_DUMP_INTERVAL="10s"' 'PPROF_CPU_HZ="100Hz"' 'PPROF_DEBUG_DIR="debug"' 'PPROF_START_DELAY_MS="-1"' \
+    'PPROF_WALL_HZ="+20"'; do
     [ "$(grep -cF "pprofagent: $v" "$WORK/bad2.err")" = 1 ] || { cat "$WORK/bad2.err"; fail "no single line for $v"; }
 done
-[ "$(grep -c '^pprofagent:' "$WORK/bad2.err")" = 12 ] || { cat "$WORK/bad2.err"; fail "not one line per bad value"; }
+[ "$(grep -c '^pprofagent:' "$WORK/bad2.err")" = 13 ] || { cat "$WORK/bad2.err"; fail "not one line per bad value"; }
 
 run_case badaddr PPROF_ADDR=nonsense
 grep -q 'PPROF_ADDR="nonsense" is not host:port' "$WORK/badaddr.err" || fail "PPROF_ADDR message"
