@@ -121,6 +121,32 @@ profile_seconds() {
     pprof -raw "$1" | sed -n 's/^Duration: \([0-9.]*\).*/\1/p' | head -n 1
 }
 
+# idlers_check FILE THREADS SHARE_POINTS TOTAL_OFF: the wall profile FILE
+# of test/programs/idle_threads: each of the four waits gets 25% of the
+# idlers' time within SHARE_POINTS, and their total is THREADS x the
+# profile's duration within the fraction TOTAL_OFF.
+idlers_check() {
+    top=$(pprof -top -cum -unit=s -sample_index=wall -focus='^idler$' "$1")
+    echo "$top" | head -n 12
+    secs=$(profile_seconds "$1")
+    pt=$(top_cum "$top" idler)
+    [ -n "$pt" ] && [ -n "$secs" ] || fail "idler or the duration missing from the wall profile"
+    awk -v t="$pt" -v d="$secs" -v n="$2" -v pts="$3" -v off="$4" -v c="$(top_cum "$top" idle_cond)" \
+        -v s="$(top_cum "$top" idle_sleep)" -v e="$(top_cum "$top" idle_epoll)" -v p="$(top_cum "$top" idle_poll)" '
+    function check(name, v) {
+        share = v / t * 100; d0 = share - 25; if (d0 < 0) d0 = -d0
+        printf "# %-10s %5.1f%% of the idlers (25%% expected)\n", name, share
+        if (d0 > pts) bad = 1
+    }
+    BEGIN {
+        check("idle_cond", c); check("idle_sleep", s); check("idle_epoll", e); check("idle_poll", p)
+        r = t / (n * d)
+        printf "# idlers: %.0f s charged for %d x %.2f s (%.3f)\n", t, n, d, r
+        if (r < 1 - off || r > 1 + off) bad = 1
+        exit bad
+    }' || fail "the idlers' wall time is not whole, or not shared as they wait"
+}
+
 # expect_contains TEXT NEEDLE [WHAT]
 expect_contains() {
     case "$1" in

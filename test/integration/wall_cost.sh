@@ -56,25 +56,7 @@ note "$comment"
 skipped=$(echo "$comment" | sed -n 's/.*; \([0-9]*\) ticks skipped by the cost governor.*/\1/p')
 [ "${skipped:-0}" -gt 0 ] || fail "the comment counts no tick skipped by the cost governor"
 
-top=$(pprof -top -cum -unit=s -sample_index=wall -focus='^idler$' "$WORK/wall.pb.gz")
-echo "$top" | head -n 12
-secs=$(profile_seconds "$WORK/wall.pb.gz")
-pt=$(top_cum "$top" idler)
-[ -n "$pt" ] && [ -n "$secs" ] || fail "idler or the duration missing from the wall profile"
-awk -v t="$pt" -v d="$secs" -v n="$threads" -v c="$(top_cum "$top" idle_cond)" \
-    -v s="$(top_cum "$top" idle_sleep)" -v e="$(top_cum "$top" idle_epoll)" -v p="$(top_cum "$top" idle_poll)" '
-function check(name, v) {
-    share = v / t * 100; d0 = share - 25; if (d0 < 0) d0 = -d0
-    printf "# %-10s %5.1f%% of the idlers (25%% expected)\n", name, share
-    if (d0 > 5) bad = 1
-}
-BEGIN {
-    check("idle_cond", c); check("idle_sleep", s); check("idle_epoll", e); check("idle_poll", p)
-    r = t / (n * d)
-    printf "# idlers: %.0f s charged for %d x %.2f s (%.3f)\n", t, n, d, r
-    if (r < 0.95 || r > 1.05) bad = 1
-    exit bad
-}' || fail "the idlers' wall time is not whole, or not shared as they wait"
+idlers_check "$WORK/wall.pb.gz" "$threads" 5 0.05
 
 note "EINTR seen by the program: $eintr"
 [ "$eintr" = 0 ] || fail "the program saw $eintr EINTR"

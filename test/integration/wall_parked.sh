@@ -29,25 +29,7 @@ unmoved=$(echo "$comment" | sed -n 's/.*; \([0-9]*\) not run since the previous 
 [ "$((unmoved * 2))" -gt "$looks" ] ||
     fail "$unmoved of $looks looks found the thread unmoved, expected more than half"
 
-top=$(pprof -top -cum -unit=s -sample_index=wall -focus='^idler$' "$WORK/wall.pb.gz")
-echo "$top" | head -n 16
-secs=$(profile_seconds "$WORK/wall.pb.gz")
-pt=$(top_cum "$top" idler)
-[ -n "$pt" ] && [ -n "$secs" ] || fail "idler or the duration missing from the wall profile"
-awk -v t="$pt" -v d="$secs" -v c="$(top_cum "$top" idle_cond)" -v s="$(top_cum "$top" idle_sleep)" \
-    -v e="$(top_cum "$top" idle_epoll)" -v p="$(top_cum "$top" idle_poll)" '
-function check(name, v) {
-    share = v / t * 100; d0 = share - 25; if (d0 < 0) d0 = -d0
-    printf "# %-10s %5.1f%% of the idlers (25%% expected)\n", name, share
-    if (d0 > 3) bad = 1
-}
-BEGIN {
-    check("idle_cond", c); check("idle_sleep", s); check("idle_epoll", e); check("idle_poll", p)
-    r = t / (400 * d)
-    printf "# idlers: %.0f s charged for 400 x %.2f s (%.3f)\n", t, d, r
-    if (r < 0.9 || r > 1.1) bad = 1
-    exit bad
-}' || fail "the idlers' wall time is not shared as they wait"
+idlers_check "$WORK/wall.pb.gz" 400 3 0.1
 
 states=$(pprof -tags -focus='^idler$' "$WORK/wall.pb.gz" | sed -n '/ state:/,/^ *$/p')
 echo "$states"
