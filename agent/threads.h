@@ -41,6 +41,8 @@ enum thread_stack_status {
     THREAD_STACK_MOVED,      /* blocked, but moved twice while its stack
                                 was copied */
     THREAD_STACK_UNREADABLE, /* blocked, but its stack could not be read */
+    THREAD_STACK_NO_PROC,    /* its /proc syscall file cannot be read (a
+                                process that is not dumpable) */
 };
 
 struct thread_info {

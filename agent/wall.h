@@ -291,6 +291,8 @@ struct wall_look_counters {
     uint64_t unmoved;       /* looks that found the CPU clock unmoved since
                                a blocked look: charged without /proc */
     uint64_t reads;         /* files read in /proc/self/task/TID */
+    uint64_t unreadable;    /* looks whose syscall file could not be read
+                               (a process that is not dumpable) */
     uint64_t relists;       /* listings of /proc/self/task */
     uint64_t skipped;       /* ticks the cost governor let look at no
                                thread (their time goes to the next look) */

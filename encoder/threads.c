@@ -37,6 +37,9 @@ static const char *why(int status)
     case THREAD_STACK_NO_ANSWER: return "no answer in time";
     case THREAD_STACK_MOVED: return "moved while its stack was read";
     case THREAD_STACK_UNREADABLE: return "its stack could not be read";
+    case THREAD_STACK_NO_PROC:
+        return "its /proc syscall file cannot be read (a process that "
+               "changed its user is not dumpable)";
     default: return "no signal available";
     }
 }

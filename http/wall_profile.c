@@ -158,7 +158,8 @@ void handle_wall(struct request *r)
     log_snprintf(comment, sizeof comment,
                  "pprofagent: %llu ticks at %d Hz (%llu late), %llu looks "
                  "(running %llu, runnable %llu, blocked %llu; %llu not run "
-                 "since the previous look); %llu /proc reads, %llu listings "
+                 "since the previous look); %llu /proc reads (%llu syscall "
+                 "files unreadable: not dumpable), %llu listings "
                  "of the threads; blocked walks "
                  "%llu, kept %llu; running looks that waited for a stack "
                  "%llu, without one %llu; timer stacks %llu, arms %llu, "
@@ -170,7 +171,8 @@ void handle_wall(struct request *r)
                  (unsigned long long)c.running,
                  (unsigned long long)c.runnable,
                  (unsigned long long)c.blocked, (unsigned long long)c.unmoved,
-                 (unsigned long long)c.reads, (unsigned long long)c.relists,
+                 (unsigned long long)c.reads, (unsigned long long)c.unreadable,
+                 (unsigned long long)c.relists,
                  (unsigned long long)c.walks,
                  (unsigned long long)c.walks_cached,
                  (unsigned long long)c.owed, (unsigned long long)c.no_stack,

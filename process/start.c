@@ -200,9 +200,14 @@ void start_resume(void)
 {
     guard_enter();
     pthread_mutex_lock(&wait_lock);
-    if (starter_state == STARTER_LEAVE && spawn_starter() != 0)
-        log_info("cannot start the agent's thread again; profiling "
-                 "endpoints are off");
+    /* A process that entered a new PID namespace can create no thread
+     * (EINVAL): it is not profiled, silently, as a process that execs
+     * within the delay. */
+    int err;
+    if (starter_state == STARTER_LEAVE && (err = spawn_starter()) != 0)
+        log_debug("cannot start the agent's thread again (%s); profiling "
+                  "endpoints are off in this process",
+                  strerror(-err));
     pthread_mutex_unlock(&wait_lock);
     guard_leave();
 }

@@ -363,13 +363,14 @@ static int parse_dump_signal(const char *s)
         if (strcmp(s, names[i].name) == 0)
             return names[i].sig;
     long n;
-    if (strncmp(s, "RTMIN+", 6) == 0 &&
+    /* Numbers are plain decimal: a digit first, no sign. */
+    if (strncmp(s, "RTMIN+", 6) == 0 && s[6] >= '0' && s[6] <= '9' &&
         config_parse_long(s + 6, 0, SIGRTMAX - SIGRTMIN, &n) == 0)
         return SIGRTMIN + (int)n;
-    if (strncmp(s, "RTMAX-", 6) == 0 &&
+    if (strncmp(s, "RTMAX-", 6) == 0 && s[6] >= '0' && s[6] <= '9' &&
         config_parse_long(s + 6, 0, SIGRTMAX - SIGRTMIN, &n) == 0)
         return SIGRTMAX - (int)n;
-    if (config_parse_long(s, 1, SIGRTMAX, &n) == 0) {
+    if (s[0] >= '0' && s[0] <= '9' && config_parse_long(s, 1, SIGRTMAX, &n) == 0) {
         if (n >= SIGRTMIN)
             return (int)n;
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

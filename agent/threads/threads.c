@@ -514,7 +514,13 @@ static int describe(struct thread_dump *d, struct thread_info *t, int sig)
         t->status = THREAD_STACK_BLOCKED;
         return 0;
     }
-    if (!have || !restarts(&st, sig)) {
+    /* Not knowing where it is, it is not signalled: it may be in a call
+     * a handler would cut short. */
+    if (!have) {
+        t->status = THREAD_STACK_NO_PROC;
+        return 0;
+    }
+    if (!restarts(&st, sig)) {
         t->status = THREAD_STACK_EINTR;
         return 0;
     }

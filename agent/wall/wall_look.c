@@ -361,11 +361,23 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
                       t->walk_nr, ns, 1);
     }
     struct thread_syscall st;
+    int unreadable = 0;
     if (read_syscall(l, tid, &st) != 0) {
         /* Ended (a file that cannot be read of a thread that is still
          * there does not make the list stale). */
-        l->gone |= threads_cpu_ns(tid) < 0;
-        return 0;
+        if (threads_cpu_ns(tid) < 0) {
+            l->gone = 1;
+            return 0;
+        }
+        /* Alive, but its syscall file cannot be read: a process that
+         * changed its user is not dumpable, and its /proc files are then
+         * root's (or /proc is missing after a chroot). The state letter
+         * (stat is everyone's) still tells running from blocked; a
+         * blocked thread gets no stack. */
+        memset(&st, 0, sizeof st);
+        st.nr = -2;
+        unreadable = 1;
+        l->c.unreadable++;
     }
     /* Name and state letter: read again unless the thread waits where it
      * waited at its previous look (its walk kept) or runs (the letter is
@@ -382,6 +394,8 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         t->stat_age = 0;
     }
     char letter = t->letter;
+    if (unreadable && letter == 'R')
+        st.nr = -1;
     int64_t cpu1 = st.nr == -1 ? threads_cpu_ns(tid) : cpu0;
     t->prev_cpu = cpu1 >= 0 ? cpu1 : cpu0;
     t->prev_blocked = 0;

@@ -47,4 +47,28 @@ if command -v unshare > /dev/null && unshare -r true 2> /dev/null; then
         fail "the unshared process does not answer"
     wait "$pid"
 fi
+
+# A process that gave up root is not dumpable: its threads' syscall files
+# are root's. The wall profile still tells running from sleeping (stat is
+# everyone's), and the threads dump says why it has no stacks instead of
+# blaming EINTR.
+if [ "$(id -u)" = 0 ] && command -v python3 > /dev/null; then
+    rm -f "$WORK/d.port"
+    env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$WORK/d.port" PPROF_RUN_DIR=off \
+        python3 "$TOP/test/integration/dropper.py" 8 2> "$WORK/d.err" &
+    pid=$!
+    for i in $(seq 100); do [ -s "$WORK/d.port" ] && break; sleep 0.05; done
+    [ -s "$WORK/d.port" ] || { cat "$WORK/d.err"; fail "the process that gave up root does not serve"; }
+    a=$(cat "$WORK/d.port")
+    curl -s -o "$WORK/d.pb.gz" "http://$a/debug/pprof/wall?seconds=3"
+    dump=$(curl -s "http://$a/debug/pprof/goroutine?debug=2")
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    states=$(pprof -tags "$WORK/d.pb.gz" | sed -n '/ state:/,/^ *$/p')
+    echo "$states"
+    expect_contains "$states" "running" "the wall profile of a process that gave up root"
+    expect_contains "$states" "sleeping" "the wall profile of a process that gave up root"
+    expect_contains "$dump" "not dumpable" "the threads dump of a process that gave up root"
+    expect_not_contains "$dump" "EINTR" "the threads dump of a process that gave up root"
+fi
 echo ok
