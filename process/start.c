@@ -36,7 +36,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Serializes the server's start with start_before_drop(). Taken by the
  * starter and by a host thread inside setuid() and the like; never held
@@ -115,12 +117,14 @@ static pthread_cond_t wait_cond;
 static int starter_state;
 static int starter_dumps;
 static pthread_t starter_thread;
+static int starter_tid; /* its kernel thread id, once it runs */
 static struct timespec deadline; /* CLOCK_MONOTONIC */
 
 static void *starter(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&wait_lock);
+    __atomic_store_n(&starter_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     while (starter_state == STARTER_WAITING &&
            pthread_cond_timedwait(&wait_cond, &wait_lock, &deadline) !=
                ETIMEDOUT)
@@ -190,8 +194,19 @@ int start_pause(void)
         pthread_cond_broadcast(&wait_cond);
     }
     pthread_mutex_unlock(&wait_lock);
-    if (waiting)
+    if (waiting) {
         pthread_join(starter_thread, NULL);
+        int tid = __atomic_load_n(&starter_tid, __ATOMIC_ACQUIRE);
+        /* The join returns when the thread has let go of its memory; the
+         * kernel takes it out of the process a moment later, and until
+         * then the process has two threads (unshare -r failed so on a
+         * loaded machine). Waited for, 100 ms at most. */
+        struct timespec nap = {0, 50000};
+        for (int i = 0; tid > 0 && i < 2000 &&
+                        syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+             i++)
+            nanosleep(&nap, NULL);
+    }
     guard_leave();
     return waiting;
 }
