@@ -272,6 +272,11 @@ int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable);
 
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;
+/* 1 when pc lies in the agent's own code. Async-signal-safe. */
+static inline int stack_is_self(uintptr_t pc)
+{
+    return pc >= stack_self_start && pc < stack_self_end;
+}
 /* The C library's signal-return trampoline (x86-64 glibc's __restore_rt,
  * the sa_restorer of every handler installed through its sigaction); 0
  * until stack_note_handler saw one. */

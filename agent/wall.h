@@ -318,7 +318,7 @@ struct wall_looker {
     size_t nowed;
     struct wall_cost cost;
     int64_t unlooked_ns; /* wall time of the ticks since the last looks */
-    uint64_t draw;       /* xorshift state: running or runnable */
+    uint64_t draw;       /* splitmix64 counter: running or runnable */
     struct wall_look_counters c;
 };
 

@@ -774,41 +774,47 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
     return walk(regs, 1, 0, 1, 0, 1, &b, pcs, max, full, &clean);
 }
 
+/* The registers of the caller of the function whose frame record is
+ * record (saved frame pointer, return address) on the calling thread's
+ * stack, and the stack's top; -1 when the thread's bounds are unknown
+ * (counted) or the record is not on its stack. */
+static inline PPROF_SIGNAL_SAFE int from_record(const uintptr_t *record,
+                                                struct cfi_regs *r,
+                                                uintptr_t *hi)
+{
+    uintptr_t lo, at = (uintptr_t)record;
+    if (cfi_stack_bounds(&lo, hi) != 0) {
+        __atomic_fetch_add(&cfi_walk_counters.no_bounds, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    if (at < lo || at + 2 * sizeof(uintptr_t) > *hi)
+        return -1;
+    *r = (struct cfi_regs){record[1], at + 2 * sizeof(uintptr_t), record[0],
+                           NULL};
+    return 0;
+}
+
 STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_frame(const void *frame,
                                                   uintptr_t *pcs, int max,
                                                   int *full)
 {
-    uintptr_t lo, hi;
+    struct cfi_regs r;
+    uintptr_t hi;
     *full = 0;
-    if (cfi_stack_bounds(&lo, &hi) != 0) {
-        __atomic_fetch_add(&cfi_walk_counters.no_bounds, 1, __ATOMIC_RELAXED);
+    if (from_record(frame, &r, &hi) != 0)
         return 0;
-    }
-    /* The record is the function's own: on the stack, below its caller's
-     * frame. */
-    const uintptr_t *record = frame;
-    uintptr_t at = (uintptr_t)record;
-    if (at < lo || at + 2 * sizeof(uintptr_t) > hi)
-        return 0;
-    struct cfi_regs r = {record[1], at + 2 * sizeof(uintptr_t), record[0],
-                         NULL};
     return cfi_walk_sites(&r, 0, r.sp, hi, pcs, max, full);
 }
 
 __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
 cfi_walk_here(uintptr_t *pcs, int max, int *full)
 {
-    uintptr_t lo, hi;
-    *full = 0;
-    if (cfi_stack_bounds(&lo, &hi) != 0) {
-        __atomic_fetch_add(&cfi_walk_counters.no_bounds, 1, __ATOMIC_RELAXED);
-        return 0;
-    }
     /* This function keeps a frame pointer (the agent is built with
      * them): the caller's registers are one frame up. */
-    const uintptr_t *frame = __builtin_frame_address(0);
-    struct cfi_regs r = {frame[1], (uintptr_t)(frame + 2), frame[0], NULL};
-    if (r.sp < lo || r.sp >= hi)
+    struct cfi_regs r;
+    uintptr_t hi;
+    *full = 0;
+    if (from_record(__builtin_frame_address(0), &r, &hi) != 0)
         return 0;
     int n = cfi_walk(&r, 0, r.sp, hi, pcs, max, full);
     __asm__ volatile("" ::: "memory"); /* keep the frame: no tail call */

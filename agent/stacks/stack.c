@@ -63,11 +63,6 @@ void stack_init(void)
         dl_iterate_phdr(find_self, info.dli_fbase);
 }
 
-static inline int is_self(uintptr_t pc)
-{
-    return pc >= stack_self_start && pc < stack_self_end;
-}
-
 void stack_thread_prepare(void)
 {
     cfi_stack_learn();
@@ -170,7 +165,7 @@ static int capture(const void *frame, uintptr_t *pcs, int max,
     int n = cfi_walk_frame(frame ? frame : __builtin_frame_address(0), raw,
                            want, &full);
     int i = 0;
-    while (i < n && is_self(raw[i]))
+    while (i < n && stack_is_self(raw[i]))
         i++;
     int out = n - i < max ? n - i : max;
     memcpy(pcs, raw + i, (size_t)out * sizeof *pcs);

@@ -26,8 +26,7 @@
 static PPROF_SIGNAL_SAFE int skip_own_handler(uintptr_t *pcs, int n)
 {
     uintptr_t tramp = __atomic_load_n(&stack_sigreturn_at, __ATOMIC_RELAXED);
-    if (!tramp || n < 3 || pcs[0] < stack_self_start ||
-        pcs[0] >= stack_self_end)
+    if (!tramp || n < 3 || !stack_is_self(pcs[0]))
         return n;
     for (int k = 1; k < n; k++) {
         if (pcs[k] + 1 == tramp) {
@@ -35,7 +34,7 @@ static PPROF_SIGNAL_SAFE int skip_own_handler(uintptr_t *pcs, int n)
                 pcs[i - k - 1] = pcs[i];
             return n - k - 1;
         }
-        if (pcs[k] < stack_self_start || pcs[k] >= stack_self_end)
+        if (!stack_is_self(pcs[k]))
             break;
     }
     return n;

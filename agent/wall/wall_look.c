@@ -61,6 +61,7 @@
 
 #include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/hash.h"
 #include "agent/proc.h"
 #include "agent/threads.h"
 
@@ -111,9 +112,7 @@ int wall_look_init(struct wall_looker *l)
 {
     memset(l, 0, sizeof *l);
     wall_cost_init(&l->cost, (double)opt_wall_cost / 1000);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    l->draw = ((uint64_t)ts.tv_nsec << 20 ^ (uint64_t)ts.tv_sec) | 1;
+    l->draw = (uint64_t)agent_now_ns();
     void *p = mmap(NULL, THREADS_COPY_MAX, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -207,13 +206,9 @@ static int on_cpu_state(struct wall_looker *l, struct wall_thread *t, int tid,
     t->wait_ns = wait;
     if (!have)
         return instant;
-    uint64_t x = l->draw;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    l->draw = x;
-    return (x >> 11) % (uint64_t)(dr + dw) < (uint64_t)dr ? WALL_RUNNING
-                                                           : WALL_RUNNABLE;
+    uint64_t x = hash_splitmix64(l->draw += HASH_GOLDEN);
+    return x % (uint64_t)(dr + dw) < (uint64_t)dr ? WALL_RUNNING
+                                                  : WALL_RUNNABLE;
 }
 
 static int64_t clock_ns(clockid_t clock)
