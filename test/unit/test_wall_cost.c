@@ -116,14 +116,22 @@ TEST(looks_follow_their_cost)
                      a.looks, b.looks);
 }
 
+/* A session of threads at the given host CPU rate and look cost, past
+ * its first 40 ticks: the counts are of the 400 ticks after those. */
+static void sim_steady(struct sim *s, double host_rate, int64_t look,
+                       int threads)
+{
+    sim_init(s, host_rate, look);
+    sim_run(s, threads, 40);
+    sim_mark(s);
+    sim_run(s, threads, 400);
+}
+
 /* A busy host: every tick looks at the most. */
 TEST(busy_host_gets_every_look)
 {
     struct sim s;
-    sim_init(&s, 1.5, 10000);
-    sim_run(&s, 1000, 40);
-    sim_mark(&s);
-    sim_run(&s, 1000, 400);
+    sim_steady(&s, 1.5, 10000, 1000);
     expect_int_eq(s.full, s.ticks);
 }
 
@@ -132,10 +140,7 @@ TEST(busy_host_gets_every_look)
 TEST(few_threads_every_tick)
 {
     struct sim s;
-    sim_init(&s, 1.2, 25000);
-    sim_run(&s, 5, 40);
-    sim_mark(&s);
-    sim_run(&s, 5, 400);
+    sim_steady(&s, 1.2, 25000, 5);
     expect_int_eq(s.looks, 5 * s.ticks);
 }
 
@@ -143,10 +148,7 @@ TEST(few_threads_every_tick)
 TEST(few_threads_idle_host_every_tick)
 {
     struct sim s;
-    sim_init(&s, 0.001, 25000);
-    sim_run(&s, 16, 40);
-    sim_mark(&s);
-    sim_run(&s, 16, 400);
+    sim_steady(&s, 0.001, 25000, 16);
     expect_int_eq(s.looks, 16 * s.ticks);
 }
 
@@ -154,10 +156,7 @@ TEST(few_threads_idle_host_every_tick)
 TEST(idle_host_keeps_the_floor)
 {
     struct sim s;
-    sim_init(&s, 0.0, 10000);
-    sim_run(&s, 1000, 40);
-    sim_mark(&s);
-    sim_run(&s, 1000, 400);
+    sim_steady(&s, 0.0, 10000, 1000);
     if (s.looks < 368 || s.looks > 432)
         HARNESS_FAIL("%" PRIu64 " looks in %" PRIu64 " ticks", s.looks,
                      s.ticks);
