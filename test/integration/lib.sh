@@ -20,6 +20,18 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "# $*"; }
 
+# The Go toolchain the tests read profiles and traces with: the newest one
+# on the machine (a current release beside Debian's golang-go, whose pprof
+# and trace are years old), first on PATH for every `go` below. GO names
+# another one.
+for g in "${GO:-}" /usr/local/go/bin/go "$(command -v go || true)"; do
+    if [ -n "$g" ] && [ -x "$g" ]; then GO=$g; break; fi
+done
+[ -n "${GO:-}" ] || fail "no go toolchain found (install golang-go or set GO)"
+PATH="$(dirname "$GO"):$PATH"
+export GO PATH
+note "go: $GO ($("$GO" env GOVERSION 2>/dev/null || echo unknown))"
+
 # start_agent NAME CMD...: starts CMD under the agent with PPROF_ADDR on port
 # 0; sets PID and ADDR (host:port) once the server listens. Extra PPROF_*
 # variables can be exported by the caller first. stdout/stderr of the program
