@@ -4,8 +4,9 @@
 . "$TOP/test/integration/lib.sh"
 
 H="$BUILD/test/programs/hostile"
-start_agent deep "$H" recurse 10000 6
-sleep 1
+start_agent deep "$H" recurse 10000 120
+for i in $(seq 600); do grep -q '^at the bottom' "$WORK/deep.out" && break; sleep 0.05; done
+grep -q '^at the bottom' "$WORK/deep.out" || fail "the program did not reach the bottom in 30 s"
 fetch 'debug/pprof/profile?seconds=2' > "$WORK/cpu.pb.gz"
 traces=$(pprof -traces "$WORK/cpu.pb.gz")
 expect_contains "$traces" "deep_leaf" "CPU traces"
@@ -23,6 +24,7 @@ awk -v m="${mb:-0}" 'BEGIN { exit !(m >= 48 && m <= 96) }' || fail "heap in use 
 text=$(fetch 'debug/pprof/threadcreate?debug=1')
 expect_contains "$text" "truncated" "threadcreate text"
 expect_contains "$text" "recurse" "threadcreate text"
+kill -USR1 "$PID"
 if wait "$PID"; then status=0; else status=$?; fi
 [ "$status" = 0 ] || fail "host exited with $status"
 grep -qx 'recursed, returned 1' "$WORK/deep.out" || fail "host output changed"

@@ -18,7 +18,8 @@
  *                               would be delivered then) and burn a little
  *   hostile recurse DEPTH SECS  recursion DEPTH frames deep; at the bottom:
  *                               allocate 64 MiB kept live, create a thread,
- *                               then burn in deep_leaf for SECS
+ *                               say "at the bottom", then burn in deep_leaf
+ *                               for SECS or until SIGUSR1
  *   hostile dlheap PLUGIN SECS  dlopen, call plug_alloc (allocations kept
  *                               after the plugin is gone), dlclose, in a loop
  *   hostile forks SECONDS       a thread forks children that malloc, lock,
@@ -202,8 +203,9 @@ __attribute__((noinline)) static long recurse(long depth)
         pthread_t t;
         pthread_create(&t, NULL, nothing, NULL);
         pthread_join(t, NULL);
+        printf("at the bottom\n");
         double end = now() + deep_secs;
-        while (now() < end)
+        while (now() < end && !usr1)
             deep_leaf();
         return 1;
     }
@@ -595,6 +597,7 @@ int main(int argc, char **argv)
         return run_masked(atof(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "recurse") == 0) {
         deep_secs = atof(argv[3]);
+        signal(SIGUSR1, on_usr1);
         long r = recurse(atol(argv[2]));
         printf("recursed, returned %ld\n", r);
         free(deep_kept);
