@@ -316,6 +316,17 @@ struct thread_dump;
  * frame. Returns 0 or -ENOMEM. Not async-signal-safe. */
 int threads_dump_text(const struct thread_dump *d, struct pbuf *out);
 
+/* ---- deadlock report (deadlock.c) ----------------------------------------- */
+
+struct deadlock_report;
+/* Writes the cycles and stuck chains of r (agent/deadlock.h): debug=1 text,
+ * or a gzipped profile with one sample per thread (threads/count,
+ * blocked/nanoseconds) labelled thread, group, waits_for, held_by,
+ * blocked_seconds (blocked_in for a chain's holder). Returns 0 or -errno.
+ * Not async-signal-safe. */
+int deadlock_write(const struct deadlock_report *r,
+                   const struct write_options *o, struct pbuf *out);
+
 /* ---- raw stacks to symbolized locations (stacks.c) ------------------------ */
 
 struct stack_encoder;
