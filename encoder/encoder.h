@@ -333,6 +333,13 @@ struct stack_encoder;
 /* Locks the symbolizer, refreshes it, adds every mapping to p (main
  * executable first). NULL on OOM. Not async-signal-safe. */
 struct stack_encoder *stacks_begin(struct profile *p);
+/* For the calling thread's next profiles (on: 1) or again (0): locations
+ * with addresses and mappings only, no function names, which pprof
+ * resolves later from the binaries the mappings name (by build ID). What
+ * the memory-limit dump writes: symbolizing costs time and memory (the
+ * debug information read) just when the process is short of it.
+ * Not async-signal-safe. */
+void stacks_addresses_only(int on);
 /* Converts n stack addresses (leaf first; already "location addresses":
  * callers' return address minus one, leaf exact; values < FRAME_PSEUDO_MAX
  * are pseudo frames named by symbols_pseudo_name) into location ids written

@@ -316,10 +316,10 @@ int dump_memory(const char *summary)
     char stem[1200];
     file_stem(stem, sizeof stem);
     int written = 0;
-    struct pbuf note = {0};
-    pbuf_puts(&note, summary);
-    written += save_plain(stem, "memory.txt", &note);
-    pbuf_free(&note);
+    /* The heap first, the kill may come before the rest; unsymbolized,
+     * which takes neither the time nor the memory of reading debug
+     * information (pprof names the functions from the binaries). */
+    stacks_addresses_only(1);
     if (opt_heap_rate > 0) {
         struct pbuf gz = {0};
         if (encode_heap(&gz) == 0 && !gz.oom)
@@ -329,6 +329,11 @@ int dump_memory(const char *summary)
             written += save(stem, "peak", &gz);
         pbuf_free(&gz);
     }
+    stacks_addresses_only(0);
+    struct pbuf note = {0};
+    pbuf_puts(&note, summary);
+    written += save_plain(stem, "memory.txt", &note);
+    pbuf_free(&note);
     struct memory_report rep;
     if (memory_read(&rep) == 0) {
         struct pbuf json = {0};

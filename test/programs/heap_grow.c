@@ -1,6 +1,6 @@
 /*
  * A heap that grows until the kernel kills the process: grow_cache keeps
- * a MiB more every 40 ms (each block written, so that it is resident),
+ * a MiB more every 100 ms (each block written, so that it is resident),
  * and never frees. Run it inside a memory cgroup with a limit.
  */
 #include <stdlib.h>
@@ -25,7 +25,7 @@ int main(void)
 {
     for (;;) {
         grow_cache();
-        struct timespec ts = {0, 40000000L};
+        struct timespec ts = {0, 100000000L};
         nanosleep(&ts, NULL);
     }
 }
