@@ -25,6 +25,7 @@
 #include "agent/deadlock.h"
 #include "agent/memory.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,6 +89,7 @@ static void memory_tick(long tick)
 static void *watch_thread(void *unused)
 {
     (void)unused;
+    pthread_setname_np(pthread_self(), "pprof-watch");
     /* Without dumps there is no memory to watch: one wake a second. */
     long period_ms = opt_dump_dir[0] ? WATCH_TICK_MS : 1000;
     long deadlock_every = 1000 / period_ms;

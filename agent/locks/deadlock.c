@@ -362,40 +362,63 @@ static int chain_end(const struct wait *w, int i, int *dist)
     return w[i].in_cycle ? -1 : i;
 }
 
+/* 1 when e ends chains: a candidate outside any cycle whose holder is no
+ * candidate, and is blocked elsewhere (not waiting for a lock at all). */
+static int ends_chain(const struct wait *w, size_t n, size_t e)
+{
+    if (!w[e].candidate || w[e].in_cycle || w[e].next >= 0)
+        return 0;
+    int h = w[e].holder;
+    return h != w[e].tid && !is_waiter(w, n, h) && !cpu_is_agent_tid(h) &&
+           blocked_in_call(h);
+}
+
+/* The holder at the end of i's chain, 0 when it has none (a cycle, or a
+ * holder that is not stuck). */
+static int chain_holder(const struct wait *w, const int *ends, int i,
+                        int *dist)
+{
+    int e = chain_end(w, i, dist);
+    return e >= 0 && ends[e] ? w[e].holder : 0;
+}
+
 static int find_chains(struct deadlock_report *r, struct wait *w, size_t n,
                        int64_t now)
 {
+    int *ends = calloc(n ? n : 1, sizeof *ends);
+    if (!ends)
+        return -ENOMEM;
+    for (size_t e = 0; e < n; e++)
+        ends[e] = ends_chain(w, n, e);
+    /* One group per stuck holder: its waiters, farthest first, then it. */
     for (size_t e = 0; e < n; e++) {
-        /* e ends chains whose holder is blocked elsewhere. */
-        if (!w[e].candidate || w[e].in_cycle || w[e].next >= 0)
+        int h = ends[e] ? w[e].holder : 0, first = 1;
+        for (size_t f = 0; h && f < e; f++)
+            if (ends[f] && w[f].holder == h)
+                first = 0;
+        if (!h || !first)
             continue;
-        int h = w[e].holder;
-        if (h == w[e].tid || is_waiter(w, n, h) || cpu_is_agent_tid(h) ||
-            !blocked_in_call(h))
-            continue;
-        /* Its waiters, farthest from the holder first. */
         size_t members = 0;
-        int far = 0;
-        for (size_t i = 0; i < n; i++) {
-            int d;
-            if (w[i].candidate && chain_end(w, (int)i, &d) == (int)e) {
+        int far = 0, d;
+        for (size_t i = 0; i < n; i++)
+            if (w[i].candidate && chain_holder(w, ends, (int)i, &d) == h) {
                 members++;
                 if (d > far)
                     far = d;
             }
-        }
         struct deadlock_group *g = new_group(r, DEADLOCK_CHAIN, members + 1);
-        if (!g)
+        if (!g) {
+            free(ends);
             return -ENOMEM;
+        }
         for (int want = far; want >= 0; want--)
-            for (size_t i = 0; i < n; i++) {
-                int d;
-                if (w[i].candidate && chain_end(w, (int)i, &d) == (int)e &&
-                    d == want)
+            for (size_t i = 0; i < n; i++)
+                if (w[i].candidate &&
+                    chain_holder(w, ends, (int)i, &d) == h && d == want)
                     add_thread(g, &w[i], 0, now);
-            }
         add_thread(g, NULL, h, now);
     }
+    free(ends);
     return 0;
 }
 
