@@ -8,7 +8,6 @@
 #include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/contention.h"
-#include "agent/deadlock.h"
 #include "agent/heap.h"
 #include "process/process.h"
 #include "agent/symbols.h"
@@ -54,8 +53,8 @@ __attribute__((constructor)) static void agent_init(void)
         watch_start();
     if (opt_serve && opt_start_delay_ms == 0)
         start_now();
-    else if ((opt_serve || opt_dump_dir[0] || opt_deadlock_seconds > 0) &&
-             opt_start_delay_ms > 0 && start_later(0) != 0)
+    else if ((opt_serve || opt_dump_dir[0]) && opt_start_delay_ms > 0 &&
+             start_later(0) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");
     guard_leave();

@@ -121,8 +121,8 @@ int dump_memory(const char *summary);
 
 /* ---- the watch (watch.c) -------------------------------------------------- */
 
-/* Starts the watch thread of this process (once per process: a forked
- * child starts its own): the deadlock watch every second when
+/* Starts the watch thread of this process, when it serves or writes dumps
+ * (once per process: a forked child starts its own): the deadlock watch every second when
  * PPROF_DEADLOCK_SECONDS is not 0, and with PPROF_DUMP_DIR the memory
  * limit every 200 ms. Not async-signal-safe. */
 void watch_start(void);

@@ -16,7 +16,8 @@
  *   written); none known is said once at debug level and nothing is done.
  *
  * Started by the deferred start (start.c) once the process lived the
- * start delay; a forked child starts its own. Its cost, measured, is in
+ * start delay, in a process that serves or writes dumps; a forked child
+ * starts its own. Its cost, measured, is in
  * docs/deadlock.md.
  */
 #include "process/process.h"
@@ -111,7 +112,13 @@ static void *watch_thread(void *unused)
 
 void watch_start(void)
 {
-    if (started_in == getpid() || (opt_deadlock_seconds <= 0 && !opt_dump_dir[0]))
+    /* With the server or the dumps only: a process that serves nothing
+     * and writes nothing (PPROF_ADDR=off, a forked child with
+     * PPROF_CHILDREN=off) gets no thread of the agent's. */
+    int serving = opt_serve && (!children_is_forked ||
+                                opt_children == CHILDREN_SERVE);
+    if (started_in == getpid() || !(serving || opt_dump_dir[0]) ||
+        (opt_deadlock_seconds <= 0 && !opt_dump_dir[0]))
         return;
     started_in = getpid();
     limit_said = above = 0;
