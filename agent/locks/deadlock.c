@@ -26,6 +26,7 @@
  */
 #include "agent/deadlock.h"
 
+#include "agent/cfi.h"
 #include "agent/contention.h"
 #include "agent/cpu.h"
 #include "agent/proc.h"
@@ -107,8 +108,9 @@ struct deadlock_slot *deadlock_wait_begin(const void *lock, int kind,
     struct deadlock_slot *s = mine;
     if (unlikely(!s || s->tid != tid) && !(s = claim(tid)))
         return NULL;
-    s->kind = kind;
-    s->since = now;
+    /* Relaxed stores (plain moves): the look reads them as atomics. */
+    __atomic_store_n(&s->kind, kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->since, now, __ATOMIC_RELAXED);
     __atomic_store_n(&s->lock, lock, __ATOMIC_RELEASE);
     return s;
 }
@@ -202,6 +204,13 @@ static int in_libc(uintptr_t pc)
  * copy of its stack; running: no stack). */
 static void describe(struct deadlock_thread *t)
 {
+    static unsigned tables_at = ~0u;
+    if (tables_at != objects_generation()) {
+        /* Objects loaded since the last look are walked too. */
+        tables_at = objects_generation();
+        phdr_cache_refresh(0);
+        cfi_tables_refresh();
+    }
     t->state = proc_thread_state(t->tid, t->name, sizeof t->name);
     t->syscall = -1;
     struct thread_syscall st;

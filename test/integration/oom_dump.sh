@@ -9,6 +9,22 @@ note "go: $(command -v go) ($(go version))"
 prog="$BUILD/test/programs/heap_grow"
 limit=$((64 << 20))
 
+# The settings are checked as the others: one line each, the default kept.
+err=$(env LD_PRELOAD="$AGENT" PPROF_ADDR=off PPROF_MEMORY_DUMP_AT=95x \
+    PPROF_MEMORY_DUMP_GAP=-3 PPROF_DEADLOCK_SECONDS=soon /bin/true 2>&1)
+printf '%s\n' "$err"
+expect_contains "$err" 'PPROF_MEMORY_DUMP_AT="95x" is not a percentage (1%-100%) or a size in bytes (K, M or G allowed); using 90%' "stderr"
+expect_contains "$err" 'PPROF_MEMORY_DUMP_GAP="-3" is not an integer in [0, 86400]; using 60' "stderr"
+expect_contains "$err" 'PPROF_DEADLOCK_SECONDS="soon" is not an integer in [0, 86400]; using 5' "stderr"
+for good in 50% 100% 1 512K 64M 2G; do
+    out=$(env LD_PRELOAD="$AGENT" PPROF_ADDR=off PPROF_MEMORY_DUMP_AT=$good /bin/true 2>&1)
+    [ -z "$out" ] || fail "PPROF_MEMORY_DUMP_AT=$good refused: $out"
+done
+for bad in 0% 101% 12Q M -5 ''; do
+    out=$(env LD_PRELOAD="$AGENT" PPROF_ADDR=off PPROF_MEMORY_DUMP_AT="$bad" /bin/true 2>&1)
+    expect_contains "$out" "PPROF_MEMORY_DUMP_AT=\"$bad\" is not" "PPROF_MEMORY_DUMP_AT=$bad"
+done
+
 # A child cgroup of our own with the limit written: v2 needs the memory
 # controller offered to children of our cgroup's parent folder.
 cg=""
