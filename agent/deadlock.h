@@ -42,7 +42,8 @@ struct deadlock_slot {
 /* The calling thread starts waiting on lock (kind as above) at now: its
  * slot is taken on its first wait (one search; none left: not noted).
  * Returns the slot for deadlock_wait_end, or NULL. On the contended path
- * of an interposer only. Not async-signal-safe. Does not allocate. */
+ * of an interposer only (syscall()'s may run in a host's signal handler:
+ * it takes no lock). Async-signal-safe. Does not allocate. */
 struct deadlock_slot *deadlock_wait_begin(const void *lock, int kind,
                                           int64_t now);
 /* The wait noted in slot (NULL: none) is over. Async-signal-safe. */

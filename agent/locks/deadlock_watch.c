@@ -88,7 +88,11 @@ int deadlock_watch_tick(struct deadlock_report *out)
         say(g);
         fresh = 1;
     }
-    if (!fresh)
+    if (!fresh) {
         deadlock_report_free(out);
-    return fresh;
+        return 0;
+    }
+    /* What naming the functions loaded goes back, as after a request. */
+    symbols_release();
+    return 1;
 }
