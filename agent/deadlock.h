@@ -104,9 +104,10 @@ void deadlock_report_free(struct deadlock_report *r);
  * Does not allocate. */
 uint64_t deadlock_cycle_key(const struct deadlock_group *g);
 
-/* Threads noted waiting on a followed lock now, and the longest of their
- * waits at now (contention_clock), ns: a pass over the slots in use, what
- * the watch pays when nothing waits long. Does not allocate. */
+/* Threads noted waiting now for a lock that names its holder (a plain
+ * futex wait does not), and the longest of those waits at now
+ * (contention_clock), ns: a pass over the slots in use, what the watch
+ * pays when nothing waits long. Does not allocate. */
 size_t deadlock_waiting(void);
 int64_t deadlock_longest_wait(int64_t now);
 

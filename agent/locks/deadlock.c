@@ -143,12 +143,21 @@ static int read_slot(int i, struct wait *w)
            w->tid != 0;
 }
 
+/* A plain futex wait names no holder: a parked thread, a condition, or a
+ * lock whose word keeps no owner. Neither counted nor looked at. */
+static int has_owner(const struct wait *w)
+{
+    return w->kind != DEADLOCK_FUTEX;
+}
+
 size_t deadlock_waiting(void)
 {
     size_t n = 0;
     int used = __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < used; i++)
-        n += __atomic_load_n(&slots[i].lock, __ATOMIC_RELAXED) != NULL;
+    for (int i = 0; i < used; i++) {
+        struct wait w;
+        n += read_slot(i, &w) && has_owner(&w);
+    }
     return n;
 }
 
@@ -158,7 +167,7 @@ int64_t deadlock_longest_wait(int64_t now)
     int used = __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE);
     for (int i = 0; i < used; i++) {
         struct wait w;
-        if (read_slot(i, &w) && now - w.since > longest)
+        if (read_slot(i, &w) && has_owner(&w) && now - w.since > longest)
             longest = now - w.since;
     }
     return longest;
@@ -316,7 +325,7 @@ static int gather(struct wait **out, size_t *n, int64_t now, int64_t min_ns)
 static int is_waiter(const struct wait *w, size_t n, int tid)
 {
     for (size_t i = 0; i < n; i++)
-        if (w[i].tid == tid && w[i].kind != DEADLOCK_FUTEX)
+        if (w[i].tid == tid && has_owner(&w[i]))
             return 1;
     return 0;
 }
@@ -461,7 +470,8 @@ int deadlock_look(int64_t min_ns, struct deadlock_report *out)
     size_t n;
     int err = gather(&w, &n, now, min_ns);
     if (err == 0) {
-        out->waiting = n;
+        for (size_t i = 0; i < n; i++)
+            out->waiting += has_owner(&w[i]);
         err = find_cycles(out, w, n, now);
         if (err == 0)
             err = find_chains(out, w, n, now);
