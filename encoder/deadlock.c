@@ -84,7 +84,7 @@ static void text_thread(const struct deadlock_group *g,
                     who, (double)t->blocked_ns / 1e9, function_at(t->waits_in),
                     kind_name(t->kind), t->lock, holder);
     } else {
-        pbuf_printf(out, "thread %s holds it, %s", who,
+        pbuf_printf(out, "thread %s holds what they wait for, %s", who,
                     threads_state_name(t->state));
         if (t->syscall >= 0)
             pbuf_printf(out, " in %s",

@@ -1,9 +1,11 @@
 /*
  * Threads that cannot go on, beside one that can: "locker-a" and
  * "locker-b" take two mutexes in opposite orders (take_ab, take_ba) and
- * wait for each other for ever; "reader" holds a third mutex while it
- * blocks in read() on a pipe nobody writes (hold_and_read), and "waiter"
- * waits for that mutex (wait_behind_reader); two "worker" threads share a
+ * wait for each other for ever; "reader" holds a third mutex and an rwlock
+ * (for writing) while it blocks in read() on a pipe nobody writes
+ * (hold_and_read), "waiter" waits for that mutex (wait_behind_reader) and
+ * "rw-waiter" to read under the rwlock (read_behind_reader); two "worker"
+ * threads share a
  * fourth mutex, each holding it a millisecond at a time (healthy_work):
  * short waits, never stuck. Prints "started" once every thread is where it
  * stays. Runs until killed.
@@ -17,6 +19,7 @@ static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t b = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t c = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t d = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t both_hold;
 static int pipe_fds[2];
 static volatile int reader_holds;
@@ -45,6 +48,7 @@ __attribute__((noinline)) static void hold_and_read(void)
 {
     char byte;
     pthread_mutex_lock(&c);
+    pthread_rwlock_wrlock(&rw);
     reader_holds = 1;
     while (read(pipe_fds[0], &byte, 1) != 0)
         ;
@@ -55,6 +59,13 @@ __attribute__((noinline)) static void wait_behind_reader(void)
     while (!reader_holds)
         nap_ms(1);
     pthread_mutex_lock(&c);
+}
+
+__attribute__((noinline)) static void read_behind_reader(void)
+{
+    while (!reader_holds)
+        nap_ms(1);
+    pthread_rwlock_rdlock(&rw);
 }
 
 __attribute__((noinline)) static void healthy_work(void)
@@ -73,7 +84,7 @@ static void *run(void *arg)
     pthread_setname_np(pthread_self(), name);
     switch (name[0]) {
     case 'l': name[7] == 'a' ? take_ab() : take_ba(); break;
-    case 'r': hold_and_read(); break;
+    case 'r': name[1] == 'e' ? hold_and_read() : read_behind_reader(); break;
     case 'w': name[1] == 'a' ? wait_behind_reader() : healthy_work(); break;
     }
     return NULL;
@@ -82,7 +93,7 @@ static void *run(void *arg)
 int main(void)
 {
     static char *names[] = {"locker-a", "locker-b", "reader", "waiter",
-                            "worker", "worker"};
+                            "rw-waiter", "worker", "worker"};
     if (pipe(pipe_fds) != 0)
         return 1;
     pthread_barrier_init(&both_hold, NULL, 2);
