@@ -1,7 +1,7 @@
 # Deadlocks and stuck threads (test/programs/deadlock_pair): two threads
-# that took two mutexes in opposite orders, a third waiting for a mutex and
-# a fourth for an rwlock (held for writing) behind a holder blocked in
-# read(), and two healthy workers sharing a mutex a millisecond
+# that took two mutexes in opposite orders; a mutex, an rwlock (held for
+# writing) and a PI futex (syscall()) waited for behind a holder blocked in
+# read(); and two healthy workers sharing a mutex a millisecond
 # at a time. /debug/pprof/deadlock lists exactly the cycle and the stuck
 # chain, with thread names and the functions they wait in, never the
 # workers; go tool pprof reads the debug=0 profile and its labels; the
@@ -44,7 +44,10 @@ expect_contains "$chain" "thread \"rw-waiter\"" "the chain"
 expect_contains "$chain" "in read_behind_reader for rwlock" "the chain"
 expect_contains "$(printf '%s\n' "$chain" | grep rw-waiter)" "held by \"reader\"" "the rwlock waiter's line"
 expect_contains "$chain" "in read, in hold_and_read" "the chain's holder"
-[ "$(printf '%s\n' "$chain" | wc -l)" = 3 ] || fail "the chain is not three threads"
+expect_contains "$chain" "thread \"pi-waiter\"" "the chain"
+expect_contains "$chain" "in lock_pi_behind_reader for PI futex" "the chain"
+expect_contains "$(printf '%s\n' "$chain" | grep pi-waiter)" "held by \"reader\"" "the PI futex waiter's line"
+[ "$(printf '%s\n' "$chain" | wc -l)" = 4 ] || fail "the chain is not four threads"
 expect_contains "$report" "hold_and_read+" "the holder's stack"
 expect_not_contains "$report" "worker" "the report"
 expect_not_contains "$report" "healthy_work" "the report"
@@ -60,7 +63,7 @@ expect_contains "$(fetch 'debug/pprof/deadlock?debug=1&min_seconds=100000')" \
 fetch "debug/pprof/deadlock?min_seconds=1" >"$WORK/deadlock.pb.gz"
 tags=$(pprof -tags "$WORK/deadlock.pb.gz")
 printf '%s\n' "$tags"
-for t in "\"locker-a\" ($a)" "\"locker-b\" ($b)" '"waiter"' '"rw-waiter"' '"reader"' 'cycle 1' 'chain 1' 'mutex 0x' 'rwlock 0x' 'read'; do
+for t in "\"locker-a\" ($a)" "\"locker-b\" ($b)" '"waiter"' '"rw-waiter"' '"pi-waiter"' '"reader"' 'cycle 1' 'chain 1' 'mutex 0x' 'rwlock 0x' 'read'; do
     expect_contains "$tags" "$t" "the profile's labels"
 done
 for k in thread: held_by: waits_for: blocked_seconds: blocked_in:; do
@@ -68,7 +71,7 @@ for k in thread: held_by: waits_for: blocked_seconds: blocked_in:; do
 done
 expect_not_contains "$tags" "worker" "the profile's labels"
 top=$(pprof -top -sample_index=threads "$WORK/deadlock.pb.gz")
-for f in take_ab take_ba wait_behind_reader read_behind_reader hold_and_read; do
+for f in take_ab take_ba wait_behind_reader read_behind_reader lock_pi_behind_reader hold_and_read; do
     expect_contains "$top" "$f" "the profile's stacks"
 done
 

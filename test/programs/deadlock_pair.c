@@ -3,14 +3,18 @@
  * "locker-b" take two mutexes in opposite orders (take_ab, take_ba) and
  * wait for each other for ever; "reader" holds a third mutex and an rwlock
  * (for writing) while it blocks in read() on a pipe nobody writes
- * (hold_and_read), "waiter" waits for that mutex (wait_behind_reader) and
- * "rw-waiter" to read under the rwlock (read_behind_reader); two "worker"
- * threads share a
+ * and a priority-inheritance futex taken through syscall()
+ * (hold_and_read), "waiter" waits for that mutex (wait_behind_reader),
+ * "rw-waiter" to read under the rwlock (read_behind_reader) and
+ * "pi-waiter" for the futex (lock_pi_behind_reader); two "worker" threads
+ * share a
  * fourth mutex, each holding it a millisecond at a time (healthy_work):
  * short waits, never stuck. Prints "started" once every thread is where it
  * stays. Runs until killed.
  */
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +24,7 @@ static pthread_mutex_t b = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t c = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t d = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static unsigned pi_word; /* 0 free, else the holder's id (the kernel's) */
 static pthread_barrier_t both_hold;
 static int pipe_fds[2];
 static volatile int reader_holds;
@@ -49,6 +54,7 @@ __attribute__((noinline)) static void hold_and_read(void)
     char byte;
     pthread_mutex_lock(&c);
     pthread_rwlock_wrlock(&rw);
+    syscall(SYS_futex, &pi_word, FUTEX_LOCK_PI_PRIVATE, 0, NULL, NULL, 0);
     reader_holds = 1;
     while (read(pipe_fds[0], &byte, 1) != 0)
         ;
@@ -66,6 +72,13 @@ __attribute__((noinline)) static void read_behind_reader(void)
     while (!reader_holds)
         nap_ms(1);
     pthread_rwlock_rdlock(&rw);
+}
+
+__attribute__((noinline)) static void lock_pi_behind_reader(void)
+{
+    while (!reader_holds)
+        nap_ms(1);
+    syscall(SYS_futex, &pi_word, FUTEX_LOCK_PI_PRIVATE, 0, NULL, NULL, 0);
 }
 
 __attribute__((noinline)) static void healthy_work(void)
@@ -86,6 +99,7 @@ static void *run(void *arg)
     case 'l': name[7] == 'a' ? take_ab() : take_ba(); break;
     case 'r': name[1] == 'e' ? hold_and_read() : read_behind_reader(); break;
     case 'w': name[1] == 'a' ? wait_behind_reader() : healthy_work(); break;
+    case 'p': lock_pi_behind_reader(); break;
     }
     return NULL;
 }
@@ -93,7 +107,7 @@ static void *run(void *arg)
 int main(void)
 {
     static char *names[] = {"locker-a", "locker-b", "reader", "waiter",
-                            "rw-waiter", "worker", "worker"};
+                            "rw-waiter", "pi-waiter", "worker", "worker"};
     if (pipe(pipe_fds) != 0)
         return 1;
     pthread_barrier_init(&both_hold, NULL, 2);
