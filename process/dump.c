@@ -266,10 +266,10 @@ static int save_plain(const char *stem, const char *name,
     return 1;
 }
 
-int dump_deadlock(const struct deadlock_report *r)
+/* Under dump_lock, as the other dumps: one file name at a time, none
+ * after the exit dump. */
+static int deadlock_locked(const struct deadlock_report *r)
 {
-    if (!opt_dump_dir[0])
-        return 0;
     char stem[1200];
     file_stem(stem, sizeof stem);
     int written = 0;
@@ -286,8 +286,18 @@ int dump_deadlock(const struct deadlock_report *r)
         pbuf_free(&dump);
         threads_dump_free(&d);
     }
-    symbols_release();
     return written;
+}
+
+int dump_deadlock(const struct deadlock_report *r)
+{
+    if (!opt_dump_dir[0])
+        return 0;
+    spin_lock(&dump_lock);
+    int n = exited ? 0 : deadlock_locked(r);
+    spin_unlock(&dump_lock);
+    symbols_release();
+    return n;
 }
 
 /* The peak heap profile as /debug/pprof/peak serves it. */
@@ -309,10 +319,8 @@ static int encode_peak(struct pbuf *out)
     return err;
 }
 
-int dump_memory(const char *summary)
+static int memory_locked(const char *summary)
 {
-    if (!opt_dump_dir[0])
-        return 0;
     char stem[1200];
     file_stem(stem, sizeof stem);
     int written = 0;
@@ -341,8 +349,18 @@ int dump_memory(const char *summary)
             written += save_plain(stem, "memory.json", &json);
         pbuf_free(&json);
     }
-    symbols_release();
     return written;
+}
+
+int dump_memory(const char *summary)
+{
+    if (!opt_dump_dir[0])
+        return 0;
+    spin_lock(&dump_lock);
+    int n = exited ? 0 : memory_locked(summary);
+    spin_unlock(&dump_lock);
+    symbols_release();
+    return n;
 }
 
 /* ---- the dump thread --------------------------------------------------------- */
