@@ -22,6 +22,7 @@
  */
 #include "encoder/encoder.h"
 
+#include "agent/contention.h"
 #include "agent/deadlock.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
@@ -126,6 +127,9 @@ static int write_text(const struct deadlock_report *r, struct pbuf *out)
     pbuf_printf(out,
                 "\n# pprofagent: %zu threads waiting on a followed lock now",
                 r->waiting);
+    if (!__atomic_load_n(&contention_on, __ATOMIC_RELAXED))
+        pbuf_puts(out, "; lock waits are not followed (PPROF_BLOCK_RATE=0 "
+                       "and PPROF_MUTEX_FRACTION=0)");
     if (r->slots_lost)
         pbuf_printf(out, "; %ld threads found no slot and are not followed",
                     r->slots_lost);
