@@ -93,4 +93,28 @@ struct memory_report {
  * Not async-signal-safe. */
 int memory_read(struct memory_report *out);
 
+/* ---- the memory limit the process lives under (memory_limit.c) ---------- */
+
+/* The smallest memory limit of this process's cgroup and its ancestors:
+ * cgroup v2 memory.max and memory.high, or v1 memory.limit_in_bytes. */
+struct memory_limit {
+    int version;         /* 1 or 2; 0: no limit known */
+    int64_t limit;       /* bytes */
+    char dir[512];       /* the cgroup folder whose limit it is */
+    char file[32];       /* which of its files set it */
+};
+
+/* Finds the limit now (the process may be moved to another cgroup, a
+ * limit may be written). Returns 0, or -ENOENT when no limit is known.
+ * Agent threads only. Not async-signal-safe. */
+int memory_limit_find(struct memory_limit *out);
+/* Bytes charged to the limit's cgroup now (memory.current or
+ * memory.usage_in_bytes), or -1. Not async-signal-safe. */
+int64_t memory_limit_usage(const struct memory_limit *l);
+/* The memory pressure the kernel reports for the limit's cgroup (v2
+ * memory.pressure) or the whole system (/proc/pressure/memory): its first
+ * line ("some avg10=..."), "" when none. Not async-signal-safe. */
+void memory_limit_pressure(const struct memory_limit *l, char *out,
+                           size_t size);
+
 #endif

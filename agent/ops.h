@@ -28,6 +28,12 @@ extern char opt_dump_dir[1024];  /* PPROF_DUMP_DIR, "" = off */
 extern int opt_dump_signal;      /* PPROF_DUMP_SIGNAL, 0 = none */
 extern long opt_dump_interval;   /* PPROF_DUMP_INTERVAL, seconds; 0 = none */
 extern long opt_start_delay_ms;  /* PPROF_START_DELAY_MS; 0 = in the constructor */
+/* PPROF_MEMORY_DUMP_AT: a heap dump when the memory limit's usage
+ * crosses this many bytes, or this percentage of the limit (one of the two
+ * is 0); PPROF_MEMORY_DUMP_GAP: seconds at least between two. */
+extern long opt_memory_dump_bytes;
+extern long opt_memory_dump_percent;
+extern long opt_memory_dump_gap;
 
 /* Reads PPROF_RUN_DIR, PPROF_CHILDREN, PPROF_DUMP_DIR, PPROF_DUMP_SIGNAL and
  * PPROF_DUMP_INTERVAL (bad values: one line, then the default). Called by

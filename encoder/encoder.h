@@ -316,12 +316,30 @@ struct thread_dump;
  * frame. Returns 0 or -ENOMEM. Not async-signal-safe. */
 int threads_dump_text(const struct thread_dump *d, struct pbuf *out);
 
+/* ---- deadlock report (deadlock.c) ----------------------------------------- */
+
+struct deadlock_report;
+/* Writes the cycles and stuck chains of r (agent/deadlock.h): debug=1 text,
+ * or a gzipped profile with one sample per thread (threads/count,
+ * blocked/nanoseconds) labelled thread, group, waits_for, held_by,
+ * blocked_seconds (blocked_in for a chain's holder). Returns 0 or -errno.
+ * Not async-signal-safe. */
+int deadlock_write(const struct deadlock_report *r,
+                   const struct write_options *o, struct pbuf *out);
+
 /* ---- raw stacks to symbolized locations (stacks.c) ------------------------ */
 
 struct stack_encoder;
 /* Locks the symbolizer, refreshes it, adds every mapping to p (main
  * executable first). NULL on OOM. Not async-signal-safe. */
 struct stack_encoder *stacks_begin(struct profile *p);
+/* For the calling thread's next profiles (on: 1) or again (0): locations
+ * with addresses and mappings only, no function names, which pprof
+ * resolves later from the binaries the mappings name (by build ID). What
+ * the memory-limit dump writes: symbolizing costs time and memory (the
+ * debug information read) just when the process is short of it.
+ * Not async-signal-safe. */
+void stacks_addresses_only(int on);
 /* Converts n stack addresses (leaf first; already "location addresses":
  * callers' return address minus one, leaf exact; values < FRAME_PSEUDO_MAX
  * are pseudo frames named by symbols_pseudo_name) into location ids written

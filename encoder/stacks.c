@@ -35,7 +35,16 @@ struct stack_encoder {
     int *flags;            /* AND of the flags of the mapping's locations */
     unsigned char *used;   /* the mapping has at least one location */
     uint64_t pseudo_ids[FRAME_UNKNOWN + 1];
+    int raw; /* addresses only: no symbolization */
 };
+
+/* Set by stacks_addresses_only() for the calling thread. */
+static __thread int addresses_only;
+
+void stacks_addresses_only(int on)
+{
+    addresses_only = on;
+}
 
 struct stack_encoder *stacks_begin(struct profile *p)
 {
@@ -43,6 +52,7 @@ struct stack_encoder *stacks_begin(struct profile *p)
     if (!se)
         return NULL;
     se->p = p;
+    se->raw = addresses_only;
     symbols_lock();
     /* A failed refresh leaves the previous list (or none): locations then
      * come out unsymbolized, which pprof can still repair from binaries. */
@@ -96,7 +106,7 @@ static uint64_t new_location(struct stack_encoder *se, uintptr_t pc)
 {
     struct sym_frame fr[MAX_FRAMES];
     struct profile_line lines[MAX_FRAMES];
-    int n = symbols_resolve(pc, fr, MAX_FRAMES);
+    int n = se->raw ? 0 : symbols_resolve(pc, fr, MAX_FRAMES);
     int flags = n > 0 ? ALL_FLAGS : 0;
     size_t nlines = 0;
     for (int i = 0; i < n; i++) {

@@ -206,9 +206,10 @@ static inline int http_delta_ok(const struct request *r)
 #define HTTP_HANDLERS(X)                                                       \
     X(index) X(cmdline) X(symbol) X(threadcreate) X(processes) X(profile)      \
     X(block) X(mutex) X(heap) X(allocs) X(peak) X(memory) X(flamegraph)        \
-    X(stats) X(charts) X(goroutine) X(custom) X(wall)
+    X(stats) X(charts) X(goroutine) X(custom) X(wall) X(deadlock)
 #define HTTP_COUNTS(X)                                                         \
-    X(threadcreate) X(block) X(mutex) X(heap_profile) X(heap_peak) X(goroutine)
+    X(threadcreate) X(block) X(mutex) X(heap_profile) X(heap_peak) X(goroutine)  \
+    X(deadlock)
 #define HTTP_DECLARE_HANDLER(name) void handle_##name(struct request *r);
 #define HTTP_DECLARE_COUNT(name) long name##_count(const char *route_name);
 HTTP_HANDLERS(HTTP_DECLARE_HANDLER)

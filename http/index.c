@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "agent/custom.h"
+#include "agent/deadlock.h"
 #include "agent/symbols.h"
 #include "encoder/encoder.h"
 
@@ -113,6 +114,8 @@ void handle_index(struct request *r)
     put_setting(&b, "PPROF_BLOCK_RATE", opt_block_rate,
                 opt_block_rate ? "one blocking event per N ns blocked"
                                : "block profile off");
+    put_setting(&b, "PPROF_DEADLOCK_SECONDS", opt_deadlock_seconds,
+                "a lock cycle waiting this long is said on stderr (0: off)");
     put_word_setting(&b, "PPROF_SYMBOLS", opt_symbols_short ? "short" : "full",
                      opt_symbols_short ? "functions named without arguments "
                                          "and templates"

@@ -37,6 +37,10 @@ const struct route routes[] = {
      "process). Use debug=2 as a query parameter to export in the same "
      "format as an unrecovered panic.",
      goroutine_count, PROFILE | ROUTE_DELTA, 0},
+    {"deadlock", handle_deadlock,
+     "Cycles of threads waiting for each other's locks, and threads stuck "
+     "behind a holder blocked elsewhere, for at least min_seconds (5)",
+     deadlock_count, PROFILE, 0},
     {"cmdline", handle_cmdline,
      "The command line invoking the current program", NULL, ROUTE_LISTED, 0},
     /* A flame graph waits 10 s for a CPU profile: long enough for a

@@ -27,6 +27,9 @@
 #include "agent/fds.h"
 #include "agent/cpu.h"
 #include "agent/heap.h"
+#include "agent/deadlock.h"
+#include "agent/memory.h"
+#include "agent/threads.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>
@@ -243,6 +246,121 @@ static void dump_at_exit(void)
     }
     spin_unlock(&dump_lock);
     guard_leave();
+}
+
+/* ---- the watch's evidence (process/watch.c) --------------------------------- */
+
+/* stem.name (a text, not a profile) written whole. */
+static int save_plain(const char *stem, const char *name,
+                      const struct pbuf *data)
+{
+    char path[1300];
+    log_snprintf(path, sizeof path, "%s.%s", stem, name);
+    int err = data->oom ? -ENOMEM : write_atomic(path, data);
+    if (err) {
+        log_info("cannot write %s: %s", path, strerror(-err));
+        return 0;
+    }
+    log_debug("wrote %s (%zu bytes)", path, data->len);
+    __atomic_fetch_add(&dump_files_written, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Under dump_lock, as the other dumps: one file name at a time, none
+ * after the exit dump. */
+static int deadlock_locked(const struct deadlock_report *r)
+{
+    char stem[1200];
+    file_stem(stem, sizeof stem);
+    int written = 0;
+    struct write_options o = {.debug = 1};
+    struct pbuf text = {0};
+    if (deadlock_write(r, &o, &text) == 0)
+        written += save_plain(stem, "deadlock.txt", &text);
+    pbuf_free(&text);
+    struct thread_dump d;
+    if (threads_dump(&d) == 0) {
+        struct pbuf dump = {0};
+        if (threads_dump_text(&d, &dump) == 0)
+            written += save_plain(stem, "threads.txt", &dump);
+        pbuf_free(&dump);
+        threads_dump_free(&d);
+    }
+    return written;
+}
+
+int dump_deadlock(const struct deadlock_report *r)
+{
+    if (!opt_dump_dir[0])
+        return 0;
+    spin_lock(&dump_lock);
+    int n = exited ? 0 : deadlock_locked(r);
+    spin_unlock(&dump_lock);
+    symbols_release();
+    return n;
+}
+
+/* The peak heap profile as /debug/pprof/peak serves it. */
+static int encode_peak(struct pbuf *out)
+{
+    struct stack_snapshot snap;
+    struct heap_record *recs;
+    size_t n;
+    int64_t when;
+    char extra[256];
+    if (!heap_buckets ||
+        heap_records_take_peak(0, &recs, &n, &snap, &when, extra,
+                               sizeof extra) != 0)
+        return -ENOMEM;
+    struct write_options o = {.time_nanos = when ? when : agent_now_ns()};
+    int err = heap_write("peak", recs, n, extra, &o, out);
+    free(recs);
+    stack_snapshot_free(&snap);
+    return err;
+}
+
+static int memory_locked(const char *summary)
+{
+    char stem[1200];
+    file_stem(stem, sizeof stem);
+    int written = 0;
+    /* The heap first, the kill may come before the rest; unsymbolized,
+     * which takes neither the time nor the memory of reading debug
+     * information (pprof names the functions from the binaries). */
+    stacks_addresses_only(1);
+    if (opt_heap_rate > 0) {
+        struct pbuf gz = {0};
+        if (encode_heap(&gz) == 0 && !gz.oom)
+            written += save(stem, "heap", &gz);
+        pbuf_free(&gz);
+        if (encode_peak(&gz) == 0 && !gz.oom)
+            written += save(stem, "peak", &gz);
+        pbuf_free(&gz);
+    }
+    stacks_addresses_only(0);
+    struct pbuf note = {0};
+    pbuf_puts(&note, summary);
+    written += save_plain(stem, "memory.txt", &note);
+    pbuf_free(&note);
+    struct memory_report rep;
+    if (memory_read(&rep) == 0) {
+        struct pbuf json = {0};
+        if (memory_report_json(&rep, &json) == 0)
+            written += save_plain(stem, "memory.json", &json);
+        pbuf_free(&json);
+    }
+    return written;
+}
+
+int dump_memory(const char *summary)
+{
+    if (!opt_dump_dir[0])
+        return 0;
+    spin_lock(&dump_lock);
+    int n = exited ? 0 : memory_locked(summary);
+    spin_unlock(&dump_lock);
+    symbols_release();
+    return n;
 }
 
 /* ---- the dump thread --------------------------------------------------------- */

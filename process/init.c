@@ -49,9 +49,12 @@ __attribute__((constructor)) static void agent_init(void)
     /* The whole-run CPU profile of PPROF_DUMP_DIR starts at once; the
      * server waits until the process has lived a moment (start.c). */
     dump_start();
+    if (opt_start_delay_ms == 0)
+        watch_start();
     if (opt_serve && opt_start_delay_ms == 0)
         start_now();
-    else if (opt_serve && start_later(0) != 0)
+    else if ((opt_serve || opt_dump_dir[0]) && opt_start_delay_ms > 0 &&
+             start_later(0) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");
     guard_leave();

@@ -110,6 +110,23 @@ void dump_fork_child(void);
  * number of files written. Not async-signal-safe. */
 int dump_now(const char *reason);
 
+/* The watch's evidence, in PPROF_DUMP_DIR (nothing without it): a new
+ * cycle's report (<stem>.deadlock.txt) and a threads dump (.threads.txt);
+ * the memory limit's crossing (summary, one line, in .memory.txt), the
+ * heap and peak profiles and the memory breakdown (.memory.json). Return
+ * the number of files written. Agent threads. Not async-signal-safe. */
+struct deadlock_report;
+int dump_deadlock(const struct deadlock_report *r);
+int dump_memory(const char *summary);
+
+/* ---- the watch (watch.c) -------------------------------------------------- */
+
+/* Starts the watch thread of this process, when it serves or writes dumps
+ * (once per process: a forked child starts its own): the deadlock watch every second when
+ * PPROF_DEADLOCK_SECONDS is not 0, and with PPROF_DUMP_DIR the memory
+ * limit every 200 ms. Not async-signal-safe. */
+void watch_start(void);
+
 /* Files written since start (read with a relaxed atomic load). */
 extern long dump_files_written;
 

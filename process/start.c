@@ -140,6 +140,7 @@ static void *starter(void *arg)
     /* The process lived the delay: the unwind tables (deferred by
      * stack_init) are built here, off the host's threads. */
     cfi_tables_refresh();
+    watch_start();
     if (dumps)
         dump_start();
     if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))

@@ -6,6 +6,7 @@
  * variable, the value and what is accepted, and the default is used.
  */
 #include "agent/agent.h"
+#include "agent/deadlock.h"
 #include "agent/ops.h"
 
 #include <arpa/inet.h>
@@ -39,6 +40,9 @@ char opt_debug_dir[4096];
  * 1.03 limit; 20 and 100000 ns keep it near 1.02. */
 long opt_mutex_fraction = 20;
 long opt_block_rate = 100000;
+/* Five seconds: far beyond any healthy lock wait, soon enough for an
+ * operator looking at a hung service. */
+long opt_deadlock_seconds = 5;
 
 int config_copy_prefix(char *dst, size_t size, const char *s, size_t n)
 {
@@ -327,6 +331,7 @@ void config_load(void)
     load_long("PPROF_WALL_COST", &opt_wall_cost, 0, 1000);
     load_long("PPROF_MUTEX_FRACTION", &opt_mutex_fraction, 0, 1000000000L);
     load_long("PPROF_BLOCK_RATE", &opt_block_rate, 0, 1000000000000L);
+    load_long("PPROF_DEADLOCK_SECONDS", &opt_deadlock_seconds, 0, 86400);
     load_debug_dir();
     config_load_ops();
 }
@@ -341,6 +346,42 @@ long opt_dump_interval;
 /* One second: a wrapper, a shell's command or a compiler pass has exec'd
  * or exited by then (start.c). */
 long opt_start_delay_ms = 1000;
+long opt_memory_dump_bytes;
+long opt_memory_dump_percent = 90;
+long opt_memory_dump_gap = 60;
+
+/* PPROF_MEMORY_DUMP_AT: "N%" (1-100) of the limit, or a size in bytes with
+ * an optional K, M or G (powers of 1024). */
+static void load_memory_dump_at(void)
+{
+    const char *s = getenv("PPROF_MEMORY_DUMP_AT");
+    if (!s)
+        return;
+    char num[32];
+    size_t n = strlen(s);
+    long v, scale = 1;
+    char last = n ? s[n - 1] : 0;
+    if (last == '%' || last == 'K' || last == 'M' || last == 'G')
+        n--;
+    if (last == 'K' || last == 'M' || last == 'G')
+        scale = last == 'K' ? 1L << 10 : last == 'M' ? 1L << 20 : 1L << 30;
+    int ok = n > 0 && s[0] >= '0' && s[0] <= '9' &&
+             config_copy_prefix(num, sizeof num, s, n) == 0;
+    if (ok && last == '%' && config_parse_long(num, 1, 100, &v) == 0) {
+        opt_memory_dump_percent = v;
+        opt_memory_dump_bytes = 0;
+        return;
+    }
+    if (ok && last != '%' &&
+        config_parse_long(num, 1, (1L << 50) / scale, &v) == 0) {
+        opt_memory_dump_bytes = v * scale;
+        opt_memory_dump_percent = 0;
+        return;
+    }
+    log_info("PPROF_MEMORY_DUMP_AT=\"%s\" is not a percentage (1%%-100%%) or "
+             "a size in bytes (K, M or G allowed); using %ld%%",
+             s, opt_memory_dump_percent);
+}
 
 
 /* Signals an operator may give: those whose default action is to terminate
@@ -425,6 +466,8 @@ void config_load_ops(void)
     }
     load_long("PPROF_DUMP_INTERVAL", &opt_dump_interval, 0, 86400 * 365);
     load_long("PPROF_START_DELAY_MS", &opt_start_delay_ms, 0, 600000);
+    load_memory_dump_at();
+    load_long("PPROF_MEMORY_DUMP_GAP", &opt_memory_dump_gap, 0, 86400);
     if ((opt_dump_signal || opt_dump_interval) && !opt_dump_dir[0])
         log_info("PPROF_DUMP_SIGNAL and PPROF_DUMP_INTERVAL need "
                  "PPROF_DUMP_DIR; writing no dumps");

@@ -27,6 +27,7 @@
  * entered are only forwarded.
  */
 #include "agent/contention.h"
+#include "agent/deadlock.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -152,8 +153,18 @@ static __attribute__((noinline)) long wait_slow(const void *uaddr, long nr,
     int saved = errno;
     int64_t t0 = contention_clock();
     void *h = uaddr ? contention_futex_arrive(uaddr, t0) : NULL;
+    /* Noted for the deadlock look; a PI futex word names its owner. */
+    int cmd = (int)a2 & FUTEX_CMD_MASK;
+    struct deadlock_slot *dl =
+        uaddr ? deadlock_wait_begin(uaddr,
+                                    cmd == FUTEX_LOCK_PI || cmd == FUTEX_LOCK_PI2
+                                        ? DEADLOCK_FUTEX_PI
+                                        : DEADLOCK_FUTEX,
+                                    t0)
+              : NULL;
     errno = saved;
     long r = real_syscall(nr, a1, a2, a3, a4, a5, a6);
+    deadlock_wait_end(dl);
     saved = errno;
     int64_t t1 = contention_clock();
     if (h)

@@ -28,6 +28,7 @@
  * (cached per object), and forwards to that version with dlvsym.
  */
 #include "agent/contention.h"
+#include "agent/deadlock.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -205,8 +206,13 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
     int saved = errno;
     int64_t t0 = contention_clock();
     void *h = contention_arrive(op->lock, t0);
+    /* Noted for the deadlock look: who waits for what, since when. */
+    struct deadlock_slot *dl = deadlock_wait_begin(
+        op->lock, op->rw || op->rw_timed ? DEADLOCK_RWLOCK : DEADLOCK_MUTEX,
+        t0);
     errno = saved;
     int r = op->call(op);
+    deadlock_wait_end(dl);
     saved = errno;
     int64_t t1 = contention_clock();
     if (h)
