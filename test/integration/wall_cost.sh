@@ -51,7 +51,7 @@ BEGIN {
     exit share > 1.1
 }' || fail "the profile's thread used more than 1.1% of the program's CPU time"
 
-comment=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Comment: //p')
+comment=$(profile_note wall)
 note "$comment"
 skipped=$(echo "$comment" | sed -n 's/.*; \([0-9]*\) ticks skipped by the cost governor.*/\1/p')
 [ "${skipped:-0}" -gt 0 ] || fail "the comment counts no tick skipped by the cost governor"
