@@ -141,9 +141,10 @@ void handle_index(struct request *r)
                   "/debug/stats</a> (JSON) and <a href='../charts'>"
                   "/debug/charts</a> (live charts).\n</p>\n");
     pbuf_puts(&b, "<p>\nWhere the resident memory goes: <a href='../memory'>"
-                  "/debug/memory</a> (JSON: RSS in parts that add up to it, "
+                  "/debug/memory</a> (RSS in parts that add up to it, "
                   "the allocator's view, the sampled heap with its error "
-                  "bar).\n</p>\n");
+                  "bar, the top allocation sites; <a href='../memory?"
+                  "format=json'>JSON</a>).\n</p>\n");
     pbuf_puts(&b, "<p>\nSettings in force (pprofagent):\n"
                   "<table>\n<thead><td>Setting</td><td>Value</td>"
                   "<td>Meaning</td></thead>\n");
