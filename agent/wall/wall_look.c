@@ -315,7 +315,7 @@ static int settle_later(struct wall_looker *l, struct wall_thread *t,
  * (work, then a short wake-up between two waits) would see its bursts'
  * time charged to its long runs, which the ticks hit more often.
  */
-#define BURSTS_MIN 4
+#define BURSTS_MIN 3
 #define BURSTS_RATIO 4
 #define BURSTS_HALVE 256
 
