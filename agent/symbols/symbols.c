@@ -462,9 +462,11 @@ static const char *unwind_name(struct sym_object *o, uint64_t fa,
     for (size_t i = 0; i < o->nmade; i++)
         if (o->made_at[i] == *start)
             return o->made[i];
-    const char *base = strrchr(o->path, '/');
-    base = shown_path(o) == o->path ? (base ? base + 1 : o->path)
-                                    : program_name();
+    /* The name the mapping shows (a link's, for the main executable
+     * started through one). */
+    const char *shown = shown_path(o);
+    const char *base = strrchr(shown, '/');
+    base = base ? base + 1 : shown;
     char buf[PATH_MAX + 24];
     log_snprintf(buf, sizeof buf, "%s+0x%llx", base,
                  (unsigned long long)*start);
