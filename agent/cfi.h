@@ -108,6 +108,21 @@ int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
 int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo, uintptr_t text_hi,
                      uintptr_t pc, struct cfi_row *out);
 
+/*
+ * The start of the function whose frame description covers pc, for
+ * naming code that has no symbol: the unwind tables describe every
+ * function the compiler emitted. hdr is the .eh_frame_hdr section in an
+ * image of the object (its file, read or mapped) where the header and the
+ * descriptions sit as they are loaded (one segment: [lo, hi) of the
+ * image); pc and *start are addresses in that image (hdr + the distance
+ * from the header as loaded). Every read is checked against [lo, hi).
+ * Returns 0, or -1 when no description covers pc. Not async-signal-safe
+ * (never called there); does not allocate.
+ */
+int cfi_parse_function_start(const uint8_t *hdr, const uint8_t *lo,
+                             const uint8_t *hi, uintptr_t pc,
+                             uintptr_t *start);
+
 /* ---- the published tables (cfi_tables.c) --------------------------------- */
 
 /* Rows are found through a bucket index: index[b] is the row in force at

@@ -78,4 +78,16 @@ int proc_tasks_check(int *fd);
  * link). Returns the count or -errno. Does not allocate. */
 long proc_tasks_count(const int *fd);
 
+/* ---- the program's name (program.c) -------------------------------------- */
+
+/* The name the program was started by: the base name of the file execve
+ * was given (a link's name, not its target's), else its comm, else
+ * "process". */
+const char *program_name(void);
+
+/* The path to show for the main executable whose real path is real: the
+ * path it was started by when that is absolute and opens the same file
+ * (a link), else real. Stats both. */
+const char *program_main_path(const char *real);
+
 #endif

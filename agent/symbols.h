@@ -45,6 +45,8 @@ struct sym_frame {
     int line;                /* 0 when unknown */
     int start_line;          /* line of the function's declaration, or 0 */
     uintptr_t sym_start;     /* runtime address of the symbol, or 0 */
+    int unwind_named;        /* no symbol: named "object+0xSTART" after
+                              * the function's start in the unwind tables */
 };
 
 /* The symbolizer is shared by all HTTP workers: hold the lock from refresh
@@ -74,6 +76,7 @@ int symbols_resolve(uintptr_t addr, struct sym_frame *out, int max);
  * (no .symtab of its own, no separate debug file, no MiniDebugInfo), with
  * its path, its build ID ("" when none) and whether exported (.dynsym)
  * names at least exist. Searches debug files for objects not searched yet.
+ * The agent's own objects (symbols_agent_only) are left out.
  * Takes the lock itself; fn runs with it held and must not call back into
  * the symbolizer. Returns how many objects were listed.
  * Not async-signal-safe. */
@@ -81,6 +84,26 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
                                        const char *build_id,
                                        int exported_only),
                             void *arg);
+
+/* A file: its device (major << 32 | minor, as struct maps_entry) and
+ * inode. */
+struct sym_file_id {
+    uint64_t dev;
+    uint64_t inode;
+};
+
+/* The loaded objects there only for the agent (itself, and the libraries
+ * it needs that the program does not), at most max, into out; returns how
+ * many (symbols_own.c). Takes the loader's lock: never call it with the
+ * symbolizer's lock held. Not async-signal-safe. */
+size_t symbols_agent_only(struct sym_file_id *out, size_t max);
+
+/* The Debian packages that own the files at paths[0..n), into pkgs[i]
+ * (NULL when no package owns it or the package database cannot be read):
+ * read once from /var/lib/dpkg/info/ for the paths not asked before, and
+ * kept (symbols_package.c). The strings live as long as the process.
+ * Not async-signal-safe. */
+void symbols_packages(const char *const *paths, size_t n, const char **pkgs);
 
 /* Gives back the memory the last requests' lookups loaded (per object:
  * function tables, DWARF and the debug files' decompressed sections),
@@ -181,6 +204,12 @@ struct sym_object {
      * asked, by the address of the mangled string. */
     struct group_table names;
     int mark; /* still mapped, during a refresh */
+
+    /* Names made for code without a symbol ("object+0xSTART"), freed with
+     * the demangled names. */
+    char **made;
+    uint64_t *made_at; /* the file address each names */
+    size_t nmade;
 };
 
 /* Where an object's function names come from, worst first. */
@@ -212,6 +241,12 @@ void symbols_elf_load(struct sym_object *o);
  * Not async-signal-safe. Does not allocate. */
 const struct sym_func *symbols_elf_lookup(const struct sym_object *o,
                                           uint64_t addr);
+/* The file address of the start of the function covering file address
+ * addr, from o's unwind tables (.eh_frame_hdr and .eh_frame, which name
+ * every function the compiler emitted, stripped or not). Returns 0 or
+ * -ENOENT. Not async-signal-safe. Does not allocate. */
+int symbols_elf_function_start(const struct sym_object *o, uint64_t addr,
+                               uint64_t *start);
 /* Releases what symbols_elf_* attached to o; symbols_dwarf_close() and
  * symbols_debug_close() come first (they read o's ELF).
  * Not async-signal-safe. */

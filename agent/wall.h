@@ -128,6 +128,9 @@ struct wall_thread {
     int64_t owed_since;  /* monotonic ns of the first such look */
     int64_t owed_ns[2];  /* running, runnable */
     int64_t owed_count[2];
+    /* Owed looks settled in the run they saw, and those whose thread slept
+     * first (wall_look.c, "Bursts"), halved as they grow. */
+    uint32_t runs_kept, runs_missed;
     char name[16];
 };
 

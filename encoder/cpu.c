@@ -223,7 +223,9 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
                      (unsigned long long)cpu_counters.lost,
                      (unsigned long long)cpu_counters.shallow);
     log_debug("cpu profile: %s", comment + strlen("pprofagent: "));
+    /* The agent's counters are its own business, not the profile's (Go's
+     * carry none): /debug/stats and the index show them. */
+    notes_set("cpu", comment + strlen("pprofagent: "));
     return cpu_proto(a, cpu_period_ns, o->time_nanos, o->duration_nanos,
-                     (int64_t)cpu_counters.lost, cpu_thread_name, comment,
-                     out);
+                     (int64_t)cpu_counters.lost, cpu_thread_name, NULL, out);
 }

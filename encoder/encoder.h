@@ -533,4 +533,15 @@ int labels_put_text(struct pbuf *out, const char *prefix, uint32_t id);
  * \xNN. Not async-signal-safe. */
 void labels_put_quoted(struct pbuf *out, const char *s);
 
+/* ---- the agent's notes on its last profiles (notes.c) -------------------- */
+
+/* Keeps text as the note of the last profile of kind ("cpu", "wall",
+ * "heap", "peak"): the agent's counters, which Go's profiles do not carry. Up to
+ * six kinds. Not async-signal-safe. */
+void notes_set(const char *kind, const char *text);
+/* Calls fn with each kind's last note, in the order first set; returns how
+ * many. fn runs without the lock. Not async-signal-safe. */
+size_t notes_each(void (*fn)(void *arg, const char *kind, const char *text),
+                  void *arg);
+
 #endif

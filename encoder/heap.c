@@ -105,7 +105,10 @@ static int heap_proto(const char *name, const struct heap_record *recs,
     if (strcmp(name, "allocs") == 0)
         profile_default_sample_type(p, "alloc_space");
     profile_time(p, o->time_nanos, o->duration_nanos);
-    profile_comment(p, comment);
+    /* The table's statistics are the agent's, not the profile's: Go's
+     * profiles carry no comment. */
+    log_debug("%s profile: %s", name, comment);
+    notes_set(strcmp(name, "allocs") == 0 ? "heap" : name, comment);
     int err = stack_records_proto(p, sr, n, 4, out);
     profile_free(p);
     free(sr);

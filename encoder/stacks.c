@@ -121,6 +121,10 @@ static uint64_t new_location(struct stack_encoder *se, uintptr_t pc)
             flags &= ~(PROFILE_HAS_FILENAMES | PROFILE_HAS_INLINE_FRAMES);
         if (fr[i].line <= 0)
             flags &= ~PROFILE_HAS_LINE_NUMBERS;
+        /* A name made from the unwind tables is no symbol: pprof, given
+         * the binary or its debug file, may still name it properly. */
+        if (fr[i].unwind_named)
+            flags = 0;
     }
     int mi = symbols_mapping_index(pc);
     uint64_t mapping_id = 0;

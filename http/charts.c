@@ -6,10 +6,12 @@
  * minute wide). The page is static: all the
  * work is in the browser, and each poll costs the process one /debug/stats.
  *
- * The y-axis spans the data (its lowest to its highest value, with a
- * little room), not zero to the highest: a heap that grows from 400 to
- * 420 MB must look like it grows. The x-axis is labelled in time before
- * now.
+ * Every figure is non-negative, and the y-axis runs from zero to a round
+ * value above the highest (at least a minimum span per chart: one thread,
+ * 1% of a core, 1 KiB), so a dip from 82.8 to 81.2 MiB looks like the 2%
+ * it is, a flat line sits below the top, and the two labels differ. Sizes
+ * are in IEC units (KiB, MiB, GiB), as /debug/memory's. The x-axis is
+ * labelled in time before now.
  *
  * Runs on HTTP workers; sends a constant string.
  */
@@ -52,9 +54,18 @@ static const char charts_page[] =
     "(function () {\n"
     "var KEEP = 300, W = 600, H = 160, PAD = 4, TIME = 14;\n"
     "function bytes(v) {\n"
-    "  var u = ['B', 'kB', 'MB', 'GB', 'TB'], i = 0;\n"
+    "  var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;\n"
     "  while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }\n"
     "  return (i ? v.toFixed(1) : v.toFixed(0)) + ' ' + u[i];\n"
+    "}\n"
+    "/* The smallest of 1, 2, 2.5, 5 times a power of ten at or above v\n"
+    " * (in the unit of the chart: a power of 1024 for sizes). */\n"
+    "function roundUp(v, base) {\n"
+    "  var s = 1;\n"
+    "  if (base) while (v / s >= 1024) s *= 1024;\n"
+    "  var x = v / s, p = Math.pow(10, Math.floor(Math.log10(x)));\n"
+    "  var m = [1, 2, 2.5, 5, 10].find(function (k) { return k * p >= x; });\n"
+    "  return m * p * s;\n"
     "}\n"
     "function pct(v) { return v.toFixed(1) + '%'; }\n"
     "function num(v) { return String(Math.round(v)); }\n"
@@ -64,13 +75,13 @@ static const char charts_page[] =
     "}\n"
     "var charts = [\n"
     "  {id: 'heap', title: 'Heap in use (sampled)', key: 'heap_inuse_bytes',"
-    " fmt: bytes, color: '#d0451b'},\n"
+    " fmt: bytes, color: '#d0451b', least: 1024, iec: 1},\n"
     "  {id: 'rss', title: 'Resident memory (RSS)', key: 'rss_bytes',"
-    " fmt: bytes, color: '#1b6fd0'},\n"
+    " fmt: bytes, color: '#1b6fd0', least: 1024, iec: 1},\n"
     "  {id: 'cpu', title: 'CPU (% of one core)', key: 'cpu_percent',"
-    " fmt: pct, color: '#2a9d3a'},\n"
+    " fmt: pct, color: '#2a9d3a', least: 1},\n"
     "  {id: 'threads', title: 'Threads', key: 'threads', fmt: num,"
-    " color: '#8a3ad0'}\n"
+    " color: '#8a3ad0', least: 1}\n"
     "];\n"
     "var NS = 'http://www.w3.org/2000/svg';\n"
     "var grid = document.getElementById('grid');\n"
@@ -114,9 +125,8 @@ static const char charts_page[] =
     "  var d = c.data, n = d.length;\n"
     "  c.svg.setAttribute('data-points', n);\n"
     "  if (!n) return;\n"
-    "  var lo = Math.min.apply(null, d), hi = Math.max.apply(null, d);\n"
-    "  var room = (hi - lo) * 0.05 || Math.abs(hi) * 0.01 || 1;\n"
-    "  hi += room; lo = lo >= 0 && lo - room < 0 ? 0 : lo - room;\n"
+    "  var lo = 0, hi = roundUp(Math.max(Math.max.apply(null, d) * 1.05,"
+    " c.least), c.iec);\n"
     "  var pts = [], span = Math.max(n, 60);\n"
     "  for (var i = 0; i < n; i++) {\n"
     "    var x = W - (n - 1 - i) * (W / (span - 1));\n"

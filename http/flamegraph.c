@@ -17,11 +17,10 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
-#include "agent/fds.h"
+#include "agent/proc.h"
 #include "encoder/encoder.h"
 #include "encoder/flamegraph.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,20 +29,6 @@
  * tables; anything larger is a bug, not a picture. */
 #define FLAME_MAX_PROFILE ((size_t)256 << 20)
 
-/* The program's name from /proc/self/comm, for the title. */
-static void program_name(char *buf, size_t size)
-{
-    buf[0] = '\0';
-    int fd = fds_open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, buf, size - 1);
-        buf[n > 0 ? n : 0] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        fds_close(fd);
-    }
-    if (!buf[0])
-        snprintf(buf, size, "process");
-}
 
 /* The list of sample types, for an error naming the valid ones. */
 static void list_types(const struct decoded_profile *p, char *buf,
@@ -88,7 +73,9 @@ static void draw(struct request *r, const char *name, long seconds,
     }
 
     char prog[64], title[160], subtitle[160], search[256] = "", zoom[256] = "";
-    program_name(prog, sizeof prog);
+    /* The name it was started by (agent/host/program.c), as the
+     * profiles' main mapping says it. */
+    log_snprintf(prog, sizeof prog, "%s", program_name());
     snprintf(title, sizeof title, "%s flame graph of %s (pid %d)",
              strcmp(name, "profile") == 0 ? "CPU" : name, prog,
              (int)getpid());

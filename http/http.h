@@ -222,6 +222,13 @@ void processes_html(struct pbuf *b);
  * its script, spliced in before </body>. */
 extern const char memory_chart_section[];
 extern const size_t memory_chart_section_len;
+struct memory_report;
+/* /debug/memory as a page for people (memory_page.c). Returns 0, or -1
+ * out of memory. */
+int memory_page(const struct memory_report *r, struct pbuf *b);
+/* The value of request header name, or NULL (none, or a sub-request).
+ * Not async-signal-safe. */
+const char *http_header(struct request *r, const char *name);
 
 /* A stack table read for one request (table_snapshot.c). */
 struct table_read {

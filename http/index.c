@@ -30,15 +30,66 @@ static void put_setting(struct pbuf *b, const char *name, long value,
     put_word_setting(b, name, v, meaning);
 }
 
-/* One row per loaded object whose functions profiles cannot name. */
-static void put_unnamed(void *arg, const char *path, const char *build_id,
+/* The loaded objects whose functions profiles cannot name, gathered with
+ * the symbolizer's lock held, written after (their packages are looked up
+ * without it). */
+#define UNNAMED_MAX 64
+
+struct unnamed {
+    char *path[UNNAMED_MAX];
+    char *line[UNNAMED_MAX];
+    size_t n;
+};
+
+static void add_unnamed(void *arg, const char *path, const char *build_id,
                         int exported_only)
 {
-    struct pbuf *b = arg;
-    pbuf_puts(b, "<li>");
-    http_html_escape(b, path);
-    pbuf_printf(b, " (build ID %s): %s</li>\n", build_id[0] ? build_id : "none",
-                exported_only ? "exported functions only" : "no symbols");
+    struct unnamed *u = arg;
+    if (u->n == UNNAMED_MAX)
+        return;
+    char line[512];
+    log_snprintf(line, sizeof line, " (build ID %s): %s",
+                 build_id[0] ? build_id : "none",
+                 exported_only ? "exported functions only" : "no symbols");
+    u->path[u->n] = strdup(path);
+    u->line[u->n] = strdup(line);
+    if (u->path[u->n] && u->line[u->n])
+        u->n++;
+    else
+        free(u->path[u->n]), free(u->line[u->n]);
+}
+
+/* One row per object, with the Debian package that would name it. */
+static void put_unnamed(struct pbuf *b)
+{
+    struct unnamed u = {0};
+    symbols_list_unnamed(add_unnamed, &u);
+    const char *pkgs[UNNAMED_MAX];
+    symbols_packages((const char *const *)u.path, u.n, pkgs);
+    for (size_t i = 0; i < u.n; i++) {
+        pbuf_puts(b, "<li>");
+        http_html_escape(b, u.path[i]);
+        http_html_escape(b, u.line[i]);
+        if (pkgs[i]) {
+            pbuf_puts(b, "; names: <code>apt install ");
+            http_html_escape(b, pkgs[i]);
+            pbuf_puts(b, "-dbgsym</code>");
+        }
+        pbuf_puts(b, "</li>\n");
+        free(u.path[i]);
+        free(u.line[i]);
+    }
+    if (u.n == 0)
+        pbuf_puts(b, "<li>none</li>\n");
+}
+
+static void put_item(struct pbuf *b, const char *open, const char *x,
+                     const char *middle, const char *y, const char *close);
+
+/* One row per kind of profile the agent noted (encoder/notes.c). */
+static void put_note(void *arg, const char *kind, const char *text)
+{
+    put_item(arg, "<li>", kind, ": ", text, "</li>\n");
 }
 
 /* open, x, middle, y, close, with x and y escaped. */
@@ -61,7 +112,7 @@ void handle_index(struct request *r)
     struct pbuf b = {0};
     pbuf_puts(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n"
                   "<style>\n.profile-name{\n\tdisplay:inline-block;\n"
-                  "\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
+                  "\tmin-width:6rem;\n\tpadding-right:0.5em;\n}\n</style>\n</head>\n<body>\n"
                   "/debug/pprof/<br>\n<br>\nTypes of profiles available:\n"
                   "<table>\n<thead><td>Count</td><td>Profile</td></thead>\n");
     for (size_t i = 0; i < n; i++) {
@@ -91,9 +142,10 @@ void handle_index(struct request *r)
                   "/debug/stats</a> (JSON) and <a href='../charts'>"
                   "/debug/charts</a> (live charts).\n</p>\n");
     pbuf_puts(&b, "<p>\nWhere the resident memory goes: <a href='../memory'>"
-                  "/debug/memory</a> (JSON: RSS in parts that add up to it, "
+                  "/debug/memory</a> (RSS in parts that add up to it, "
                   "the allocator's view, the sampled heap with its error "
-                  "bar).\n</p>\n");
+                  "bar, the top allocation sites; <a href='../memory?"
+                  "format=json'>JSON</a>).\n</p>\n");
     pbuf_puts(&b, "<p>\nSettings in force (pprofagent):\n"
                   "<table>\n<thead><td>Setting</td><td>Value</td>"
                   "<td>Meaning</td></thead>\n");
@@ -127,12 +179,19 @@ void handle_index(struct request *r)
                          : "info",
                      "what the agent writes to standard error");
     pbuf_puts(&b, "</table>\n</p>\n");
+    pbuf_puts(&b, "<p>\nThe agent's counters of its last profiles "
+                  "(also in /debug/stats):\n<ul>\n");
+    if (notes_each(put_note, &b) == 0)
+        pbuf_puts(&b, "<li>none taken yet</li>\n");
+    pbuf_puts(&b, "</ul>\n</p>\n");
     processes_html(&b);
     pbuf_puts(&b, "<p>\nLoaded objects without a symbol "
-                  "table (addresses only; see README, \"Stripped binaries "
-                  "and debug files\"):\n<ul>\n");
-    if (symbols_list_unnamed(put_unnamed, &b) == 0)
-        pbuf_puts(&b, "<li>none</li>\n");
+                  "table (their other functions are named after the "
+                  "object and their start, <code>object+0xSTART</code>; "
+                  "Debian's <code>-dbgsym</code> packages, from the "
+                  "debian-debug archive, give them their names; see README, "
+                  "\"Stripped binaries and debug files\"):\n<ul>\n");
+    put_unnamed(&b);
     pbuf_puts(&b, "</ul>\n</p>\n</body>\n</html>");
     http_send(r, 200, "text/html; charset=utf-8", NULL, b.data, b.len);
     pbuf_free(&b);

@@ -292,3 +292,8 @@ int http_wait(struct request *r, long seconds)
         nanosleep(&nap, NULL);
     }
 }
+
+const char *http_header(struct request *r, const char *name)
+{
+    return r->conn ? mg_get_header(r->conn, name) : NULL;
+}

@@ -72,7 +72,7 @@ const struct route routes[] = {
      ROUTE_BESIDE, 0},
     {"charts", handle_charts, "Live charts of /debug/stats", NULL,
      ROUTE_BESIDE, 0},
-    {"memory", handle_memory, "Where the resident memory goes (JSON)", NULL,
+    {"memory", handle_memory, "Where the resident memory goes (a page; JSON with ?format=json)", NULL,
      ROUTE_BESIDE, 0},
 };
 

@@ -245,6 +245,25 @@ static void put_http(struct pbuf *b)
     pbuf_puts(b, "}}");
 }
 
+/* One "kind": "note" pair of the notes' object, JSON-escaped. */
+static void put_note(void *arg, const char *kind, const char *text)
+{
+    struct pbuf *b = arg;
+    if (b->oom || !b->data)
+        return;
+    pbuf_printf(b, "%s\"%s\": \"", b->data[b->len - 1] == '{' ? "" : ", ",
+                kind);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            pbuf_printf(b, "\\%c", *p);
+        else if ((unsigned char)*p < 0x20)
+            pbuf_printf(b, "\\u%04x", (unsigned)*p);
+        else
+            pbuf_printf(b, "%c", *p);
+    }
+    pbuf_puts(b, "\"");
+}
+
 void handle_stats(struct request *r)
 {
     struct proc_stat st = {0};
@@ -283,6 +302,11 @@ void handle_stats(struct request *r)
     put_allocator(&b);
     pbuf_puts(&b, ", \"http_responses\": ");
     put_http(&b);
+    /* The agent's counters of its last profiles (Go's profiles carry no
+     * such comment). */
+    pbuf_puts(&b, ", \"profile_notes\": {");
+    notes_each(put_note, &b);
+    pbuf_puts(&b, "}");
     pbuf_puts(&b, "}\n");
 
     if (b.oom)

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static int64_t mono_ns(void)
@@ -185,8 +186,9 @@ void handle_wall(struct request *r)
                  (unsigned long long)c.skipped, share / 100, share / 10 % 10,
                  share % 10);
     log_debug("wall profile: %s", comment);
+    notes_set("wall", comment + strlen("pprofagent: "));
     struct pbuf out = {0};
-    err = encode(agg, period, start, duration, comment, &out);
+    err = encode(agg, period, start, duration, NULL, &out);
     wall_agg_free(agg);
     if (err == 0)
         http_send_profile(r, "wall", &out);

@@ -795,3 +795,64 @@ PPROF_SIGNAL_SAFE int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo,
     *out = em.found;
     return 0;
 }
+
+/* For the symbolizer, in normal context: the frame description covering
+ * pc, read from a copy of the object (its file) where every read is
+ * checked against [lo, hi). */
+int cfi_parse_function_start(const uint8_t *hdr, const uint8_t *lo,
+                             const uint8_t *hi, uintptr_t pc,
+                             uintptr_t *start)
+{
+    if (hdr < lo || hdr >= hi)
+        return -1;
+    struct cursor c = {hdr, hi, 0};
+    if (fixed(&c, 1) != 1)
+        return -1;
+    uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
+    uint8_t count_enc = (uint8_t)fixed(&c, 1);
+    uint8_t table_enc = (uint8_t)fixed(&c, 1);
+    encoded(&c, ptr_enc, (uintptr_t)hdr);
+    uintptr_t count = encoded(&c, count_enc, (uintptr_t)hdr);
+    if (c.bad || table_enc != 0x3b || count == 0 ||
+        count > (uintptr_t)(hi - c.p) / 8)
+        return -1;
+    const uint8_t *table = c.p;
+    uintptr_t a = 0, b = count;
+    while (a < b) {
+        uintptr_t mid = a + (b - a) / 2;
+        int32_t loc;
+        memcpy(&loc, table + 8 * mid, 4);
+        if ((uintptr_t)(hdr + loc) <= pc)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (a == 0)
+        return -1;
+    int32_t at;
+    memcpy(&at, table + 8 * (a - 1) + 4, 4);
+    const uint8_t *fde = hdr + at;
+    if (fde < lo || fde >= hi)
+        return -1;
+    struct cursor f = {fde, hi, 0};
+    uint64_t len = fixed(&f, 4);
+    if (len == 0xffffffff)
+        len = fixed(&f, 8);
+    if (f.bad || len < 4 || len > (uint64_t)(hi - f.p))
+        return -1;
+    f.end = f.p + len;
+    const uint8_t *id_at = f.p;
+    uint32_t id = (uint32_t)fixed(&f, 4);
+    if (id == 0 || id > (uintptr_t)(id_at - lo))
+        return -1; /* a CIE, or a pointer out of the copy */
+    struct cie cie;
+    const struct source eh = {0, NULL, 0};
+    if (parse_cie(id_at - id, hi, &cie, &eh) != 0)
+        return -1;
+    uintptr_t begin = encoded(&f, cie.fde_enc, 0);
+    uintptr_t range = encoded(&f, cie.fde_enc & PE_FORMAT, 0);
+    if (f.bad || pc < begin || pc - begin >= range)
+        return -1;
+    *start = begin;
+    return 0;
+}

@@ -13,6 +13,7 @@
 #include "agent/symbols.h"
 
 #include "agent/agent.h"
+#include "agent/proc.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>
@@ -42,6 +43,7 @@ static size_t nobjects;
 static int refreshed;
 static unsigned seen_generation;
 static char *exe_path;
+static char *main_path; /* what profiles show for it (program.c) */
 static int holding; /* see symbols_release() */
 
 struct name_entry {
@@ -157,6 +159,13 @@ static void frame_names(struct sym_object *o, const char *mangled,
 
 static void names_free(struct sym_object *o)
 {
+    for (size_t i = 0; i < o->nmade; i++)
+        free(o->made[i]);
+    free(o->made);
+    free(o->made_at);
+    o->made = NULL;
+    o->made_at = NULL;
+    o->nmade = 0;
     for (size_t i = 0; i < o->names.n; i++) {
         struct name_entry *e = group_at(&o->names, i);
         free(e->demangled);
@@ -260,6 +269,19 @@ static void resolve_exe_path(void)
     char buf[PATH_MAX];
     if (realpath("/proc/self/exe", buf))
         exe_path = strdup(buf);
+    /* The path the program was started by when it is a link to the same
+     * file: pprof says "File: redis-server" and names saved profiles so,
+     * and the path still opens the binary for offline symbolization. */
+    if (exe_path && !main_path)
+        main_path = strdup(program_main_path(exe_path));
+}
+
+/* The path to show for object o. */
+static const char *shown_path(const struct sym_object *o)
+{
+    if (main_path && exe_path && strcmp(o->path, exe_path) == 0)
+        return main_path;
+    return o->path;
 }
 
 /* Moves the main executable's entries to the front, keeping maps order
@@ -324,7 +346,7 @@ int symbols_refresh(void)
         s->pub.offset = e[i].offset;
         if (o) {
             o->mark = 1;
-            s->pub.path = o->path;
+            s->pub.path = shown_path(o);
             s->pub.build_id = o->build_id;
             s->pub.has_symbols = o->has_symbols;
             s->has_bias =
@@ -368,6 +390,8 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
                             void *arg)
 {
     size_t listed = 0;
+    struct sym_file_id own[64];
+    size_t nown = symbols_agent_only(own, sizeof own / sizeof own[0]);
     symbols_lock();
     symbols_refresh();
     for (size_t i = 0; i < nobjects; i++) {
@@ -375,11 +399,18 @@ size_t symbols_list_unnamed(void (*fn)(void *arg, const char *path,
         /* Pseudo objects ([vdso], [vsyscall]) are the kernel's. */
         if (o->path[0] != '/')
             continue;
+        size_t k = 0;
+        while (k < nown && (own[k].dev != o->dev || own[k].inode != o->inode))
+            k++;
+        if (k < nown)
+            continue; /* the agent's own, not the program's business */
         if (!o->debug_searched)
             __atomic_store_n(&holding, 1, __ATOMIC_RELAXED);
         symbols_debug_find(o);
         if (o->source >= SYM_SOURCE_MINIDEBUG)
             continue;
+        /* The file itself (not a link to it): the one a debug file is for,
+         * and the one its package owns. */
         fn(arg, o->path, o->build_id, o->source == SYM_SOURCE_DYNAMIC);
         listed++;
     }
@@ -417,6 +448,44 @@ int symbols_mapping_index(uintptr_t addr)
 
 #define MAX_DWARF_FRAMES 32
 
+/* Code without a symbol (a static function of a stripped binary) is named
+ * after its object and the file address of the function it belongs to,
+ * found in the unwind tables: "redis-server+0x64e40". Every address of
+ * one function gets the one name, so a function is one node in pprof and
+ * the flame graph, not one box per call site. NULL when the tables do not
+ * cover addr (or out of memory). */
+static const char *unwind_name(struct sym_object *o, uint64_t fa,
+                               uint64_t *start)
+{
+    if (symbols_elf_function_start(o, fa, start) != 0)
+        return NULL;
+    for (size_t i = 0; i < o->nmade; i++)
+        if (o->made_at[i] == *start)
+            return o->made[i];
+    /* The name the mapping shows (a link's, for the main executable
+     * started through one). */
+    const char *shown = shown_path(o);
+    const char *base = strrchr(shown, '/');
+    base = base ? base + 1 : shown;
+    char buf[PATH_MAX + 24];
+    log_snprintf(buf, sizeof buf, "%s+0x%llx", base,
+                 (unsigned long long)*start);
+    char *name = strdup(buf);
+    char **nm = realloc(o->made, (o->nmade + 1) * sizeof *nm);
+    if (nm)
+        o->made = nm;
+    uint64_t *na = realloc(o->made_at, (o->nmade + 1) * sizeof *na);
+    if (na)
+        o->made_at = na;
+    if (!name || !nm || !na) {
+        free(name);
+        return NULL;
+    }
+    o->made[o->nmade] = name;
+    o->made_at[o->nmade++] = *start;
+    return name;
+}
+
 
 static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
 {
@@ -448,6 +517,17 @@ static int resolve_uncached(uintptr_t addr, struct sym_frame *out, int max)
                                   max < MAX_DWARF_FRAMES ? max
                                                          : MAX_DWARF_FRAMES);
     if (nd == 0) {
+        uint64_t start;
+        const char *made = f ? NULL : unwind_name(o, fa, &start);
+        if (made) {
+            out[0] = (struct sym_frame){
+                .name = made,
+                .system_name = made,
+                .sym_start = (uintptr_t)start + s->bias,
+                .unwind_named = 1,
+            };
+            return 1;
+        }
         if (!f)
             return 0;
         out[0] = (struct sym_frame){.sym_start = sym_start};
@@ -655,6 +735,7 @@ void symbols_fork_child(void)
     refreshed = 0;
     seen_generation = 0;
     exe_path = NULL;
+    main_path = NULL;
     cache = NULL;
     cache_count = cache_used = 0;
     holding = 0;

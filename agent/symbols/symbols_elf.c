@@ -13,6 +13,7 @@
  */
 #include "agent/symbols.h"
 
+#include "agent/cfi.h"
 #include "agent/fds.h"
 
 #include <elfutils/libdwelf.h>
@@ -419,4 +420,40 @@ void symbols_elf_unload(struct sym_object *o)
     o->plt_names = NULL;
     o->nfuncs = 0;
     o->loaded = 0;
+}
+
+int symbols_elf_function_start(const struct sym_object *o, uint64_t addr,
+                               uint64_t *start)
+{
+    size_t size = 0, nph = 0;
+    const uint8_t *image =
+        o->elf ? (const uint8_t *)elf_rawfile(o->elf, &size) : NULL;
+    if (!image || elf_getphdrnum(o->elf, &nph) != 0)
+        return -ENOENT;
+    GElf_Phdr eh, ph;
+    size_t i = 0;
+    for (; i < nph; i++)
+        if (gelf_getphdr(o->elf, (int)i, &eh) && eh.p_type == PT_GNU_EH_FRAME)
+            break;
+    if (i == nph)
+        return -ENOENT;
+    /* The segment that loads the header: its descriptions are read where
+     * they sit in the file, at the distances they have when loaded. */
+    for (i = 0; i < nph; i++)
+        if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+            eh.p_offset >= ph.p_offset &&
+            eh.p_offset - ph.p_offset < ph.p_filesz &&
+            eh.p_vaddr - ph.p_vaddr == eh.p_offset - ph.p_offset)
+            break;
+    if (i == nph || ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+        return -ENOENT;
+    const uint8_t *hdr = image + eh.p_offset;
+    uintptr_t pc = (uintptr_t)hdr + (uintptr_t)(addr - eh.p_vaddr);
+    uintptr_t at;
+    if (cfi_parse_function_start(hdr, image + ph.p_offset,
+                                 image + ph.p_offset + ph.p_filesz, pc,
+                                 &at) != 0)
+        return -ENOENT;
+    *start = eh.p_vaddr + (uint64_t)(at - (uintptr_t)hdr);
+    return 0;
 }

@@ -454,6 +454,12 @@ int threads_walk_blocked(const int *tasks_fd, int tid,
 
 static void *stack_copy;
 
+/* Walks of one blocked thread in a dump before it is given up on as
+ * moving (each walk copies its stack up to twice). An event loop between
+ * short waits moves often; a dump is asked for rarely and worth a few
+ * more copies (the wall profile's looks, many a second, try once). */
+#define WALK_TRIES 16
+
 static void walk_blocked(struct thread_dump *d, struct thread_info *t,
                          struct thread_syscall *st)
 {
@@ -468,8 +474,23 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
     }
     uint64_t found = cfi_walk_counters.fp_found;
     uint64_t lost = cfi_walk_counters.fp_lost;
-    t->status = threads_walk_blocked(NULL, t->tid, st, -1, stack_copy, t->pcs,
-                                     THREADS_STACK_MAX, &t->depth);
+    for (int i = 0; i < WALK_TRIES; i++) {
+        if (i > 0) {
+            /* From where it is now; between two calls it runs, and is
+             * left a moment to reach the next one. */
+            if (threads_read_syscall(t->tid, st) != 0)
+                break;
+            if (st->nr < 0 || !st->sp || !st->pc) {
+                sched_yield();
+                continue;
+            }
+        }
+        t->status = threads_walk_blocked(NULL, t->tid, st, -1, stack_copy,
+                                         t->pcs, THREADS_STACK_MAX,
+                                         &t->depth);
+        if (t->status != THREAD_STACK_MOVED)
+            break;
+    }
     if (t->status == THREAD_STACK_OK)
         d->walked++;
     d->fp_found += cfi_walk_counters.fp_found - found;

@@ -275,6 +275,68 @@ static int settle(struct wall_looker *l, struct wall_thread *t,
     return err;
 }
 
+/* Settles with a stack of a later burst ("Bursts"): the running looks
+ * take it; the runnable ones were waiting for a CPU, mostly on the way out
+ * of the wait before their burst (a burst is short), and take the stack
+ * of that wait when it was walked. */
+static int settle_later(struct wall_looker *l, struct wall_thread *t,
+                        const uintptr_t *pcs, int depth, charge_fn fn,
+                        void *arg)
+{
+    int err = 0;
+    if (t->owed_count[1]) {
+        int walked = t->walk_key && t->walk_status == THREAD_STACK_OK;
+        if (!walked)
+            l->c.no_stack += t->owed_count[1];
+        err = charge(fn, arg, t, walked ? t->walk_pcs : NULL,
+                     walked ? t->walk_depth : 0, WALL_RUNNABLE,
+                     walked ? t->walk_nr : -1, t->owed_ns[1],
+                     t->owed_count[1]);
+        t->owed_ns[1] = 0;
+        t->owed_count[1] = 0;
+    }
+    int err2 = settle(l, t, pcs, depth, fn, arg);
+    return err ? err : err2;
+}
+
+/*
+ * Bursts: a look that finds a thread on a CPU is settled with a stack its
+ * CPU-time timer takes in the same run (before it sleeps again). A thread
+ * that runs in short bursts between waits (an event loop: redis runs a
+ * few hundred microseconds, then waits in epoll_wait) nearly always
+ * sleeps before its timer fires (the kernel checks CPU timers at its
+ * ticks), and all its on-CPU time was [stack unavailable]. When a thread's
+ * owed looks miss their run so BURSTS_RATIO times as often as not, it is
+ * taken for such a loop: its
+ * bursts are alike, and its owed looks wait for the timer's next stack,
+ * in whichever burst the timer takes it (within OWED_MAX_NS). That stack
+ * is drawn in proportion to the thread's CPU time, as the running charges
+ * are. Not for every thread: one that mixes long runs with short bursts
+ * (work, then a short wake-up between two waits) would see its bursts'
+ * time charged to its long runs, which the ticks hit more often.
+ */
+#define BURSTS_MIN 3
+#define BURSTS_RATIO 4
+#define BURSTS_HALVE 256
+
+static int bursty(const struct wall_thread *t)
+{
+    return t->runs_missed >= BURSTS_MIN &&
+           t->runs_missed > BURSTS_RATIO * t->runs_kept;
+}
+
+static void count_run(struct wall_thread *t, int kept)
+{
+    if (kept)
+        t->runs_kept++;
+    else
+        t->runs_missed++;
+    if (t->runs_kept + t->runs_missed >= BURSTS_HALVE) {
+        t->runs_kept /= 2;
+        t->runs_missed /= 2;
+    }
+}
+
 /* The owed charges whose stack has come, or that waited long enough. */
 static int settle_owed(struct wall_looker *l, int64_t now, int all,
                        charge_fn fn, void *arg)
@@ -288,16 +350,25 @@ static int settle_owed(struct wall_looker *l, int64_t now, int all,
         uintptr_t pcs[WALL_STACK_MAX];
         int depth = 0;
         uint64_t nv;
+        int later = 0;
         if (wall_slot_read(&wall_slots[l->owed[i]], t->owed_seq, pcs, &depth,
-                           &nv) == 0)
+                           &nv) == 0) {
             depth = 0;
-        else if (!same_run(nv, t->owed_nvcsw))
-            depth = 0; /* it slept before its stack was taken: not the
-                          place it was looked at */
+        } else if (!same_run(nv, t->owed_nvcsw)) {
+            /* It slept before its stack was taken: not the place it was
+             * looked at, unless it runs in bursts ("Bursts"). */
+            count_run(t, 0);
+            later = bursty(t);
+            if (!later)
+                depth = 0;
+        } else {
+            count_run(t, 1);
+        }
         int came = depth > 0 || wall_slots[l->owed[i]].seq > t->owed_seq;
         if (came || all || now - t->owed_since >= OWED_MAX_NS) {
             if (!err)
-                err = settle(l, t, pcs, depth, fn, arg);
+                err = later ? settle_later(l, t, pcs, depth, fn, arg)
+                            : settle(l, t, pcs, depth, fn, arg);
             if (!came)
                 /* No stack came: a timer that died with an earlier
                  * thread of the same id is made anew at the next arming. */
@@ -425,16 +496,20 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
             /* Its stack of this run (it has not slept since); what it
              * owes from an earlier run gets none. */
             int err = 0;
-            if (t->owing)
-                err = same_run(t->owed_nvcsw, nv_cap)
-                          ? settle(l, t, pcs, depth, fn, arg)
-                          : settle(l, t, NULL, 0, fn, arg);
+            if (t->owing) {
+                int same = same_run(t->owed_nvcsw, nv_cap);
+                count_run(t, same);
+                err = same        ? settle(l, t, pcs, depth, fn, arg)
+                      : bursty(t) ? settle_later(l, t, pcs, depth, fn, arg)
+                                  : settle(l, t, NULL, 0, fn, arg);
+            }
             return err ? err : charge(fn, arg, t, pcs, depth, state, -1, ns, 1);
         }
         /* Slept since its last stack (on its way out of a call no look
          * saw, or running for less than a timer period since), or none
          * yet: owed to its next stack, if taken before it sleeps again. */
-        if (t->owing && !same_run(t->owed_nvcsw, nv_now)) {
+        if (t->owing && !same_run(t->owed_nvcsw, nv_now) && !bursty(t)) {
+            count_run(t, 0);
             int err = settle(l, t, NULL, 0, fn, arg);
             if (err)
                 return err;
@@ -466,9 +541,13 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     l->c.blocked++;
     int state = blocked_state(letter);
     int err = 0;
-    if (t->owing) /* it ran and slept again before its timer fired */
+    /* It ran and slept again before its timer fired: no stack, unless it
+     * runs in bursts and waits, timer armed, for its next ("Bursts"). */
+    if (t->owing && !bursty(t)) {
+        count_run(t, 0);
         err = settle(l, t, NULL, 0, fn, arg);
-    if (t->armed && prev_cpu == cpu0) {
+    }
+    if (t->armed && prev_cpu == cpu0 && !t->owing) {
         wall_thread_disarm(t);
         l->c.disarms++;
     }

@@ -86,8 +86,10 @@ sample_run() { # hz seconds -> the profile's comment line
     pid=$!
     while [ ! -s "$work/port" ]; do sleep 0.02; done
     curl -s -o "$work/p.pb.gz" "http://$(cat "$work/port")/debug/pprof/profile?seconds=$2"
+    # The agent's counters of that profile (profiles carry no comment).
+    echo "pprofagent: $(curl -s "http://$(cat "$work/port")/debug/stats" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["profile_notes"].get("cpu", ""))')"
     kill "$pid"; wait "$pid" 2>/dev/null || true
-    go tool pprof -comments "$work/p.pb.gz" 2>/dev/null | grep pprofagent
     ms=$(go tool pprof -top -unit=ms -nodecount=1 "$work/p.pb.gz" 2>/dev/null | sed -n 's/.* of \([0-9.]*\)ms total.*/\1/p')
     echo "  CPU in profile: ${ms} ms over $2 s (one busy thread)"
 }
@@ -104,12 +106,14 @@ echo "1000 Hz:"; sample_run 1000 5
 set +e
 if command -v valgrind >/dev/null 2>&1; then
     mkdir -p "$work/dumps"
-    PPROF_CPU_HZ=100 LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_DUMP_DIR="$work/dumps" \
+    PPROF_CPU_HZ=100 LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_DUMP_DIR="$work/dumps" PPROF_LOG=debug \
         valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
         "$prog" $threads 600 0 > /dev/null 2> "$work/vg.err"
     ir=$(callgrind_annotate --inclusive=yes --threshold=100 "$work/callgrind.out" 2>/dev/null \
         | sed -n 's/^ *\([0-9,]*\) .*agent\/cpu_signal.c:cpu_signal_handler .*/\1/p' | head -n 1 | tr -d ,)
-    calls=$(PPROF_TMPDIR="$work/pp" go tool pprof -raw "$work"/dumps/*.cpu.pb.gz 2>/dev/null \
+    # The dump's sample count, from the agent's debug line (profiles carry
+    # no comment).
+    calls=$(cat "$work/vg.err" \
         | sed -n 's/.*pprofagent: .* \([0-9][0-9]*\) samples,.*/\1/p' | head -n 1)
     if [ -n "$ir" ] && [ -n "$calls" ] && [ "$calls" -gt 0 ]; then
         echo

@@ -136,6 +136,8 @@ steady() { # label period_ms
     pb=$(process_cpu "$pid" 2>/dev/null) || pb=
     tb=$(now_ns)
     wait "$c"
+    # The agent's counters of that profile (profiles carry no comment).
+    note=$(curl -s "http://$addr/debug/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["profile_notes"].get("wall", ""))' 2>/dev/null || true)
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     echo
@@ -152,7 +154,7 @@ steady() { # label period_ms
     else
         echo "$1: the profile's thread had ended before 21 s (a loaded machine: run again)"
     fi
-    PPROF_TMPDIR="$work/pp" go tool pprof -raw "$work/s.pb.gz" 2>/dev/null | sed -n 's/^Comment: /  /p'
+    echo "  $note"
 }
 steady "$threads threads waking every 100 to 300 ms" 100
 steady "$threads threads parked (waking every 20 to 60 s)" 20000

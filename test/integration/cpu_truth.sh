@@ -28,7 +28,7 @@ for secs in 16 30 50 90; do
     t1=$(cpu_ticks)
     set -- $(measured); a1=$1; b1=$2
     n=$(pprof -top -sample_index=samples -nodecount=1 "$WORK/cpu.pb.gz" | sed -n 's/.* of \([0-9]*\) total.*/\1/p' | head -n 1)
-    signals=$(pprof -comments "$WORK/cpu.pb.gz" | sed -n 's/.*pprofagent: \([0-9]*\) samples.*/\1/p' | head -n 1)
+    signals=$(profile_note cpu | sed -n 's/^\([0-9]*\) samples.*/\1/p')
     note "$secs s profile: $n samples from $signals signals"
     [ -f "$WORK/first.pb.gz" ] || cp "$WORK/cpu.pb.gz" "$WORK/first.pb.gz"
     [ "$signals" -ge 4000 ] && break

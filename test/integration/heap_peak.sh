@@ -30,7 +30,7 @@ truth=$(awk '$1 == "peak" { print $2 }' "$WORK/peak.out")
 
 fetch debug/pprof/peak > "$WORK/peak.pb.gz"
 got=$(flat rise_to_peak "$WORK/peak.pb.gz")
-comment=$(pprof -raw "$WORK/peak.pb.gz" | grep -m1 '^Comment:.*peak:' || true)
+comment=$(profile_note peak)
 note "peak: rise_to_peak $got B, the program counted $truth B at its top"
 note "${comment#*peak: }"
 awk -v g="$got" -v t="$truth" 'BEGIN { exit !(g >= 0.9 * t && g <= 1.1 * t) }' \

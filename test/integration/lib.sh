@@ -174,3 +174,9 @@ expect_not_contains() {
         *) ;;
     esac
 }
+
+# profile_note KIND: the agent's note on its last profile of KIND (cpu,
+# wall, heap, peak), from /debug/stats (profiles carry no such comment).
+profile_note() {
+    fetch debug/stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["profile_notes"].get(sys.argv[1], ""))' "$1"
+}

@@ -76,8 +76,8 @@ names "$(pprof -top -nodecount=40 "$WORK/redis.pb.gz")" 3 \
     dictFind call processCommand lookupKey zmalloc _addReplyToBufferOrList \
     readQueryFromClient processInputBuffer dictAdd setGenericCommand aeProcessEvents
 heap_ok "$WORK/redis-heap.pb.gz"
-# (aeProcessEvents itself is a local clone in Debian's stripped binary: its
-# frame shows as [redis-check-rdb] between the two.)
+# (aeProcessEvents itself is a local clone in Debian's stripped binary: it
+# shows as redis-server+0xSTART, its start in the unwind tables.)
 main=$(awk '/^goroutine .*thread "redis-server"\]:/ {p = 1} /^$/ {p = 0} p' "$WORK/redis.threads")
 expect_contains "$main" "epoll_wait" "redis's main thread in the threads dump"
 expect_contains "$main" "aeMain" "redis's main thread in the threads dump"

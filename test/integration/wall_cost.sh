@@ -17,7 +17,7 @@
 prog="$BUILD/test/programs/idle_threads"
 threads=1000
 
-PPROF_START_DELAY_MS=0 start_agent idle "$prog" "$threads" 21 100
+PPROF_START_DELAY_MS=0 start_agent idle "$prog" "$threads" 23 100
 for i in $(seq 200); do grep -q '^ready' "$WORK/idle.out" && break; sleep 0.05; done
 grep -q '^ready' "$WORK/idle.out" || fail "the program's threads did not all start"
 fetch "debug/pprof/wall?seconds=20" > "$WORK/wall.pb.gz" &
@@ -35,6 +35,9 @@ a=$(thread_ns); ta=$(now_ns)
 sleep 18.5
 b=$(thread_ns); tb=$(now_ns)
 wait "$W"
+# The agent's counters of the profile (profiles carry no comment), read
+# while the program still runs.
+comment=$(profile_note wall)
 wait_exit "$PID" 30
 [ "$STATUS" = 0 ] || fail "the program exited with $STATUS"
 
@@ -51,7 +54,6 @@ BEGIN {
     exit share > 1.1
 }' || fail "the profile's thread used more than 1.1% of the program's CPU time"
 
-comment=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Comment: //p')
 note "$comment"
 skipped=$(echo "$comment" | sed -n 's/.*; \([0-9]*\) ticks skipped by the cost governor.*/\1/p')
 [ "${skipped:-0}" -gt 0 ] || fail "the comment counts no tick skipped by the cost governor"

@@ -21,7 +21,7 @@ start_agent parked "$prog" 400 14 4000
 for i in $(seq 100); do grep -q '^ready' "$WORK/parked.out" && break; sleep 0.05; done
 fetch "debug/pprof/wall?seconds=8" > "$WORK/wall.pb.gz"
 
-comment=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Comment: //p')
+comment=$(profile_note wall)
 note "$comment"
 looks=$(echo "$comment" | sed -n 's/.* \([0-9]*\) looks (.*/\1/p')
 unmoved=$(echo "$comment" | sed -n 's/.*; \([0-9]*\) not run since the previous look.*/\1/p')

@@ -88,7 +88,7 @@ BEGIN {
 }' || fail "compute's running share differs by more than 3 points from its measured CPU time"
 note "EINTR seen by the program: $eintr"
 [ "$eintr" = 0 ] || fail "the program saw $eintr EINTR"
-comment=$(pprof -raw "$WORK/wall.pb.gz" | sed -n 's/^Comment: //p')
+comment=$(profile_note wall)
 note "$comment"
 expect_contains "$comment" "; 0 ticks skipped by the cost governor" "the profile's comment"
 

@@ -1,0 +1,40 @@
+# An event loop (test/programs/event_loop: bursts of burst_work between
+# 200 and 300 us sleeps, as redis's main thread under load):
+# - goroutine?debug=2, 20 times: its main thread always has its stack
+#   (a blocked thread that moved while its stack was copied is tried
+#   again, not given up on);
+# - a 5 s wall profile: its time on a CPU has a stack (burst_work), not
+#   [stack unavailable] (its bursts end before its CPU timer fires: the
+#   timer's next stack is taken), and so has its time waiting for a CPU (the first few looks, before it is seen to run in
+#   bursts, have none: at most half).
+. "$TOP/test/integration/lib.sh"
+prog="$BUILD/test/programs/event_loop"
+[ -x "$prog" ] || fail "$prog is not built"
+start_agent loop "$prog"
+for i in $(seq 100); do grep -q ready "$WORK/loop.out" && break; sleep 0.05; done
+
+moved=0
+for i in $(seq 20); do
+    fetch 'debug/pprof/goroutine?debug=2' > "$WORK/threads"
+    main=$(awk '/^goroutine .*thread "event_loop"\]:/ {p = 1} /^$/ {p = 0} p' "$WORK/threads")
+    case "$main" in
+        *"stack unavailable"*) moved=$((moved + 1)); printf '%s\n' "$main" | head -n 3 ;;
+        *event_loop*) ;;
+        *) printf '%s\n' "$main"; fail "dump $i: the main thread's stack lacks event_loop" ;;
+    esac
+done
+note "threads dumps: $moved of 20 without the main thread's stack"
+[ "$moved" -eq 0 ] || fail "$moved of 20 dumps gave up on the main thread's stack"
+
+fetch 'debug/pprof/wall?seconds=5' > "$WORK/wall.pb.gz"
+awake=$(pprof -top -unit=ms -nodecount=100000 -tagignore=state=sleeping "$WORK/wall.pb.gz")
+printf '%s\n' "$awake" | head -n 14
+total=$(printf '%s\n' "$awake" | sed -n 's/^Showing nodes accounting for \([0-9.]*\)ms.*/\1/p')
+none=$(printf '%s\n' "$awake" | awk '$NF == "unavailable]" {v = $1; sub(/ms$/, "", v); print v + 0}')
+running=$(pprof -top -cum -unit=ms -tagfocus=state=running "$WORK/wall.pb.gz")
+burst=$(top_cum "$running" burst_work)
+note "awake ${total:-0} ms: without a stack ${none:-0} ms; running in burst_work ${burst:-0} ms"
+[ -n "$total" ] && awk -v t="$total" 'BEGIN { exit !(t > 0) }' || fail "the loop was never seen awake"
+awk -v t="$total" -v n="${none:-0}" 'BEGIN { exit !(n <= t / 2) }' ||
+    fail "${none:-0} of ${total} ms awake have no stack"
+[ -n "$burst" ] || fail "no running time in burst_work"
