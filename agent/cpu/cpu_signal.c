@@ -29,6 +29,8 @@
 
 struct cpu_counters cpu_counters;
 __thread int cpu_in_handler __attribute__((tls_model("initial-exec")));
+__thread uint64_t cpu_periods_taken __attribute__((tls_model("initial-exec")));
+__thread uint32_t cpu_periods_owed __attribute__((tls_model("initial-exec")));
 /* Samples this thread takes before it times one (the handler's own cost,
  * for the profile's comment): two clock reads are a fifth of a sample's
  * cost, so one sample in CPU_TIME_EVERY pays them. */
@@ -74,6 +76,9 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
         t0 = mono_ns();
     }
     uint32_t weight = 1 + (uint32_t)(si->si_overrun > 0 ? si->si_overrun : 0);
+    weight += cpu_periods_owed; /* cpu_timer.c's resume */
+    cpu_periods_owed = 0;
+    cpu_periods_taken += weight;
     uint32_t tid = (uint32_t)(uintptr_t)si->si_value.sival_ptr;
     ucontext_t *uc = ucv;
 
