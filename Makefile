@@ -35,13 +35,15 @@ LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
         -Wl,--version-script=agent/exports.map $(LDFLAGS)
 # The user's CPPFLAGS, CFLAGS and LDFLAGS (packagers' hardening flags) come
 # after the agent's own, so that they win where they overlap.
-LIBS_AGENT := -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
+# libdw, libelf, zlib and liblzma are not linked: agent/core/libs.c loads
+# them with a handle of their own, out of reach of a host's same names.
+LIBS_AGENT := -l:libiberty.a -ldl \
         -lpthread -lrt -lm
 # Unit tests take Debian's civetweb library; the agent compiles civetweb.c
 # from Debian's source package with IPv6, which that library lacks
 # (scripts/civetweb-source fetches it once per build tree). No TLS, CGI or
 # file serving: the agent serves its own handler only.
-LIBS_UNIT := -lcivetweb $(LIBS_AGENT)
+LIBS_UNIT := -lcivetweb $(LIBS_AGENT) -lz -llzma -ldw -lelf
 CIVETWEB_SRC ?= $(BUILD)/civetweb-src
 CIVETWEB_OBJ := $(BUILD)/civetweb/civetweb.o
 # `make CIVETWEB=system` links Debian's library instead (offline builds;
@@ -180,6 +182,12 @@ $(BUILD)/test/programs/%: test/programs/%.c
 $(BUILD)/test/programs/%: test/programs/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $(PROG_CXXFLAGS) $< -o $@ -ldl
+
+# Exports its own broken zlib, libelf and libdw names, as varnishd does.
+$(BUILD)/test/programs/own_libs: test/programs/own_libs.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic \
+	    -I. $< -o $@
 
 # C++20 for std::binary_semaphore (libstdc++'s futex-based atomic wait).
 $(BUILD)/test/programs/futex_truth_cxx: PROG_CXXFLAGS = -std=c++20
