@@ -55,7 +55,7 @@ static inline uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
+static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
@@ -111,4 +111,16 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
                            1, __ATOMIC_RELAXED);
     }
     errno = saved_errno;
+}
+
+/* The sample itself, with the interrupted context published for a signal
+ * of the agent's that lands inside (stack_signal_outer): the outermost
+ * handler's is the host's. */
+PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
+{
+    const void *outer = stack_signal_outer;
+    if (!outer)
+        stack_signal_outer = ucv;
+    cpu_signal_take(sig, si, ucv);
+    stack_signal_outer = outer;
 }

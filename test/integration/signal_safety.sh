@@ -7,7 +7,7 @@
 # it is checked and added.
 . "$TOP/test/integration/lib.sh"
 
-allowed='^(_GLOBAL_OFFSET_TABLE_|__errno_location|clock_gettime|getpid|syscall|write|agent_tls|cpu_active|cpu_ringbuf_claim|cpu_ringbuf_commit|labels_current|stack_unwind_signal|stack_self_start|stack_self_end|stack_sigreturn_at|cfi_walk|cfi_walk_sites|cfi_stack_lo|cfi_stack_hi|cfi_current|cfi_epoch|cfi_readers|cfi_tables_stale|cfi_walk_counters|cfi_parse_lookup|agent_find_object|cpu_phdr_readers|cpu_phdr_busy|memset|memcpy|memcmp|strnlen|log_msg)$'
+allowed='^(_GLOBAL_OFFSET_TABLE_|__errno_location|clock_gettime|getpid|syscall|write|agent_tls|cpu_active|cpu_ringbuf_claim|cpu_ringbuf_commit|labels_current|stack_unwind_signal|stack_self_start|stack_self_end|stack_sigreturn_at|stack_signal_outer|cfi_walk|cfi_walk_sites|cfi_stack_lo|cfi_stack_hi|cfi_current|cfi_epoch|cfi_readers|cfi_tables_stale|cfi_walk_counters|cfi_parse_lookup|agent_find_object|cpu_phdr_readers|cpu_phdr_busy|memset|memcpy|memcmp|strnlen|log_msg)$'
 for o in agent/cpu/cpu_signal agent/threads/threads_signal agent/stacks/stack_signal \
          agent/stacks/cfi_walk agent/stacks/cfi_parse process/dump_signal \
          agent/wall/wall_signal; do
