@@ -69,6 +69,10 @@ struct cpu_counters {
 };
 extern struct cpu_counters cpu_counters;
 
+/* Host threads that blocked the profiling signal when the running (or
+ * last) CPU profile last looked: no timer, so nothing of theirs in it. */
+int cpu_profile_unseen(void);
+
 /* The value a timer of ours carries in si_value: a cookie in the high
  * bits, the thread id in the low 32. */
 #define CPU_TIMER_COOKIE 0x7070726fULL

@@ -78,6 +78,9 @@ struct reg_entry {
 static struct reg_entry *reg;
 static spinlock_t reg_lock;
 static long reg_full; /* threads not profiled: registry full */
+/* Threads that blocked the profiling signal at the last look (the start,
+ * then every drain): the profile cannot see them. */
+static int unseen;
 static long timer_failures;
 
 #define AGENT_TIDS 64
@@ -448,6 +451,7 @@ static int arm_existing_threads(int only_unarmed)
 {
     struct arm_pass pass = {.only_unarmed = only_unarmed};
     proc_list("/proc/self/task", arm_existing_thread, &pass);
+    __atomic_store_n(&unseen, pass.skipped, __ATOMIC_RELAXED);
     return pass.skipped;
 }
 
@@ -543,6 +547,11 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     spin_unlock(&reg_lock);
     sigmask_watch_end();
 
+    int n = cpu_profile_unseen();
+    if (n > 0)
+        log_info("cpu profile: %d threads block signal %d: their CPU is not "
+                 "in the profile",
+                 n, cpu_signo);
     if (handler_installed)
         signals_give_back(cpu_signo, cpu_signal_handler, &saved_action);
     handler_installed = 0;
@@ -550,6 +559,11 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)
         sched_yield();
     cpu_ringbuf_drain(fn, arg);
+}
+
+int cpu_profile_unseen(void)
+{
+    return __atomic_load_n(&unseen, __ATOMIC_RELAXED);
 }
 
 void cpu_thread_name(int tid, char *out, size_t size)
