@@ -38,12 +38,12 @@ LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
 # libdw, libelf, zlib and liblzma are not linked: agent/core/libs.c loads
 # them with a handle of their own, out of reach of a host's same names.
 LIBS_AGENT := -l:libiberty.a -ldl \
-        -lpthread -lrt -lm
+        -lpthread -lrt
 # Unit tests take Debian's civetweb library; the agent compiles civetweb.c
 # from Debian's source package with IPv6, which that library lacks
 # (scripts/civetweb-source fetches it once per build tree). No TLS, CGI or
 # file serving: the agent serves its own handler only.
-LIBS_UNIT := -lcivetweb $(LIBS_AGENT) -lz -llzma -ldw -lelf
+LIBS_UNIT := -lcivetweb $(LIBS_AGENT) -lz -llzma -ldw -lelf -lm
 CIVETWEB_SRC ?= $(BUILD)/civetweb-src
 CIVETWEB_OBJ := $(BUILD)/civetweb/civetweb.o
 # `make CIVETWEB=system` links Debian's library instead (offline builds;
