@@ -31,7 +31,14 @@ CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc \
         -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS) \
         $(CPPFLAGS) $(CFLAGS)
-LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
+# Lazy binding (no -z now): a process binds only the C-library functions it
+# calls, instead of the loader looking up all 217 the agent imports in
+# every process it is preloaded into (a third of a short-lived process's
+# instructions under the agent). The code that runs in the agent's signal
+# handlers (SIGNAL_OBJS) calls the C library through the GOT (-fno-plt),
+# which the loader fills at load time: a handler never enters the lazy
+# resolver (test/integration/signal_safety.sh checks it).
+LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,nodelete \
         -Wl,--version-script=agent/exports.map $(LDFLAGS)
 # The user's CPPFLAGS, CFLAGS and LDFLAGS (packagers' hardening flags) come
 # after the agent's own, so that they win where they overlap.
@@ -108,6 +115,12 @@ DEPFLAGS := -MMD -MP
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AGENT) $(DEPFLAGS) -c $< -o $@
+
+SIGNAL_OBJS := $(addprefix $(BUILD)/,agent/cpu/cpu_signal.o \
+        agent/threads/threads_signal.o agent/stacks/stack_signal.o \
+        agent/stacks/cfi_walk.o agent/stacks/cfi_parse.o \
+        process/dump_signal.o agent/wall/wall_signal.o agent/core/log.o)
+$(SIGNAL_OBJS): CFLAGS_AGENT += -fno-plt
 
 $(BUILD)/%.o: %.S
 	@mkdir -p $(dir $@)
