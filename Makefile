@@ -31,17 +31,26 @@ CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc \
         -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS) \
         $(CPPFLAGS) $(CFLAGS)
-LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,now -Wl,-z,nodelete \
+# Lazy binding (no -z now): a process binds only the C-library functions it
+# calls, instead of the loader looking up all 217 the agent imports in
+# every process it is preloaded into (a third of a short-lived process's
+# instructions under the agent). The code that runs in the agent's signal
+# handlers (SIGNAL_OBJS) calls the C library through the GOT (-fno-plt),
+# which the loader fills at load time: a handler never enters the lazy
+# resolver (test/integration/signal_safety.sh checks it).
+LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,nodelete \
         -Wl,--version-script=agent/exports.map $(LDFLAGS)
 # The user's CPPFLAGS, CFLAGS and LDFLAGS (packagers' hardening flags) come
 # after the agent's own, so that they win where they overlap.
-LIBS_AGENT := -lz -llzma -ldw -lelf -l:libiberty.a -ldl \
-        -lpthread -lrt -lm
+# libdw, libelf, zlib and liblzma are not linked: agent/core/libs.c loads
+# them with a handle of their own, out of reach of a host's same names.
+LIBS_AGENT := -l:libiberty.a -ldl \
+        -lpthread -lrt
 # Unit tests take Debian's civetweb library; the agent compiles civetweb.c
 # from Debian's source package with IPv6, which that library lacks
 # (scripts/civetweb-source fetches it once per build tree). No TLS, CGI or
 # file serving: the agent serves its own handler only.
-LIBS_UNIT := -lcivetweb $(LIBS_AGENT)
+LIBS_UNIT := -lcivetweb $(LIBS_AGENT) -lz -llzma -ldw -lelf -lm
 CIVETWEB_SRC ?= $(BUILD)/civetweb-src
 CIVETWEB_OBJ := $(BUILD)/civetweb/civetweb.o
 # `make CIVETWEB=system` links Debian's library instead (offline builds;
@@ -106,6 +115,12 @@ DEPFLAGS := -MMD -MP
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_AGENT) $(DEPFLAGS) -c $< -o $@
+
+SIGNAL_OBJS := $(addprefix $(BUILD)/,agent/cpu/cpu_signal.o \
+        agent/threads/threads_signal.o agent/stacks/stack_signal.o \
+        agent/stacks/cfi_walk.o agent/stacks/cfi_parse.o \
+        process/dump_signal.o agent/wall/wall_signal.o agent/core/log.o)
+$(SIGNAL_OBJS): CFLAGS_AGENT += -fno-plt
 
 $(BUILD)/%.o: %.S
 	@mkdir -p $(dir $@)
@@ -180,6 +195,12 @@ $(BUILD)/test/programs/%: test/programs/%.c
 $(BUILD)/test/programs/%: test/programs/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $(PROG_CXXFLAGS) $< -o $@ -ldl
+
+# Exports its own broken zlib, libelf and libdw names, as varnishd does.
+$(BUILD)/test/programs/own_libs: test/programs/own_libs.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic \
+	    -I. $< -o $@
 
 # C++20 for std::binary_semaphore (libstdc++'s futex-based atomic wait).
 $(BUILD)/test/programs/futex_truth_cxx: PROG_CXXFLAGS = -std=c++20

@@ -243,6 +243,11 @@ void stack_thread_prepare(void);
  * Async-signal-safe. Does not allocate. Makes no system call.
  */
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
+/* The context the agent's signal handler running on this thread
+ * interrupted (set and restored by each handler), so that a signal landing
+ * inside that handler is charged to the host (stack_unwind_signal). */
+extern __thread const void *stack_signal_outer
+    __attribute__((tls_model("initial-exec")));
 
 /* Records the signal-return trampoline of the handler just installed for
  * sig (its sa_restorer), so that a sample that interrupts one of the

@@ -69,6 +69,10 @@ struct cpu_counters {
 };
 extern struct cpu_counters cpu_counters;
 
+/* Host threads that blocked the profiling signal when the running (or
+ * last) CPU profile last looked: no timer, so nothing of theirs in it. */
+int cpu_profile_unseen(void);
+
 /* The value a timer of ours carries in si_value: a cookie in the high
  * bits, the thread id in the low 32. */
 #define CPU_TIMER_COOKIE 0x7070726fULL
@@ -79,6 +83,13 @@ void cpu_signal_handler(int sig, siginfo_t *si, void *uc);
 /* 1 while this thread runs cpu_signal_handler: phdr_hooks.c then answers
  * dl_iterate_phdr from the cache. */
 extern __thread int cpu_in_handler __attribute__((tls_model("initial-exec")));
+/* Periods this thread's timer expiries stood for (1 + overrun each), counted
+ * by the handler; the mask interposers' pause compares it with the periods
+ * its CPU time went through (cpu_timer.c). */
+extern __thread uint64_t cpu_periods_taken __attribute__((tls_model("initial-exec")));
+/* Periods owed to this thread (expiries the kernel never delivered while
+ * the signal was blocked), added to its next sample's weight. */
+extern __thread uint32_t cpu_periods_owed __attribute__((tls_model("initial-exec")));
 
 /* Warms libunwind up outside any handler (per-thread caches, lazy init).
  * Not async-signal-safe. */

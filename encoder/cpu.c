@@ -127,7 +127,7 @@ static const char *name_for(struct name_slot **names, size_t *n, uint32_t tid,
 static int cpu_proto(const struct cpu_agg *a, int64_t period_ns,
                      int64_t time_nanos, int64_t duration_nanos, int64_t lost,
                      void (*name_of)(int, char *, size_t),
-                     const char *comment, struct pbuf *out)
+                     const char *comment, const char *note, struct pbuf *out)
 {
     if (a->oom)
         return -ENOMEM;
@@ -135,6 +135,8 @@ static int cpu_proto(const struct cpu_agg *a, int64_t period_ns,
                                       duration_nanos, comment);
     if (!p)
         return -ENOMEM;
+    if (note && note[0])
+        profile_comment(p, note);
 
     struct stack_encoder *se = stacks_begin(p);
     if (!se) {
@@ -226,6 +228,15 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
     /* The agent's counters are its own business, not the profile's (Go's
      * carry none): /debug/stats and the index show them. */
     notes_set("cpu", comment + strlen("pprofagent: "));
+    /* Threads the profile could not see: the one line a reader needs in
+     * the profile itself. */
+    char note[128] = "";
+    int unseen = cpu_profile_unseen();
+    if (unseen > 0)
+        log_snprintf(note, sizeof note,
+                     "pprofagent: %d threads block signal %d: not profiled",
+                     unseen, cpu_signo);
     return cpu_proto(a, cpu_period_ns, o->time_nanos, o->duration_nanos,
-                     (int64_t)cpu_counters.lost, cpu_thread_name, NULL, out);
+                     (int64_t)cpu_counters.lost, cpu_thread_name, NULL, note,
+                     out);
 }

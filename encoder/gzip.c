@@ -7,6 +7,7 @@
  * to the host allocator.
  */
 #include "encoder/encoder.h"
+#include "agent/libs.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -38,6 +39,8 @@ static void feed(z_stream *zs, const uint8_t **src, size_t *left)
 
 int gzip_compress(const void *in, size_t n, struct pbuf *out)
 {
+    if (libs_load() != 0)
+        return -EIO;
     z_stream zs = {0};
     int rc = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, GZIP_WINDOW_BITS,
                           GZIP_MEM_LEVEL, Z_DEFAULT_STRATEGY);
@@ -75,6 +78,8 @@ int gzip_compress(const void *in, size_t n, struct pbuf *out)
  * input is accepted, as Go's reader accepts it. */
 int gzip_decompress(const void *in, size_t n, size_t max, struct pbuf *out)
 {
+    if (libs_load() != 0)
+        return -EIO;
     z_stream zs = {0};
     int rc = inflateInit2(&zs, GZIP_WINDOW_BITS);
     if (rc != Z_OK)

@@ -14,6 +14,7 @@
 #include "encoder/encoder.h"
 
 #include "agent/agent.h"
+#include "agent/fmath.h"
 #include "agent/heap.h"
 
 #include <errno.h>
@@ -25,12 +26,13 @@ double heap_scale(int64_t size, long rate)
 {
     if (rate <= 1)
         return 1.0;
-    return -1.0 / expm1(-((double)size + 1.0) / (double)rate);
+    return -1.0 / fm_expm1_neg(-((double)size + 1.0) / (double)rate);
 }
 
 static int64_t scaled(int64_t v, double scale)
 {
-    return (int64_t)llround((double)v * scale);
+    double x = (double)v * scale; /* rounded half away from zero */
+    return (int64_t)(x >= 0 ? x + 0.5 : x - 0.5);
 }
 
 /* Go's inuse_objects, inuse_space, alloc_objects, alloc_space of a

@@ -16,6 +16,7 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
+#include "agent/cpu.h"
 #include "agent/fds.h"
 #include "agent/heap.h"
 #include "agent/proc.h"
@@ -297,6 +298,9 @@ void handle_stats(struct request *r)
     else
         pbuf_puts(&b, "\"heap_inuse_bytes\": null, "
                       "\"heap_inuse_objects\": null, ");
+    /* Threads the last CPU profile could not see (they block its signal). */
+    pbuf_printf(&b, "\"cpu_profile_threads_unseen\": %d, ",
+                cpu_profile_unseen());
     pbuf_printf(&b, "\"heap_sampling_rate\": %ld, \"allocator\": ",
                 opt_heap_rate);
     put_allocator(&b);

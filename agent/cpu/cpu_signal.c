@@ -29,6 +29,8 @@
 
 struct cpu_counters cpu_counters;
 __thread int cpu_in_handler __attribute__((tls_model("initial-exec")));
+__thread uint64_t cpu_periods_taken __attribute__((tls_model("initial-exec")));
+__thread uint32_t cpu_periods_owed __attribute__((tls_model("initial-exec")));
 /* Samples this thread takes before it times one (the handler's own cost,
  * for the profile's comment): two clock reads are a fifth of a sample's
  * cost, so one sample in CPU_TIME_EVERY pays them. */
@@ -53,7 +55,7 @@ static inline uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
+static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
@@ -74,6 +76,9 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
         t0 = mono_ns();
     }
     uint32_t weight = 1 + (uint32_t)(si->si_overrun > 0 ? si->si_overrun : 0);
+    weight += cpu_periods_owed; /* cpu_timer.c's resume */
+    cpu_periods_owed = 0;
+    cpu_periods_taken += weight;
     uint32_t tid = (uint32_t)(uintptr_t)si->si_value.sival_ptr;
     ucontext_t *uc = ucv;
 
@@ -106,4 +111,16 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
                            1, __ATOMIC_RELAXED);
     }
     errno = saved_errno;
+}
+
+/* The sample itself, with the interrupted context published for a signal
+ * of the agent's that lands inside (stack_signal_outer): the outermost
+ * handler's is the host's. */
+PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
+{
+    const void *outer = stack_signal_outer;
+    if (!outer)
+        stack_signal_outer = ucv;
+    cpu_signal_take(sig, si, ucv);
+    stack_signal_outer = outer;
 }

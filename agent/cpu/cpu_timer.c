@@ -16,8 +16,11 @@
  * protocol keeps that look and the arming apart from the thread's own
  * changes); a new thread keeps the mask it inherited and is armed only if
  * that leaves the signal unblocked; a thread that blocks the signal later
- * has its timer disarmed first (cpu_thread_pause), and re-armed when it
- * unblocks it (cpu_thread_resume), from the mask interposers.
+ * has its timer disarmed first (cpu_thread_pause, which keeps what was left
+ * of the period), and re-armed with that rest when it unblocks it
+ * (cpu_thread_resume), from the mask interposers: the period's phase runs
+ * on across the blocked stretch, as if the clock had stopped there. A mask
+ * change that leaves the profiling signal as it was touches no timer.
  *
  * Timers for other threads need the raw syscalls: the C library's
  * timer_create only accepts the predefined clocks. The first expiry is
@@ -62,12 +65,22 @@ struct reg_entry {
     int tid; /* 0: free */
     int timer; /* kernel timer id, -1: none */
     int exited;
+    /* The thread's open clock: its CPU time while the signal was not
+     * blocked, counted from the first pause (see cpu_thread_pause). */
+    int tracked;
+    int64_t open_off; /* open clock = CPU time - open_off, while open */
+    int64_t open_now; /* the open clock at the last pause */
+    int64_t due; /* the open clock's first expiry */
+    uint64_t taken; /* cpu_periods_taken when it began */
     char name[16];
 };
 
 static struct reg_entry *reg;
 static spinlock_t reg_lock;
 static long reg_full; /* threads not profiled: registry full */
+/* Threads that blocked the profiling signal at the last look (the start,
+ * then every drain): the profile cannot see them. */
+static int unseen;
 static long timer_failures;
 
 #define AGENT_TIDS 64
@@ -124,6 +137,7 @@ static struct reg_entry *reg_get(int tid)
         e->tid = tid;
         e->timer = -1;
         e->exited = 0;
+        e->tracked = 0;
         e->name[0] = '\0';
     }
     return e;
@@ -230,13 +244,59 @@ void cpu_thread_started(void)
     spin_unlock(&reg_lock);
 }
 
+/* Disarms timer id and returns what was left of its period (ns), 0 when
+ * it was not armed. */
+static int64_t timer_pause(int id)
+{
+    struct itimerspec zero, old;
+    memset(&zero, 0, sizeof zero);
+    if (syscall(SYS_timer_settime, id, 0, &zero, &old) != 0)
+        return 0;
+    return (int64_t)old.it_value.tv_sec * 1000000000LL + old.it_value.tv_nsec;
+}
+
+static int64_t self_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Pause and resume keep the period's phase on the thread's open clock (its
+ * CPU time with the signal unblocked), and the expiries the kernel never
+ * delivered. The kernel notices a CPU timer's expiry only at its tick
+ * (every 1-4 ms) and only while the thread runs: a thread that unblocks the
+ * signal for less than that lets expiries pass unnoticed, and disarming the
+ * timer then drops them (the kernel moves a late periodic timer on to its
+ * next expiry and reports only that). So the open clock counts the periods
+ * due against the periods the thread's signals stood for
+ * (cpu_periods_taken): at the resume, an expiry owed is armed 1 ns ahead
+ * and any further ones are added to its weight (cpu_periods_owed); else
+ * the timer is armed for the rest of the period.
+ *
+ * Both run on the thread itself, from the mask interposers, with every
+ * signal blocked and reg_lock held.
+ */
 void cpu_thread_pause(void)
 {
     if (!lock_if_active())
         return;
     struct reg_entry *e = reg_find((int)my_tid());
-    if (e && e->timer >= 0)
-        thread_timer_set(e->timer, 0, 0);
+    if (e && e->timer >= 0) {
+        int64_t left = timer_pause(e->timer);
+        if (e->tracked) {
+            e->open_now = self_cpu_ns() - e->open_off;
+        } else if (left > 0) {
+            /* Armed by the profile's start: the open clock begins here. */
+            e->tracked = 1;
+            e->open_now = 0;
+            e->due = left;
+            e->taken = cpu_periods_taken;
+            cpu_periods_owed = 0;
+        }
+    }
     spin_unlock(&reg_lock);
 }
 
@@ -246,10 +306,23 @@ void cpu_thread_resume(void)
         return;
     int tid = (int)my_tid();
     struct reg_entry *e = reg_find(tid);
-    if (e && e->timer >= 0)
+    if (e && e->timer >= 0 && e->tracked) {
+        int64_t period = cpu_period_ns;
+        int64_t next = e->due +
+                       (int64_t)(cpu_periods_taken - e->taken) * period;
+        int64_t first = next - e->open_now;
+        if (first <= 0) {
+            int64_t more = -first / period;
+            cpu_periods_owed = (uint32_t)(more < 1000 ? more : 1000);
+            first = 1;
+        }
+        e->open_off = self_cpu_ns() - e->open_now;
+        thread_timer_set(e->timer, first, period);
+    } else if (e && e->timer >= 0) {
         timer_arm(e->timer);
-    else
+    } else {
         arm_thread(tid, 0);
+    }
     spin_unlock(&reg_lock);
 }
 
@@ -378,6 +451,7 @@ static int arm_existing_threads(int only_unarmed)
 {
     struct arm_pass pass = {.only_unarmed = only_unarmed};
     proc_list("/proc/self/task", arm_existing_thread, &pass);
+    __atomic_store_n(&unseen, pass.skipped, __ATOMIC_RELAXED);
     return pass.skipped;
 }
 
@@ -473,6 +547,11 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     spin_unlock(&reg_lock);
     sigmask_watch_end();
 
+    int n = cpu_profile_unseen();
+    if (n > 0)
+        log_info("cpu profile: %d threads block signal %d: their CPU is not "
+                 "in the profile",
+                 n, cpu_signo);
     if (handler_installed)
         signals_give_back(cpu_signo, cpu_signal_handler, &saved_action);
     handler_installed = 0;
@@ -480,6 +559,11 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)
         sched_yield();
     cpu_ringbuf_drain(fn, arg);
+}
+
+int cpu_profile_unseen(void)
+{
+    return __atomic_load_n(&unseen, __ATOMIC_RELAXED);
 }
 
 void cpu_thread_name(int tid, char *out, size_t size)

@@ -12,6 +12,7 @@
  * from a signal handler.
  */
 #include "agent/heap.h"
+#include "agent/fmath.h"
 
 #include "agent/labels.h"
 #include "agent/symbols.h"
@@ -120,7 +121,7 @@ uint64_t heap_table_weight(uint64_t size)
 {
     if (opt_heap_rate <= 1)
         return size;
-    double p = -expm1(-((double)size + 1.0) / (double)opt_heap_rate);
+    double p = -fm_expm1_neg(-((double)size + 1.0) / (double)opt_heap_rate);
     return (uint64_t)((double)size / p + 0.5);
 }
 

@@ -159,6 +159,22 @@ static void *fallback_pvalloc(size_t n)
     return via_posix_memalign(page, n ? (n + page - 1) & ~(page - 1) : page);
 }
 
+/* Where the object holding addr is mapped, to tell objects apart; NULL
+ * when none. _dl_find_object (glibc 2.35) is a lookup in a sorted table;
+ * dladdr also looks for the nearest symbol, scanning the object's whole
+ * symbol table: 625,000 instructions of every process's start for
+ * libc's, eight times. */
+static const void *object_of(void *addr)
+{
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+    struct dl_find_object o;
+    return _dl_find_object(addr, &o) == 0 ? o.dlfo_map_start : NULL;
+#else
+    Dl_info info;
+    return dladdr(addr, &info) ? info.dli_fbase : NULL;
+#endif
+}
+
 /* The next definition of name, if it lives in the same object as the next
  * malloc; NULL otherwise. */
 static void *next_in(const char *name, const void *base)
@@ -166,8 +182,8 @@ static void *next_in(const char *name, const void *base)
     void *f = dlsym(RTLD_NEXT, name);
     if (!f)
         return NULL;
-    Dl_info info;
-    if (base && dladdr(f, &info) && info.dli_fbase != base)
+    const void *in = object_of(f);
+    if (base && in && in != base)
         return NULL;
     return f;
 }
@@ -195,10 +211,7 @@ static int resolve(void)
     void *f = dlsym(RTLD_NEXT, "free");
     void *c = dlsym(RTLD_NEXT, "calloc");
     void *r = dlsym(RTLD_NEXT, "realloc");
-    void *base = NULL;
-    Dl_info info;
-    if (m && dladdr(m, &info))
-        base = info.dli_fbase;
+    const void *base = m ? object_of(m) : NULL;
     void *pm = next_in("posix_memalign", base);
     void *aa = next_in("aligned_alloc", base);
     void *ma = next_in("memalign", base);

@@ -13,6 +13,7 @@
 #include "agent/memory.h"
 
 #include "agent/agent.h"
+#include "agent/fmath.h"
 #include "agent/heap.h"
 
 #include <dlfcn.h>
@@ -180,7 +181,7 @@ static void sampled_read(struct memory_report *r)
     }
     free(live);
     r->sampled_inuse = (int64_t)total;
-    r->sampled_stddev = (int64_t)sqrt(var > 0 ? var : 0);
+    r->sampled_stddev = (int64_t)fm_sqrt(var);
     r->sampled_live = (long)n;
 }
 

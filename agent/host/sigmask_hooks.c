@@ -139,7 +139,10 @@ static __attribute__((noinline)) int change_watched(mask_fn real, int how,
     int cpu = __atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST) ? cpu_signo : 0;
     int dump = threads_signo;
     int cpu_blocks = cpu && sigismember(&next, cpu) == 1;
+    int cpu_blocked = cpu && sigismember(&cur, cpu) == 1;
     if (cpu_blocks) {
+        /* Also when blocked already: through a path no interposer sees
+         * (siglongjmp, a raw system call), with the timer still armed. */
         cpu_thread_pause();
         discard_pending(cpu);
     }
@@ -154,7 +157,7 @@ static __attribute__((noinline)) int change_watched(mask_fn real, int how,
         if (wall_blocks)
             discard_pending(wall);
     }
-    if (cpu && !cpu_blocks)
+    if (cpu_blocked && !cpu_blocks)
         cpu_thread_resume();
     spin_unlock(&sigmask_lock);
     guard_leave();

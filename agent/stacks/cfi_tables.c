@@ -31,8 +31,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -582,10 +585,47 @@ void cfi_tables_fork_child(void)
 __thread uintptr_t cfi_stack_lo, cfi_stack_hi
     __attribute__((tls_model("initial-exec")));
 
+/*
+ * The main thread's stack without pthread_getattr_np, which reads
+ * /proc/self/maps with stdio (fopen allocates: a tenth of an exec'd
+ * process's start under the agent). The kernel puts the executable's file
+ * name (AT_EXECFN) at the very top of the initial stack, a pointer's size
+ * below the mapping's end: hi is the page above it. The stack grows down to
+ * at most its limit below that. Returns 0, or -1 when the figures do not
+ * hold together (then the C library is asked).
+ */
+static int main_stack(uintptr_t *lo, uintptr_t *hi)
+{
+    if (getpid() != (pid_t)syscall(SYS_gettid))
+        return -1;
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    struct rlimit rl;
+    if (!fn || getrlimit(RLIMIT_STACK, &rl) != 0)
+        return -1;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t top = ((uintptr_t)fn + strlen(fn) + 1 + sizeof(void *) + page - 1) &
+                    ~(page - 1);
+    uintptr_t size = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1UL << 32)
+                         ? (1UL << 32)
+                         : (uintptr_t)rl.rlim_cur;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here >= top || top - here > size || top < size)
+        return -1;
+    *lo = top - size;
+    *hi = top;
+    return 0;
+}
+
 void cfi_stack_learn(void)
 {
     if (cfi_stack_hi)
         return;
+    uintptr_t lo, hi;
+    if (main_stack(&lo, &hi) == 0) {
+        cfi_stack_lo = lo;
+        cfi_stack_hi = hi;
+        return;
+    }
     pthread_attr_t a;
     if (pthread_getattr_np(pthread_self(), &a) != 0)
         return;

@@ -40,6 +40,36 @@ static PPROF_SIGNAL_SAFE int skip_own_handler(uintptr_t *pcs, int n)
     return n;
 }
 
+__thread const void *stack_signal_outer __attribute__((tls_model("initial-exec")));
+
+/*
+ * The context an agent handler interrupted, when this signal interrupted
+ * that handler on a stack whose bounds are unknown (no walk reaches the
+ * host's frames there): the one the handler published (stack_signal_outer),
+ * or, at the handler's first instruction (both timers expired at the same
+ * tick, and the kernel set up this signal's frame before the first
+ * handler ran), the signal frame right above: the return address is the
+ * trampoline and the frame's ucontext follows it (x86-64's rt_sigframe).
+ * Reads the word at the interrupted stack pointer, which the thread was
+ * running with. NULL otherwise.
+ */
+static PPROF_SIGNAL_SAFE const ucontext_t *outer_context(const ucontext_t *uc,
+                                                         uintptr_t pc,
+                                                         uintptr_t sp)
+{
+    if (!stack_is_self(pc))
+        return NULL;
+    const ucontext_t *o = stack_signal_outer;
+    if (o && o != uc)
+        return o;
+#if defined(__x86_64__)
+    uintptr_t tramp = __atomic_load_n(&stack_sigreturn_at, __ATOMIC_RELAXED);
+    if (tramp && sp && !(sp & 7) && *(const uintptr_t *)sp == tramp)
+        return (const ucontext_t *)(sp + sizeof(uintptr_t));
+#endif
+    return NULL;
+}
+
 PPROF_SIGNAL_SAFE
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
 {
@@ -51,9 +81,12 @@ uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
                          (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
                          (uintptr_t)uc->uc_mcontext.gregs[REG_RBP], uc};
     /* Interrupted on another stack (a handler of the host's on its
-     * alternate stack): only the leaf is known to be right. */
+     * alternate stack, code that moved its stack pointer into memory of its
+     * own as Erlang's JIT does): only the leaf is known to be right, and
+     * inside an agent handler the leaf is the host's under it. */
     if (r.sp < lo || r.sp >= hi) {
-        pcs[0] = r.pc;
+        const ucontext_t *o = outer_context(uc, r.pc, r.sp);
+        pcs[0] = o ? (uintptr_t)o->uc_mcontext.gregs[REG_RIP] : r.pc;
         return 1;
     }
     int full;

@@ -36,6 +36,7 @@
 
 #include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/libs.h"
 
 /* Overridable at build time to test machines without debug packages. */
 #ifndef SYSTEM_DEBUG_DIR
@@ -139,6 +140,8 @@ static int try_build_id(struct sym_object *o, const char *dir,
 
 int symbols_debug_crc(const char *path, uint32_t *crc)
 {
+    if (libs_load() != 0)
+        return -ENOSYS;
     int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;

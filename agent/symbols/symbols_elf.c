@@ -15,6 +15,7 @@
 
 #include "agent/cfi.h"
 #include "agent/fds.h"
+#include "agent/libs.h"
 
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -27,19 +28,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static pthread_once_t version_once = PTHREAD_ONCE_INIT;
-
-static void init_version(void)
-{
-    elf_version(EV_CURRENT);
-}
-
 /* Opens an ELF file through a libelf mmap and closes the descriptor: the
  * mapping keeps the data, and hundreds of libraries must not cost hundreds
  * of descriptors. */
 Elf *symbols_elf_open_file(const char *path)
 {
-    pthread_once(&version_once, init_version);
+    if (libs_load() != 0)
+        return NULL;
     int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
@@ -151,7 +146,8 @@ int symbols_elf_open(struct sym_object *o, const char *path,
 int symbols_elf_open_memory(struct sym_object *o, const void *image,
                             size_t size)
 {
-    pthread_once(&version_once, init_version);
+    if (libs_load() != 0)
+        return -ENOENT;
     /* libelf wants a writable image; the vdso is read-only and tiny. */
     o->image = malloc(size);
     if (!o->image)

@@ -18,6 +18,7 @@
  * rest of symbols_elf.c; a corrupt file means fewer names, never a fault.
  */
 #include "agent/symbols.h"
+#include "agent/libs.h"
 
 #include <gelf.h>
 #include <libelf.h>

@@ -3,8 +3,9 @@
  * threadcreate profile and marks threads created by the agent itself (the
  * HTTP server's) so that they are never sampled or listed as the host's.
  *
- * Runs on the host's threads inside pthread_create; allocates one small
- * start record through the host's allocator with the guard entered, and
+ * Runs on the host's threads inside pthread_create; takes one small start
+ * record from a pool (the host's allocator, with the guard entered, when
+ * the pool is all in use), and
  * forwards everything else to the real pthread_create unchanged. The start
  * wrapper also gives each host thread its CPU-profile timer while a profile
  * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
@@ -32,6 +33,43 @@ struct start_record {
     const struct pprof_label_set *labels; /* the creator's, inherited */
 };
 
+/*
+ * Start records come from a small pool, a malloc'd one when it is all in
+ * use. The new thread copies its record and gives the slot back. Freeing
+ * a malloc'd record there was the new thread's first call into the
+ * allocator, and glibc answers it by giving the thread a malloc arena of
+ * its own (128 MiB reserved, trimmed, protected): for the agent's starter
+ * thread, which never allocates, in every process the agent is preloaded
+ * into, and for host threads that never allocate either.
+ */
+#define RECORD_SLOTS 64
+static struct start_record record_pool[RECORD_SLOTS];
+static int record_used[RECORD_SLOTS];
+
+/* A record, or NULL. With the guard entered (the fallback allocates). */
+static struct start_record *record_take(void)
+{
+    for (int i = 0; i < RECORD_SLOTS; i++) {
+        int zero = 0;
+        if (__atomic_load_n(&record_used[i], __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&record_used[i], &zero, 1, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return &record_pool[i];
+    }
+    return malloc(sizeof(struct start_record));
+}
+
+static void record_give(struct start_record *r)
+{
+    if (r >= record_pool && r < record_pool + RECORD_SLOTS) {
+        __atomic_store_n(&record_used[r - record_pool], 0, __ATOMIC_RELEASE);
+        return;
+    }
+    guard_enter();
+    free(r);
+    guard_leave();
+}
+
 void thread_hooks_init(void)
 {
     if (!real_pthread_create)
@@ -51,9 +89,7 @@ static void thread_exit(void *unused)
 static void *thread_start(void *p)
 {
     struct start_record r = *(struct start_record *)p;
-    guard_enter();
-    free(p);
-    guard_leave();
+    record_give(p);
     labels_current = r.labels; /* as a goroutine inherits its creator's */
     if (r.agent_thread) {
         agent_tls.agent_thread = 1;
@@ -136,7 +172,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     guard_enter();
     if (!agent)
         record_creation();
-    struct start_record *r = malloc(sizeof *r);
+    struct start_record *r = record_take();
     guard_leave();
     if (!r)
         return real_pthread_create(thread, attr, fn, arg);
@@ -150,18 +186,12 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     if (agent && own_thread_attr(attr, &big) == 0) {
         int err = real_pthread_create(thread, &big, thread_start, r);
         pthread_attr_destroy(&big);
-        if (err) {
-            guard_enter();
-            free(r);
-            guard_leave();
-        }
+        if (err)
+            record_give(r);
         return err;
     }
     int err = real_pthread_create(thread, attr, thread_start, r);
-    if (err) {
-        guard_enter();
-        free(r);
-        guard_leave();
-    }
+    if (err)
+        record_give(r);
     return err;
 }

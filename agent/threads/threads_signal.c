@@ -32,8 +32,7 @@ static PPROF_SIGNAL_SAFE uint32_t unwind(ucontext_t *uc, uintptr_t *pcs)
     return stack_unwind_signal(uc, pcs, THREADS_STACK_MAX);
 }
 
-PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,
-                                              void *ucv)
+static PPROF_SIGNAL_SAFE void threads_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
@@ -70,4 +69,16 @@ PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si,
     __atomic_store_n(&s->word, ((uint64_t)gen << 2) | SLOT_DONE,
                      __ATOMIC_RELEASE);
     errno = saved_errno;
+}
+
+/* The sample itself, with the interrupted context published for a signal
+ * of the agent's that lands inside (stack_signal_outer): the outermost
+ * handler's is the host's. */
+PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si, void *ucv)
+{
+    const void *outer = stack_signal_outer;
+    if (!outer)
+        stack_signal_outer = ucv;
+    threads_signal_take(sig, si, ucv);
+    stack_signal_outer = outer;
 }

@@ -29,7 +29,7 @@
 struct wall_slot *wall_slots;
 struct wall_counters wall_counters;
 
-PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
+static PPROF_SIGNAL_SAFE void wall_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
@@ -76,6 +76,18 @@ PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
     __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
     __atomic_fetch_add(&wall_counters.taken, 1, __ATOMIC_RELAXED);
     errno = saved_errno;
+}
+
+/* The sample itself, with the interrupted context published for a signal
+ * of the agent's that lands inside (stack_signal_outer): the outermost
+ * handler's is the host's. */
+PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
+{
+    const void *outer = stack_signal_outer;
+    if (!outer)
+        stack_signal_outer = ucv;
+    wall_signal_take(sig, si, ucv);
+    stack_signal_outer = outer;
 }
 
 uint32_t wall_slot_read(const struct wall_slot *s, uint32_t after,

@@ -32,6 +32,12 @@ for reader in signalfd sigwait; do
     start_agent "single_$reader" "$H" single "$reader"
     wait_line "single_$reader" blocked
     fetch 'debug/pprof/profile?seconds=2' > "$WORK/single.pb.gz"
+    # The one thread blocks the signal: the profile, /debug/stats and the
+    # log say that it was not profiled (apache2's event MPM: an empty
+    # profile with no word why).
+    expect_contains "$(pprof -comments "$WORK/single.pb.gz")" "1 threads block signal" "the profile's comments"
+    expect_contains "$(fetch debug/stats)" '"cpu_profile_threads_unseen": 1' "/debug/stats"
+    grep -q "1 threads block signal .*not in the profile" "$WORK/single_$reader.err" || fail "log: $(cat "$WORK/single_$reader.err")"
     fetch 'debug/pprof/goroutine?debug=2' > "$WORK/single.threads"
     grep -q 'sigblock_host' "$WORK/single.threads" || fail "threads dump: $(head -c 400 "$WORK/single.threads")"
     end_host "single_$reader"

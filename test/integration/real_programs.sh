@@ -1,7 +1,8 @@
 # Programs nobody here wrote, as Debian ships them, under the agent on
 # loopback and under load: redis-server with redis-benchmark, memcached
 # with a pipelined client, sqlite3 on a heavy query, python3 on a CPU- and
-# allocation-heavy script, nginx (master and workers) under wrk. For each:
+# allocation-heavy script, varnishd (which exports its own zlib), nginx
+# (master and workers) under wrk. For each:
 # output and exit status are those of the run without the agent; a CPU
 # profile taken under load names the program's own hot functions (Debian
 # strips its binaries: the names come from their dynamic symbol tables and
@@ -178,6 +179,54 @@ names "$(pprof -top -nodecount=40 "$WORK/py.pb.gz")" 2 \
     _PyEval_EvalFrameDefault PyObject_Malloc _PyObject_Malloc long_ PyLong_ dict_ \
     list_ PyUnicode_ _PyObject_ insertdict
 heap_ok "$WORK/py-heap.pb.gz"
+
+# ---- varnish ----------------------------------------------------------------
+# varnishd exports its own zlib (deflate, deflateInit2_, inflate, ...): the
+# agent's compression must use its own (before, every protobuf profile
+# answered 500). Same page through the cache with and without the agent;
+# under it, a CPU and a heap profile answer 200 and decode; no varnish
+# process is left after it stops.
+VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
+[ -x "$VARNISHD" ] || fail "varnishd is not installed (scripts/install-deps)"
+mkdir -p "$WORK/vbe"
+seq 1 2000 > "$WORK/vbe/page.txt"
+bport=$(free_port)
+$PY -m http.server "$bport" --bind 127.0.0.1 --directory "$WORK/vbe" > /dev/null 2>&1 &
+PIDS="$PIDS $!"
+# varnish_page PORT OUT: the page through the cache, once it answers.
+varnish_page() {
+    for i in $(seq 200); do
+        curl -s -f -o "$2" "http://127.0.0.1:$1/page.txt" && return 0
+        sleep 0.05
+    done
+    fail "varnish on port $1 never served the page"
+}
+# -j none: no privilege separation (the test's folder is its user's only).
+vport=$(free_port)
+"$VARNISHD" -F -j none -a "127.0.0.1:$vport" -b "127.0.0.1:$bport" -n "$WORK/vn-plain" \
+    -s malloc,32m > "$WORK/varnish-plain.out" 2>&1 &
+VP=$!
+PIDS="$PIDS $VP"
+varnish_page "$vport" "$WORK/varnish-plain.page"
+stop "$VP"
+vport=$(free_port)
+start_agent varnish "$VARNISHD" -F -j none -a "127.0.0.1:$vport" -b "127.0.0.1:$bport" \
+    -n "$WORK/vn-agent" -s malloc,32m
+varnish_page "$vport" "$WORK/varnish-agent.page"
+cmp "$WORK/varnish-plain.page" "$WORK/varnish-agent.page" || fail "varnish served different bytes under the agent"
+code=$(curl -s -o "$WORK/varnish.pb.gz" -w '%{http_code}' --max-time 60 "http://$ADDR/debug/pprof/profile?seconds=1")
+[ "$code" = 200 ] || fail "varnishd's CPU profile answered $code: $(head -c 200 "$WORK/varnish.pb.gz")"
+pprof -raw "$WORK/varnish.pb.gz" > /dev/null
+code=$(curl -s -o "$WORK/varnish-heap.pb.gz" -w '%{http_code}' --max-time 60 "http://$ADDR/debug/pprof/heap")
+[ "$code" = 200 ] || fail "varnishd's heap profile answered $code"
+pprof -raw "$WORK/varnish-heap.pb.gz" > /dev/null
+note "varnishd: page identical, CPU and heap profiles 200 and decode"
+stop "$PID"
+for i in $(seq 100); do
+    pgrep -f "$WORK/vn-" > /dev/null || break
+    sleep 0.1
+done
+pgrep -fa "$WORK/vn-" && fail "varnish processes left behind"
 
 # ---- nginx under wrk --------------------------------------------------------
 port=$(free_port)

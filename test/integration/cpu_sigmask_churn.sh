@@ -1,0 +1,44 @@
+# A thread that blocks and restores a signal around short sections (a few
+# thousand mask changes a second) keeps its CPU in the profile. With
+# SIGCHLD (not the agent's), its timer is not touched at all: the profile
+# holds 85-110% of the CPU the thread measured over the same window (a
+# timer re-armed with a fresh first expiry at every change, faster than the
+# kernel's tick that fires CPU timers, kept 4-14%). With SIGPROF blocked
+# around every other section, the timer is disarmed there and resumed with
+# the rest of its period (or at once when an expiry was missed): open_burn's
+# CPU is in the profile (85-110%) and masked_burn's is not. Profiles are
+# taken until the thread measured >= 1.2 s in open_burn (~300 samples).
+. "$TOP/test/integration/lib.sh"
+
+export PPROF_CPU_HZ=250
+P="$BUILD/test/programs/sigmask_churn"
+
+# check NAME FUNCTION MEASURED_NS PROFILE
+check() {
+    ms=$(top_cum "$(pprof -top -cum -unit=ms -nodecount=50 "$4")" "$2")
+    awk -v ms="${ms:-0}" -v ns="$3" -v n="$1" -v f="$2" 'BEGIN {
+        r = ms * 1e6 / ns
+        printf "# %s: %s measured %.0f ms, profile %.0f ms, ratio %.3f\n", n, f, ns / 1e6, ms, r
+        exit (r >= 0.85 && r <= 1.10 ? 0 : 1)
+    }' || fail "$1: $2's CPU in the profile is not within 85-110% of what it measured"
+}
+
+for sig in chld prof; do
+    start_agent "$sig" "$P" "$sig" 60
+    sleep 0.3
+    for secs in 3 6 12; do
+        set -- $(host_figures "$sig" open); o0=$1; m0=$2
+        fetch "debug/pprof/profile?seconds=$secs" > "$WORK/$sig.pb.gz"
+        set -- $(host_figures "$sig" open); o1=$1; m1=$2
+        [ $((o1 - o0)) -ge 1200000000 ] && break
+    done
+    stop "$PID"
+    if [ "$sig" = chld ]; then
+        check "$sig" churner $((o1 - o0 + m1 - m0)) "$WORK/$sig.pb.gz"
+    else
+        check "$sig" open_burn $((o1 - o0)) "$WORK/$sig.pb.gz"
+        top=$(pprof -top -cum -nodecount=50 "$WORK/$sig.pb.gz")
+        expect_not_contains "$top" masked_burn "SIGPROF-blocked sections"
+    fi
+done
+echo ok
