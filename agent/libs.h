@@ -19,6 +19,9 @@
 #include <lzma.h>
 #include <zlib.h>
 
+/* The library the agent opens; it brings the others as its dependencies. */
+#define LIBS_SONAME "libdw.so.1"
+
 #define LIBS_FUNCTIONS(X)                                                  \
     X(elf_begin) X(elf_cntl) X(elf_end) X(elf_getdata) X(elf_getphdrnum)   \
     X(elf_getscn) X(elf_getshdrstrndx) X(elf_kind) X(elf_memory)           \

@@ -48,7 +48,7 @@ static void load(void)
     if (!dlsym(RTLD_DEFAULT, "__asan_init") &&
         !dlsym(RTLD_DEFAULT, "__tsan_init"))
         mode |= RTLD_DEEPBIND;
-    void *h = dlopen("libdw.so.1", mode);
+    void *h = dlopen(LIBS_SONAME, mode);
     if (!h) {
         log_info("cannot load libdw.so.1 (symbols and compression): %s",
                   dlerror());

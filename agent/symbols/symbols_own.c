@@ -1,6 +1,7 @@
 /*
  * Which loaded objects are there only for the agent: the agent itself and
- * the libraries it needs (libdw, libelf and what they need) that the
+ * the libraries it needs (libdw, which it opens itself, libelf and what
+ * they need) that the
  * program does not need itself. The index lists the objects whose
  * functions profiles cannot name, to tell a user what to install; the
  * agent's own libraries are none of the program's business.
@@ -18,6 +19,7 @@
  * dl_iterate_phdr). Not async-signal-safe.
  */
 #include "agent/symbols.h"
+#include "agent/libs.h"
 
 #include <link.h>
 #include <stdlib.h>
@@ -119,6 +121,10 @@ size_t symbols_agent_only(struct sym_file_id *out, size_t max)
     for (size_t i = 0; i < l.n; i++)
         if (self >= l.o[i].lo && self < l.o[i].hi)
             mark(&l, marks, (int)i, 1);
+    /* The agent opens libdw itself (libs.c), so no DT_NEEDED names it:
+     * it and what it needs are the agent's unless the program needs them
+     * too. */
+    mark(&l, marks, find(&l, LIBS_SONAME), 1);
     /* Objects neither needs were opened later: the program's. */
     for (size_t i = 0; i < l.n && n < max; i++) {
         struct stat st;
