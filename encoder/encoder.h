@@ -515,4 +515,20 @@ int labels_put_text(struct pbuf *out, const char *prefix, uint32_t id);
  * \xNN. Not async-signal-safe. */
 void labels_put_quoted(struct pbuf *out, const char *s);
 
+/* ---- the execution trace (encoder/trace.c) ---- */
+
+/* A CPU sample for the trace: thread, time (CLOCK_MONOTONIC ns), stack. */
+struct trace_sample {
+    uint32_t tid;
+    uint32_t depth;
+    int64_t t;
+    const uintptr_t *pcs;
+};
+
+/* The last trace (agent/trace.h, between trace_stop and trace_release)
+ * with samples, in Go's execution-trace format, into *out (the caller
+ * frees it). Returns 0, or -1 when memory ran out. Not async-signal-safe. */
+int trace_write(const struct trace_sample *samples, size_t nsamples,
+                struct pbuf *out);
+
 #endif

@@ -84,6 +84,7 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
         return;
     }
     s->tid = tid;
+    s->ns = (int64_t)mono_ns();
     s->weight = weight;
     s->labels = labels_current_id(); /* this thread's own TLS: a plain read */
     s->depth = unwind(uc, s->pcs);

@@ -26,6 +26,7 @@
 #include "agent/fds.h"
 
 #include "agent/agent.h"
+#include "agent/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -669,7 +670,9 @@ __attribute__((visibility("default"))) int
 accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return (int)REAL_OR_SYSCALL(real_accept, SYS_accept, fd, addr, len);
+        return TRACE_CALL(TRACE_NET, fd,
+                          (int)REAL_OR_SYSCALL(real_accept, SYS_accept, fd,
+                                               addr, len));
     return agent_accept(fd, addr, len, -1);
 }
 
@@ -677,8 +680,9 @@ __attribute__((visibility("default"))) int
 accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd, addr, len,
-                                    flags);
+        return TRACE_CALL(TRACE_NET, fd,
+                          (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd,
+                                               addr, len, flags));
     return agent_accept(fd, addr, len, flags);
 }
 
@@ -708,14 +712,17 @@ static inline ssize_t transfer(int sending, int fd, void *buf, size_t n,
 __attribute__((visibility("default"))) ssize_t recv(int fd, void *buf,
                                                     size_t n, int flags)
 {
-    return transfer(0, fd, buf, n, flags, __builtin_return_address(0));
+    return TRACE_CALL(TRACE_NET, fd,
+                      transfer(0, fd, buf, n, flags,
+                               __builtin_return_address(0)));
 }
 
 __attribute__((visibility("default"))) ssize_t send(int fd, const void *buf,
                                                     size_t n, int flags)
 {
-    return transfer(1, fd, (void *)buf, n, flags,
-                    __builtin_return_address(0));
+    return TRACE_CALL(TRACE_NET, fd,
+                      transfer(1, fd, (void *)buf, n, flags,
+                               __builtin_return_address(0)));
 }
 
 __attribute__((visibility("default"))) int shutdown(int fd, int how)

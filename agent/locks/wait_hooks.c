@@ -21,6 +21,7 @@
  * entered are only forwarded.
  */
 #include "agent/contention.h"
+#include "agent/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -146,6 +147,8 @@ static int wait_end(struct wait *w, int r, int record_failed)
         contention_handover(w->lock);
     if (r == 0 || record_failed)
         contention_block_event(t1 - w->t0);
+    if (unlikely(trace_on))
+        trace_interval(TRACE_SYNC, (uint64_t)w->lock, w->t0, 0);
     errno = saved;
     return r;
 }
