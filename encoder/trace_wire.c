@@ -189,21 +189,24 @@ static void symbolize(struct tw *w)
         int n = pseudo ? 0 : symbols_resolve(p->pc, f, 8);
         char hex[32];
         const char *name = pseudo;
-        if (!name && n > 0 && f[0].name)
-            name = f[0].name;
+        /* One frame per address: the function the address is in (the
+         * outermost of an inlined chain), at the line it is in there. */
+        const struct sym_frame *o = n > 0 ? &f[n - 1] : NULL;
+        if (!name && o && o->name)
+            name = o->name;
         if (!name) {
             log_snprintf(hex, sizeof hex, "0x%lx", (unsigned long)p->pc);
             name = hex;
         }
         p->func = tw_string(w, name, strlen(name));
-        const char *file = n > 0 && f[0].file ? f[0].file : "";
+        const char *file = o && o->file ? o->file : "";
         if (!*file) {
             int m = symbols_mapping_index(p->pc);
             if (m >= 0)
                 file = symbols_mapping_at((size_t)m)->path;
         }
         p->file = tw_string(w, file, strlen(file));
-        p->line = n > 0 && f[0].line > 0 ? (uint64_t)f[0].line : 0;
+        p->line = o && o->line > 0 ? (uint64_t)o->line : 0;
     }
     symbols_unlock();
 }
