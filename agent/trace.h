@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /* Set while a trace records. Read by every hook; written by start/stop. */
-extern int trace_on;
+extern int trace_on __attribute__((visibility("hidden")));
 
 /* What a record stands for. */
 enum trace_kind {
