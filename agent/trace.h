@@ -111,6 +111,11 @@ size_t trace_initial_threads(const struct trace_thread **out);
 /* A key that ties a thread's creation to its start. */
 uint64_t trace_next_key(void);
 
+/* Switches the blocking-call hooks (trace_hooks.c) to their traced twins
+ * (on) or back to the real functions; set by trace_hooks.c's constructor,
+ * called by trace_start() and trace_stop(). */
+extern void (*trace_route)(int on);
+
 /* The forked child starts with no trace (agent/core/fork.c). */
 void trace_fork_child(void);
 

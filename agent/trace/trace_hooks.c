@@ -4,11 +4,14 @@
  * file syncs, and pthread_setname_np (a thread's new name). accept, recv
  * and send are agent/host/fds.c's, which times them the same way.
  *
- * Entered on every host thread, for every such call. With no trace
- * running a hook is one load, a test and a jump to the real function
- * (test/bench/trace.sh counts the instructions); while a trace runs, the
- * call is timed and recorded after it returns (agent/trace/trace_rec.c),
- * with errno and the return value untouched.
+ * Entered on every host thread, for every such call. A hook is one
+ * indirect jump through its route: the real function while no trace runs
+ * (nothing else: test/bench/trace.sh counts the instructions), its traced
+ * twin while one does, which times the call and records it after it
+ * returned (agent/trace/trace_rec.c), errno and the return value
+ * untouched. trace_start() and trace_stop() switch every route
+ * (trace_hooks_route); a call already inside a twin when the trace stops
+ * finds trace_on clear and records nothing.
  *
  * What a call is: a socket's transfer is a network wait, as are poll,
  * select and epoll waits (Go's network poller is where its goroutines wait
@@ -39,96 +42,124 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* Every real_* pointer starts at a stub that resolves them all. */
+/* The descriptor kinds a read or write may be (below). */
+#define FD (-1)
+static int fd_kind(int fd);
+
+/* Every hooked call: its return type, name, parameters, arguments, what
+ * it is (FD: what its descriptor is) and the object it is on. */
+#define TRACE_HOOKS(X)                                                         \
+    X(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n), FD, fd)          \
+    X(ssize_t, write, (int fd, const void *b, size_t n), (fd, b, n), FD, fd)   \
+    X(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), FD,  \
+          fd)                                                                  \
+    X(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), FD, \
+          fd)                                                                  \
+    X(ssize_t, pread, (int fd, void *b, size_t n, off_t o), (fd, b, n, o),     \
+          TRACE_SYSCALL, fd)                                                   \
+    X(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o), (fd, b, n,  \
+          o), TRACE_SYSCALL, fd)                                               \
+    X(ssize_t, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr    \
+          *a, socklen_t *l), (fd, b, n, f, a, l), TRACE_NET, fd)               \
+    X(ssize_t, sendto, (int fd, const void *b, size_t n, int f, const struct   \
+          sockaddr *a, socklen_t l), (fd, b, n, f, a, l), TRACE_NET, fd)       \
+    X(ssize_t, recvmsg, (int fd, struct msghdr *m, int f), (fd, m, f),         \
+          TRACE_NET, fd)                                                       \
+    X(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f), (fd, m, f),   \
+          TRACE_NET, fd)                                                       \
+    X(int, connect, (int fd, const struct sockaddr *a, socklen_t l), (fd, a,   \
+          l), TRACE_NET, fd)                                                   \
+    X(int, poll, (struct pollfd *p, nfds_t n, int t), (p, n, t), TRACE_NET, 0) \
+    X(int, ppoll, (struct pollfd *p, nfds_t n, const struct timespec *t, const \
+          sigset_t *s), (p, n, t, s), TRACE_NET, 0)                            \
+    X(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval     \
+          *t), (n, r, w, e, t), TRACE_NET, 0)                                  \
+    X(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct      \
+          timespec *t, const sigset_t *s), (n, r, w, e, t, s), TRACE_NET, 0)   \
+    X(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int t), (fd,    \
+          ev, n, t), TRACE_NET, fd)                                            \
+    X(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int t, const   \
+          sigset_t *s), (fd, ev, n, t, s), TRACE_NET, fd)                      \
+    X(int, nanosleep, (const struct timespec *r, struct timespec *m), (r, m),  \
+          TRACE_SLEEP, 0)                                                      \
+    X(int, clock_nanosleep, (clockid_t c, int f, const struct timespec *r,     \
+          struct timespec *m), (c, f, r, m), TRACE_SLEEP, 0)                   \
+    X(unsigned, sleep, (unsigned s), (s), TRACE_SLEEP, 0)                      \
+    X(int, usleep, (useconds_t u), (u), TRACE_SLEEP, 0)                        \
+    X(int, fsync, (int fd), (fd), TRACE_SYSCALL, fd)                           \
+    X(int, fdatasync, (int fd), (fd), TRACE_SYSCALL, fd)
+
 static void resolve(void);
 
-#define REAL(ret, name, params, args)                                          \
+/*
+ * Per call: the real function (its stub until resolved), the route the
+ * exported name jumps through, the stub that resolves every real function
+ * on first use, the traced twin and the exported name.
+ */
+#define DECLARE(ret, name, params, args, kind, obj)                             \
     static ret stub_##name params;                                             \
+    static ret traced_##name params;                                           \
     static ret(*real_##name) params = stub_##name;                             \
+    static ret(*route_##name) params = stub_##name;                            \
     static ret stub_##name params                                              \
     {                                                                          \
         resolve();                                                             \
-        return real_##name args;                                               \
+        return route_##name args;                                              \
+    }                                                                          \
+    static __attribute__((noinline)) ret traced_##name params                  \
+    {                                                                          \
+        int64_t t0_ = trace_clock();                                           \
+        ret rv_ = real_##name args;                                            \
+        int saved_ = errno;                                                    \
+        int k_ = (kind);                                                       \
+        if (k_ == FD)                                                          \
+            k_ = fd_kind((int)(obj));                                          \
+        errno = saved_;                                                        \
+        if (__atomic_load_n(&trace_on, __ATOMIC_RELAXED))                      \
+            trace_interval(k_, (uint64_t)(obj), t0_, 0);                       \
+        return rv_;                                                            \
+    }                                                                          \
+    EXPORT FAST ret name params                                                \
+    {                                                                          \
+        return route_##name args;                                              \
     }
 
-REAL(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n))
-REAL(ssize_t, write, (int fd, const void *b, size_t n), (fd, b, n))
-REAL(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n))
-REAL(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n))
-REAL(ssize_t, pread, (int fd, void *b, size_t n, off_t o), (fd, b, n, o))
-REAL(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o),
-     (fd, b, n, o))
-REAL(ssize_t, recvfrom,
-     (int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *l),
-     (fd, b, n, f, a, l))
-REAL(ssize_t, sendto,
-     (int fd, const void *b, size_t n, int f, const struct sockaddr *a,
-      socklen_t l),
-     (fd, b, n, f, a, l))
-REAL(ssize_t, recvmsg, (int fd, struct msghdr *m, int f), (fd, m, f))
-REAL(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f), (fd, m, f))
-REAL(int, connect, (int fd, const struct sockaddr *a, socklen_t l),
-     (fd, a, l))
-REAL(int, poll, (struct pollfd *p, nfds_t n, int t), (p, n, t))
-REAL(int, ppoll,
-     (struct pollfd *p, nfds_t n, const struct timespec *t,
-      const sigset_t *s),
-     (p, n, t, s))
-REAL(int, select,
-     (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
-     (n, r, w, e, t))
-REAL(int, pselect,
-     (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
-      const sigset_t *s),
-     (n, r, w, e, t, s))
-REAL(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int t),
-     (fd, ev, n, t))
-REAL(int, epoll_pwait,
-     (int fd, struct epoll_event *ev, int n, int t, const sigset_t *s),
-     (fd, ev, n, t, s))
-REAL(int, nanosleep, (const struct timespec *r, struct timespec *m), (r, m))
-REAL(int, clock_nanosleep,
-     (clockid_t c, int f, const struct timespec *r, struct timespec *m),
-     (c, f, r, m))
-REAL(unsigned, sleep, (unsigned s), (s))
-REAL(int, usleep, (useconds_t u), (u))
-REAL(int, fsync, (int fd), (fd))
-REAL(int, fdatasync, (int fd), (fd))
-REAL(int, pthread_setname_np, (pthread_t t, const char *name), (t, name))
+/* A hook is a jump: no frame to build or walk. */
+#define FAST __attribute__((optimize("omit-frame-pointer")))
 
-#define RESOLVE(name)                                                          \
+TRACE_HOOKS(DECLARE)
+
+#define RESOLVE(ret, name, params, args, kind, obj)                             \
     do {                                                                       \
         void *p_ = dlsym(RTLD_NEXT, #name);                                    \
         if (p_)                                                                \
             __atomic_store_n((void **)&real_##name, p_, __ATOMIC_RELEASE);     \
-    } while (0)
+    } while (0);
+
+#define ROUTE(ret, name, params, args, kind, obj)                               \
+    if (real_##name != stub_##name)                                            \
+        __atomic_store_n(&route_##name, on ? traced_##name : real_##name,      \
+                         __ATOMIC_RELEASE);
+
+static int (*real_setname)(pthread_t, const char *);
+
+static void trace_hooks_route(int on)
+{
+    TRACE_HOOKS(ROUTE)
+}
 
 static void resolve(void)
 {
-    RESOLVE(read);
-    RESOLVE(write);
-    RESOLVE(readv);
-    RESOLVE(writev);
-    RESOLVE(pread);
-    RESOLVE(pwrite);
-    RESOLVE(recvfrom);
-    RESOLVE(sendto);
-    RESOLVE(recvmsg);
-    RESOLVE(sendmsg);
-    RESOLVE(connect);
-    RESOLVE(poll);
-    RESOLVE(ppoll);
-    RESOLVE(select);
-    RESOLVE(pselect);
-    RESOLVE(epoll_wait);
-    RESOLVE(epoll_pwait);
-    RESOLVE(nanosleep);
-    RESOLVE(clock_nanosleep);
-    RESOLVE(sleep);
-    RESOLVE(usleep);
-    RESOLVE(fsync);
-    RESOLVE(fdatasync);
-    RESOLVE(pthread_setname_np);
+    TRACE_HOOKS(RESOLVE)
+    if (!real_setname)
+        real_setname = dlsym(RTLD_NEXT, "pthread_setname_np");
+    trace_hooks_route(__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE));
+}
+
+__attribute__((constructor(103))) static void trace_hooks_init(void)
+{
+    resolve();
+    trace_route = trace_hooks_route;
 }
 
 /* ---- what a descriptor is ----------------------------------------------------- */
@@ -154,101 +185,22 @@ static int fd_kind(int fd)
     return sock ? TRACE_NET : TRACE_SYSCALL;
 }
 
-/*
- * HOOK(ret, name, params, args, kind, obj): the exported name, whose whole
- * body with no trace running is a test of trace_on and a tail call of the
- * real function (no frame: test/bench/trace.sh counts it), and its traced
- * twin out of line, which times the call and records it as kind (FD: what
- * the descriptor is) on obj after it returned, errno untouched.
- */
-#define FD (-1)
-#define HOOK(ret, name, params, args, kind, obj)                               \
-    static __attribute__((noinline)) ret traced_##name params                  \
-    {                                                                          \
-        int64_t t0_ = trace_clock();                                           \
-        ret rv_ = real_##name args;                                            \
-        int saved_ = errno;                                                    \
-        int k_ = (kind);                                                       \
-        if (k_ == FD)                                                          \
-            k_ = fd_kind((int)(obj));                                          \
-        errno = saved_;                                                        \
-        trace_interval(k_, (uint64_t)(obj), t0_, 0);                           \
-        return rv_;                                                            \
-    }                                                                          \
-    EXPORT FAST ret name params                                                \
-    {                                                                          \
-        if (__builtin_expect(trace_on, 0))                                     \
-            return traced_##name args;                                         \
-        return real_##name args;                                               \
-    }
-
-/* The fast path keeps no frame: it only tests and jumps, so a frame would
- * be three more instructions on every call and nothing to walk. */
-#define FAST __attribute__((optimize("omit-frame-pointer")))
-
-/* ---- the hooks ------------------------------------------------------------------ */
-
-HOOK(ssize_t, read, (int fd, void *b, size_t n),
-     (fd, b, n), FD, fd)
-HOOK(ssize_t, write, (int fd, const void *b, size_t n),
-     (fd, b, n), FD, fd)
-HOOK(ssize_t, readv, (int fd, const struct iovec *v, int n),
-     (fd, v, n), FD, fd)
-HOOK(ssize_t, writev, (int fd, const struct iovec *v, int n),
-     (fd, v, n), FD, fd)
-HOOK(ssize_t, pread, (int fd, void *b, size_t n, off_t o),
-     (fd, b, n, o), TRACE_SYSCALL, fd)
-HOOK(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o),
-     (fd, b, n, o), TRACE_SYSCALL, fd)
-HOOK(ssize_t, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *l),
-     (fd, b, n, f, a, l), TRACE_NET, fd)
-HOOK(ssize_t, sendto, (int fd, const void *b, size_t n, int f, const struct sockaddr *a, socklen_t l),
-     (fd, b, n, f, a, l), TRACE_NET, fd)
-HOOK(ssize_t, recvmsg, (int fd, struct msghdr *m, int f),
-     (fd, m, f), TRACE_NET, fd)
-HOOK(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f),
-     (fd, m, f), TRACE_NET, fd)
-HOOK(int, connect, (int fd, const struct sockaddr *a, socklen_t l),
-     (fd, a, l), TRACE_NET, fd)
-HOOK(int, poll, (struct pollfd *p, nfds_t n, int t),
-     (p, n, t), TRACE_NET, 0)
-HOOK(int, ppoll, (struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *s),
-     (p, n, t, s), TRACE_NET, 0)
-HOOK(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
-     (n, r, w, e, t), TRACE_NET, 0)
-HOOK(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *s),
-     (n, r, w, e, t, s), TRACE_NET, 0)
-HOOK(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int t),
-     (fd, ev, n, t), TRACE_NET, fd)
-HOOK(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int t, const sigset_t *s),
-     (fd, ev, n, t, s), TRACE_NET, fd)
-HOOK(int, nanosleep, (const struct timespec *r, struct timespec *m),
-     (r, m), TRACE_SLEEP, 0)
-HOOK(int, clock_nanosleep, (clockid_t c, int f, const struct timespec *r, struct timespec *m),
-     (c, f, r, m), TRACE_SLEEP, 0)
-HOOK(unsigned, sleep, (unsigned s),
-     (s), TRACE_SLEEP, 0)
-HOOK(int, usleep, (useconds_t u),
-     (u), TRACE_SLEEP, 0)
-HOOK(int, fsync, (int fd),
-     (fd), TRACE_SYSCALL, fd)
-HOOK(int, fdatasync, (int fd),
-     (fd), TRACE_SYSCALL, fd)
-
 /* glibc's names of pread and pwrite for 64-bit offsets: the same calls. */
 EXPORT FAST ssize_t pread64(int fd, void *b, size_t n, off_t o)
 {
-    return pread(fd, b, n, o);
+    return route_pread(fd, b, n, o);
 }
 
 EXPORT FAST ssize_t pwrite64(int fd, const void *b, size_t n, off_t o)
 {
-    return pwrite(fd, b, n, o);
+    return route_pwrite(fd, b, n, o);
 }
 
 EXPORT int pthread_setname_np(pthread_t t, const char *name)
 {
-    int r = real_pthread_setname_np(t, name);
+    if (!real_setname)
+        resolve();
+    int r = real_setname ? real_setname(t, name) : ENOSYS;
     if (unlikely(trace_on) && r == 0 && pthread_equal(t, pthread_self()))
         trace_instant(TRACE_RENAME, 0, 0, name, strnlen(name, 15));
     return r;

@@ -44,6 +44,7 @@ struct chunk {
 };
 
 int trace_on;
+void (*trace_route)(int on);
 int64_t trace_started_ns, trace_stopped_ns;
 uint64_t trace_dropped;
 
@@ -237,6 +238,8 @@ int trace_start(void)
     trace_started_ns = trace_clock();
     trace_stopped_ns = 0;
     __atomic_store_n(&trace_on, 1, __ATOMIC_SEQ_CST);
+    if (trace_route)
+        trace_route(1);
     return 0;
 }
 
@@ -249,6 +252,8 @@ static size_t chunks_handed(void)
 void trace_stop(void)
 {
     __atomic_store_n(&trace_on, 0, __ATOMIC_SEQ_CST);
+    if (trace_route)
+        trace_route(0);
     trace_stopped_ns = trace_clock();
     size_t n = chunks_handed();
     for (size_t i = 0; i < n; i++) {
@@ -292,6 +297,8 @@ void trace_fork_child(void)
     /* The child's one thread starts untraced; its cached id is the
      * parent's. */
     __atomic_store_n(&trace_on, 0, __ATOMIC_RELAXED);
+    if (trace_route)
+        trace_route(0);
     __atomic_store_n(&slot_taken, 0, __ATOMIC_RELAXED);
     my_tid = 0;
     my_chunk = NULL;
