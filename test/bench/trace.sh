@@ -103,7 +103,7 @@ redis_rps() {
             redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
     fi
     redis=$!
-    for i in $(seq 200); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+    for k in $(seq 200); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
     t=""
     if [ "$1" = traced ]; then
         wait_port "$tmp/port" 200 "redis under the agent"
@@ -119,9 +119,9 @@ redis_rps() {
     redis=""
 }
 
-i=0
-while [ $i -lt "$runs" ]; do
-    i=$((i + 1))
+round=0
+while [ $round -lt "$runs" ]; do
+    round=$((round + 1))
     for m in none idle traced; do
         locks $m >>"$tmp/l_$m"
         redis_rps $m >>"$tmp/r_$m"
