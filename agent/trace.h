@@ -108,6 +108,22 @@ struct trace_thread {
 };
 size_t trace_initial_threads(const struct trace_thread **out);
 
+/* ---- the flight recorder (PPROF_TRACE_FLIGHT=SECONDS) ---------------------- */
+
+/* Starts recording for good when PPROF_TRACE_FLIGHT is set: the last
+ * SECONDS to 2 x SECONDS are kept (two epochs of SECONDS, each in half of
+ * the memory). Called by the constructor. Not async-signal-safe. */
+void trace_flight_init(void);
+/* 1 when the flight recorder runs. */
+int trace_flight_on(void);
+/* Holds the recorder's epochs still (recording goes on) and sets the
+ * window (trace_started_ns: since, or the oldest record kept; stopped:
+ * now) for trace_each() and the encoder. Returns 0, -EBUSY (another
+ * snapshot or trace is read), -ENOENT (no flight recorder). */
+int trace_flight_take(int64_t since);
+/* Lets the recorder move on after trace_flight_take(). */
+void trace_flight_give(void);
+
 /* A key that ties a thread's creation to its start. */
 uint64_t trace_next_key(void);
 

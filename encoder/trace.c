@@ -400,9 +400,25 @@ static void instant(struct model *m, size_t i, const struct trace_rec *r)
     }
 }
 
+/* A thread belongs in the window unless it ended before it, or is known
+ * only from records all older (the flight recorder keeps such). */
+static int in_window(const struct model *m, const struct thread *th)
+{
+    int seen = th->first_state != 0;
+    for (size_t k = 0; k < th->nrecs; k++) {
+        const struct trace_rec *r = th->recs[k];
+        if (r->kind == TRACE_EXIT && r->t0 < m->w0)
+            return 0;
+        seen |= r->t1 >= m->w0;
+    }
+    return seen;
+}
+
 static void write_thread(struct model *m, size_t i)
 {
     struct thread *th = &m->th[i];
+    if (!in_window(m, th))
+        return;
     int64_t start = m->w0;
     size_t k = 0;
     for (; k < th->nrecs; k++) {

@@ -8,6 +8,11 @@
  * trace and frees its memory. The trace holds CPU samples when the CPU
  * profiler is free to take them (no CPU profile running meanwhile).
  *
+ * With the flight recorder on (PPROF_TRACE_FLIGHT), ?flight=1 answers at
+ * once with what it keeps (the last SECONDS to twice that), and a timed
+ * trace is the recorder's last N seconds after waiting them. Without it,
+ * ?flight=1 gets 400 with the reason.
+ *
  * Runs on an HTTP worker; drains the CPU samples once a second while it
  * waits. A trace that outgrew its memory says so in a header,
  * X-Pprof-Trace-Dropped: N (and inside the trace).
@@ -100,28 +105,62 @@ static int wait_window(struct request *r, double seconds, int cpu,
     return 0;
 }
 
+/* The window written by the flight recorder: since (0: all it keeps). */
+static int flight_window(struct request *r, int64_t since)
+{
+    int err = trace_flight_take(since);
+    if (err)
+        http_error(r, 500, "Could not enable tracing: tracing is already "
+                           "enabled");
+    return err;
+}
+
 void handle_trace(struct request *r)
 {
     double seconds = trace_seconds(r);
+    char flight[8];
+    int want_flight = http_param(r, "flight", flight, sizeof flight) &&
+                      flight[0] && strcmp(flight, "0") != 0;
+    if (want_flight && !trace_flight_on()) {
+        http_error(r, 400, "the flight recorder is off: start the program "
+                           "with PPROF_TRACE_FLIGHT=SECONDS");
+        return;
+    }
     if (seconds > TRACE_SECONDS_MAX) {
         http_error(r, 400, "profile duration exceeds server's WriteTimeout");
         return;
     }
-    int err = trace_start();
-    if (err) {
-        http_error(r, 500, err == -EBUSY ? "Could not enable tracing: tracing "
-                                           "is already enabled"
-                                         : "Could not enable tracing: out of "
-                                           "memory");
-        return;
-    }
     struct samples k = {0};
-    int cpu = cpu_profile_start(opt_cpu_hz) == 0;
-    int gone = wait_window(r, seconds, cpu, &k);
-    trace_stop();
-    if (cpu) {
-        cpu_profile_stop(keep_sample, &k);
-        cpu_profile_release();
+    int cpu = 0, gone = 0;
+    if (want_flight) {
+        if (flight_window(r, 0))
+            return;
+    } else if (trace_flight_on()) {
+        int64_t since = trace_clock();
+        cpu = cpu_profile_start(opt_cpu_hz) == 0;
+        gone = wait_window(r, seconds, cpu, &k);
+        if (cpu) {
+            cpu_profile_stop(keep_sample, &k);
+            cpu_profile_release();
+        }
+        if (gone || flight_window(r, since))
+            goto out;
+    } else {
+        int err = trace_start();
+        if (err) {
+            http_error(r, 500, err == -EBUSY ? "Could not enable tracing: "
+                                               "tracing is already enabled"
+                                             : "Could not enable tracing: "
+                                               "out of memory");
+            return;
+        }
+        cpu = cpu_profile_start(opt_cpu_hz) == 0;
+        gone = wait_window(r, seconds, cpu, &k);
+        trace_stop();
+        if (cpu) {
+            cpu_profile_stop(keep_sample, &k);
+            cpu_profile_release();
+        }
     }
     if (!gone) {
         for (size_t i = 0; i < k.n; i++)
@@ -140,7 +179,11 @@ void handle_trace(struct request *r)
         }
         pbuf_free(&out);
     }
-    trace_release();
+    if (trace_flight_on())
+        trace_flight_give();
+    else
+        trace_release();
+out:
     free(k.s);
     free(k.pcs);
 }

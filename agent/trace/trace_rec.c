@@ -52,8 +52,21 @@ static int slot_taken;
 static uint32_t epoch; /* this trace's number; 0: none yet */
 static char *region;
 static size_t region_chunks;
-static uint32_t next_chunk; /* chunks handed out in this trace */
 static uint64_t next_key;
+
+/* The region is one half (a trace) or two (the flight recorder: epoch e
+ * writes half e % 2 while the other keeps epoch e - 1). */
+static int halves = 1;
+static size_t half_chunks;
+static uint32_t next_chunk[2]; /* chunks handed out in each half */
+static int64_t epoch_started[2]; /* when the epoch in each half began */
+static uint64_t dropped[2];      /* records dropped in each half's epoch */
+
+/* The flight recorder (PPROF_TRACE_FLIGHT): an epoch's length, 0 when off;
+ * a switch in progress; a snapshot being read (no switch meanwhile). */
+static int64_t flight_ns;
+static int switching;
+static int snapshot_busy;
 
 static struct trace_thread initial[THREADS_MAX];
 static size_t initial_count;
@@ -88,10 +101,12 @@ static uint32_t self_tid(void)
 /* A fresh chunk for this thread in trace e, or NULL (all handed out). */
 static struct chunk *chunk_new(uint32_t e)
 {
-    uint32_t i = __atomic_fetch_add(&next_chunk, 1, __ATOMIC_RELAXED);
-    if (i >= region_chunks)
+    uint32_t h = e % (uint32_t)halves;
+    uint32_t i = __atomic_fetch_add(&next_chunk[h], 1, __ATOMIC_RELAXED);
+    if (i >= half_chunks)
         return NULL;
-    struct chunk *c = (struct chunk *)(region + (size_t)i * CHUNK_SIZE);
+    struct chunk *c =
+        (struct chunk *)(region + (h * half_chunks + i) * CHUNK_SIZE);
     c->tid = self_tid();
     c->used = 0;
     c->busy = 0;
@@ -101,16 +116,44 @@ static struct chunk *chunk_new(uint32_t e)
     return c;
 }
 
+/* The flight recorder's next epoch, begun by whichever writer first sees
+ * the current one over (never while a snapshot is read): the other half,
+ * which held the epoch before the current one, is emptied and written
+ * from now on. Lock-free; nobody waits. */
+static void flight_switch(uint32_t e, int64_t now)
+{
+    if (__atomic_load_n(&snapshot_busy, __ATOMIC_ACQUIRE))
+        return;
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&switching, &expected, 1, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    if (__atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == e &&
+        !__atomic_load_n(&snapshot_busy, __ATOMIC_SEQ_CST)) {
+        uint32_t h = (e + 1) % 2;
+        __atomic_store_n(&next_chunk[h], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&dropped[h], 0, __ATOMIC_RELAXED);
+        epoch_started[h] = now;
+        __atomic_store_n(&epoch, e + 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&switching, 0, __ATOMIC_RELEASE);
+}
+
 /* Room for size bytes in this thread's chunk, with busy raised; NULL when
  * the trace stopped or memory is full (counted). */
-static struct chunk *reserve(size_t size)
+static struct chunk *reserve(size_t size, int64_t now)
 {
     uint32_t e = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+    if (flight_ns && now - epoch_started[e % 2] >= flight_ns) {
+        flight_switch(e, now);
+        e = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+    }
     struct chunk *c = my_epoch == e ? my_chunk : NULL;
     if (c && c->used + size > sizeof c->data)
         c = NULL;
     if (!c && !(c = chunk_new(e))) {
-        __atomic_fetch_add(&trace_dropped, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&dropped[e % (uint32_t)halves], 1,
+                           __ATOMIC_RELAXED);
         return NULL;
     }
     __atomic_store_n(&c->busy, 1, __ATOMIC_SEQ_CST);
@@ -136,7 +179,7 @@ static void record(int kind, uint64_t obj, int64_t t0, int64_t t1,
     size_t size = sizeof(struct trace_rec) + (size_t)depth * sizeof(uintptr_t)
                   + len;
     size = (size + 7) & ~(size_t)7;
-    struct chunk *c = reserve(size);
+    struct chunk *c = reserve(size, t1);
     if (c) {
         struct trace_rec *r = (struct trace_rec *)(c->data + c->used);
         r->kind = (uint8_t)kind;
@@ -217,13 +260,14 @@ static int reserve_region(void)
     if (p == MAP_FAILED)
         return -ENOMEM;
     region_chunks = len / CHUNK_SIZE;
+    half_chunks = region_chunks / (size_t)halves;
     __atomic_store_n(&region, (char *)p, __ATOMIC_RELEASE);
     return 0;
 }
 
 int trace_start(void)
 {
-    if (session_take(&slot_taken))
+    if (flight_ns || session_take(&slot_taken))
         return -EBUSY;
     int err = reserve_region();
     if (err) {
@@ -233,8 +277,10 @@ int trace_start(void)
     initial_count = 0;
     proc_list("/proc/self/task", list_thread, NULL);
     trace_dropped = 0;
-    __atomic_store_n(&next_chunk, 0, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&epoch, 1, __ATOMIC_SEQ_CST);
+    uint32_t e = __atomic_load_n(&epoch, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&next_chunk[e % (uint32_t)halves], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&dropped[e % (uint32_t)halves], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&epoch, e, __ATOMIC_SEQ_CST);
     trace_started_ns = trace_clock();
     trace_stopped_ns = 0;
     __atomic_store_n(&trace_on, 1, __ATOMIC_SEQ_CST);
@@ -243,10 +289,11 @@ int trace_start(void)
     return 0;
 }
 
-static size_t chunks_handed(void)
+/* Chunks handed out in half h. */
+static size_t chunks_handed(uint32_t h)
 {
-    size_t n = __atomic_load_n(&next_chunk, __ATOMIC_ACQUIRE);
-    return n < region_chunks ? n : region_chunks;
+    size_t n = __atomic_load_n(&next_chunk[h], __ATOMIC_ACQUIRE);
+    return n < half_chunks ? n : half_chunks;
 }
 
 void trace_stop(void)
@@ -255,7 +302,8 @@ void trace_stop(void)
     if (trace_route)
         trace_route(0);
     trace_stopped_ns = trace_clock();
-    size_t n = chunks_handed();
+    trace_dropped = __atomic_load_n(&dropped[0], __ATOMIC_RELAXED);
+    size_t n = chunks_handed(0);
     for (size_t i = 0; i < n; i++) {
         struct chunk *c = (struct chunk *)(region + i * CHUNK_SIZE);
         while (__atomic_load_n(&c->busy, __ATOMIC_ACQUIRE))
@@ -265,21 +313,24 @@ void trace_stop(void)
 
 void trace_release(void)
 {
-    size_t n = chunks_handed();
+    size_t n = chunks_handed(0);
     if (n)
         madvise(region, n * CHUNK_SIZE, MADV_DONTNEED);
-    __atomic_store_n(&next_chunk, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&next_chunk[0], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&slot_taken, 0, __ATOMIC_RELEASE);
 }
 
-void trace_each(void (*fn)(void *arg, uint32_t tid, const struct trace_rec *r),
-                void *arg)
+/* The records of epoch ep (in its half), chunk by chunk. */
+static void each_of_epoch(uint32_t ep,
+                          void (*fn)(void *, uint32_t, const struct trace_rec *),
+                          void *arg)
 {
-    size_t n = chunks_handed();
-    uint32_t e = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+    uint32_t h = ep % (uint32_t)halves;
+    size_t n = chunks_handed(h);
     for (size_t i = 0; i < n; i++) {
-        struct chunk *c = (struct chunk *)(region + i * CHUNK_SIZE);
-        if (__atomic_load_n(&c->epoch, __ATOMIC_ACQUIRE) != e)
+        struct chunk *c =
+            (struct chunk *)(region + (h * half_chunks + i) * CHUNK_SIZE);
+        if (__atomic_load_n(&c->epoch, __ATOMIC_ACQUIRE) != ep)
             continue;
         uint32_t used = __atomic_load_n(&c->used, __ATOMIC_ACQUIRE);
         for (uint32_t off = 0; off + sizeof(struct trace_rec) <= used;) {
@@ -292,10 +343,81 @@ void trace_each(void (*fn)(void *arg, uint32_t tid, const struct trace_rec *r),
     }
 }
 
+void trace_each(void (*fn)(void *arg, uint32_t tid, const struct trace_rec *r),
+                void *arg)
+{
+    uint32_t e = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+    if (halves == 2 && e > 1)
+        each_of_epoch(e - 1, fn, arg); /* the older first */
+    each_of_epoch(e, fn, arg);
+}
+
+/* ---- the flight recorder ----------------------------------------------------- */
+
+void trace_flight_init(void)
+{
+    const char *s = getenv("PPROF_TRACE_FLIGHT");
+    long seconds = 0;
+    if (!s || !*s)
+        return;
+    if (config_parse_long(s, 1, 3600, &seconds) < 0) {
+        log_info("PPROF_TRACE_FLIGHT=%s: not a number of seconds (1 to "
+                 "3600); no flight recorder",
+                 s);
+        return;
+    }
+    halves = 2;
+    if (reserve_region() != 0) {
+        halves = 1;
+        log_info("PPROF_TRACE_FLIGHT: cannot reserve its memory; no flight "
+                 "recorder");
+        return;
+    }
+    flight_ns = seconds * 1000000000LL;
+    epoch_started[1] = trace_started_ns = trace_clock();
+    __atomic_store_n(&epoch, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&trace_on, 1, __ATOMIC_SEQ_CST);
+    if (trace_route)
+        trace_route(1);
+}
+
+int trace_flight_on(void)
+{
+    return flight_ns != 0;
+}
+
+int trace_flight_take(int64_t since)
+{
+    if (!flight_ns)
+        return -ENOENT;
+    if (session_take(&slot_taken))
+        return -EBUSY;
+    __atomic_store_n(&snapshot_busy, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&switching, __ATOMIC_ACQUIRE))
+        sched_yield();
+    uint32_t e = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+    int64_t oldest = epoch_started[(e > 1 ? e - 1 : e) % 2];
+    trace_started_ns = since > oldest ? since : oldest;
+    trace_stopped_ns = trace_clock();
+    trace_dropped = __atomic_load_n(&dropped[0], __ATOMIC_RELAXED) +
+                    __atomic_load_n(&dropped[1], __ATOMIC_RELAXED);
+    initial_count = 0;
+    proc_list("/proc/self/task", list_thread, NULL);
+    return 0;
+}
+
+void trace_flight_give(void)
+{
+    __atomic_store_n(&snapshot_busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot_taken, 0, __ATOMIC_RELEASE);
+}
+
 void trace_fork_child(void)
 {
-    /* The child's one thread starts untraced; its cached id is the
-     * parent's. */
+    /* The child's one thread starts untraced (a flight recorder stays the
+     * parent's); its cached id is the parent's. */
+    flight_ns = 0;
+    __atomic_store_n(&snapshot_busy, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&trace_on, 0, __ATOMIC_RELAXED);
     if (trace_route)
         trace_route(0);

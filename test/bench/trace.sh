@@ -93,11 +93,15 @@ locks() {
 
 port=$((20000 + $$ % 20000))
 # redis_rps MODE: GET+SET requests per second (mean of the two); MODE none,
-# idle or traced (a trace recording through the whole benchmark).
+# idle, traced (a trace recording through the whole benchmark) or flight
+# (the flight recorder on, PPROF_TRACE_FLIGHT=2: its always-on cost).
 redis_rps() {
     rm -f "$tmp/port"
     if [ "$1" = none ]; then
         redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
+    elif [ "$1" = flight ]; then
+        env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet PPROF_TRACE_FLIGHT=2 \
+            redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
     else
         env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet PPROF_PORT_FILE="$tmp/port" \
             redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
@@ -126,6 +130,7 @@ while [ $round -lt "$runs" ]; do
         locks $m >>"$tmp/l_$m"
         redis_rps $m >>"$tmp/r_$m"
     done
+    redis_rps flight >>"$tmp/r_flight"
 done
 
 row() { # LABEL FILE BASE_MEDIAN
@@ -144,3 +149,4 @@ row "lock-heavy, trace recording" "$tmp/l_traced" "$lb"
 row "redis GET+SET, no agent (requests)" "$tmp/r_none" "$rb"
 row "redis, agent idle" "$tmp/r_idle" "$rb"
 row "redis, trace recording" "$tmp/r_traced" "$rb"
+row "redis, flight recorder on (PPROF_TRACE_FLIGHT=2)" "$tmp/r_flight" "$rb"

@@ -111,6 +111,8 @@ for q in "seconds=0" "seconds=x" "seconds=0.2"; do
     [ "$c" = 200 ] || fail "trace?$q answered $c"
     "$GO" tool trace -d=parsed "$WORK/t" >/dev/null 2>&1 || fail "trace?$q does not parse"
 done
+c=$(http_status "debug/pprof/trace?flight=1")
+[ "$c" = 400 ] || fail "trace?flight=1 without the flight recorder answered $c"
 c=$(http_status "debug/pprof/trace?seconds=4000")
 [ "$c" = 400 ] || fail "trace?seconds=4000 answered $c"
 curl -s -o "$WORK/a" -w '%{http_code}\n' "http://$ADDR/debug/pprof/trace?seconds=1" >"$WORK/a.code" &
