@@ -8,6 +8,9 @@
  *                           measurement starts once a trace records
  *                           (pprof_trace_enabled()), at most 20 s later,
  *                           and the program then waits to be killed.
+ *   flood N                 once a trace records, N reads of /dev/zero
+ *                           (more records than a small trace memory
+ *                           holds); prints "flooded" and waits to be killed.
  */
 #include "agent/pprofagent.h"
 #include "test/programs/timing.h"
@@ -61,6 +64,16 @@ int main(int argc, char **argv)
         read_loop(fd, n);
         printf("ns_per_call=%.2f\n", (double)(thread_cpu_ns() - t0) / (double)n);
         return 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "flood") == 0) {
+        int fd = open("/dev/zero", O_RDONLY);
+        for (int i = 0; i < 2000 && !pprof_trace_enabled(); i++)
+            sleep_us(10000);
+        read_loop(fd, atol(argv[2]));
+        printf("flooded\n");
+        fflush(stdout);
+        for (;;)
+            pause();
     }
     if (argc >= 4 && strcmp(argv[1], "locks") == 0) {
         int threads = atoi(argv[2]);
