@@ -91,6 +91,25 @@ locks() {
     esac
 }
 
+# reads MODE: ns per one-byte read (CPU time); MODE idle (agent serving,
+# no trace) or traced (every read recorded with its stack).
+reads() {
+    if [ "$1" = idle ]; then
+        env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet \
+            "$prog" read 200000 | sed 's/ns_per_call=\([0-9.]*\).*/\1/'
+        return
+    fi
+    rm -f "$tmp/port"
+    env LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet \
+        PPROF_PORT_FILE="$tmp/port" "$prog" read 20000 wait >"$tmp/reads.out" &
+    p=$!
+    wait_port "$tmp/port" 200 "the read program"
+    curl -s -o /dev/null --max-time 60 "http://$(cat "$tmp/port")/debug/pprof/trace?seconds=2"
+    kill "$p"; wait "$p" 2>/dev/null || true
+    grep -q 'traced=1' "$tmp/reads.out" || { echo "trace bench: the reads ran outside the trace" >&2; exit 1; }
+    sed 's/ns_per_call=\([0-9.]*\).*/\1/' "$tmp/reads.out"
+}
+
 port=$((20000 + $$ % 20000))
 # redis_rps MODE: GET+SET requests per second (mean of the two); MODE none,
 # idle, traced (a trace recording through the whole benchmark) or flight
@@ -126,6 +145,8 @@ redis_rps() {
 round=0
 while [ $round -lt "$runs" ]; do
     round=$((round + 1))
+    reads idle >>"$tmp/n_idle"
+    reads traced >>"$tmp/n_traced"
     for m in none idle traced; do
         locks $m >>"$tmp/l_$m"
         redis_rps $m >>"$tmp/r_$m"
@@ -150,3 +171,7 @@ row "redis GET+SET, no agent (requests)" "$tmp/r_none" "$rb"
 row "redis, agent idle" "$tmp/r_idle" "$rb"
 row "redis, trace recording" "$tmp/r_traced" "$rb"
 row "redis, flight recorder on (PPROF_TRACE_FLIGHT=2)" "$tmp/r_flight" "$rb"
+echo
+n0=$(median <"$tmp/n_idle"); n1=$(median <"$tmp/n_traced")
+awk -v a="$n0" -v b="$n1" -v z0="$(spread "$tmp/n_idle")" -v z1="$(spread "$tmp/n_traced")" 'BEGIN {
+    printf "one-byte read, agent serving: %.1f ns with no trace (spread %s%%), %.1f ns recorded (spread %s%%): %+.1f ns per recorded call\n", a, z0, b, z1, b - a }'

@@ -1,7 +1,9 @@
 /*
  * Workloads for the execution trace's cost (test/bench/trace.sh):
- *   read N                  N one-byte reads of /dev/zero in read_loop;
- *                           prints ns_per_call=X (the thread's CPU time)
+ *   read N [wait]           N one-byte reads of /dev/zero in read_loop;
+ *                           prints ns_per_call=X (the thread's CPU time);
+ *                           with wait, once a trace records, and the
+ *                           program then waits to be killed
  *   locks THREADS MS [wait] THREADS threads lock a shared mutex, do a
  *                           little work inside and outside, for MS ms;
  *                           prints ops_per_s=X traced=0|1. With wait, the
@@ -59,10 +61,19 @@ int main(int argc, char **argv)
     if (argc >= 3 && strcmp(argv[1], "read") == 0) {
         long n = atol(argv[2]);
         int fd = open("/dev/zero", O_RDONLY);
+        if (argc > 3)
+            for (int i = 0; i < 2000 && !pprof_trace_enabled(); i++)
+                sleep_us(10000);
         read_loop(fd, n / 10); /* warm-up */
         long long t0 = thread_cpu_ns();
         read_loop(fd, n);
-        printf("ns_per_call=%.2f\n", (double)(thread_cpu_ns() - t0) / (double)n);
+        printf("ns_per_call=%.2f traced=%d\n",
+               (double)(thread_cpu_ns() - t0) / (double)n,
+               pprof_trace_enabled());
+        fflush(stdout);
+        if (argc > 3)
+            for (;;)
+                pause();
         return 0;
     }
     if (argc >= 3 && strcmp(argv[1], "flood") == 0) {
