@@ -46,6 +46,8 @@ struct thread {
     const struct trace_rec **recs;
     size_t nrecs, cap;
     int created;       /* its creation is in the trace */
+    int create_written; /* and its creator's timeline wrote it */
+    int64_t begins;     /* when its timeline opens (for the order) */
     uint64_t name_stack;
     /* the timeline being written */
     int state; /* 0 not started, 1 running, 2 waiting, 3 syscall, 4 gone */
@@ -255,7 +257,7 @@ static void open_thread(struct model *m, size_t i, int64_t t,
     struct thread *th = &m->th[i];
     uint64_t g = th->tid;
     th->last = t;
-    if (th->created) {
+    if (th->create_written) {
         ev(m, i, t, TW_PROC_STATUS, 2, i, TW_PROC_RUNNING, 0, 0, 0);
         ev(m, i, t, TW_GO_START, 2, g, ++th->seq, 0, 0, 0);
         running(m, i, t);
@@ -354,9 +356,11 @@ static void instant(struct model *m, size_t i, const struct trace_rec *r)
     switch (r->kind) {
     case TRACE_CREATE: {
         long c = started_by_key(m, r->obj);
-        if (c >= 0 && m->th[c].created)
+        if (c >= 0 && m->th[c].created && !m->th[c].create_written) {
             ev(m, i, r->t0, TW_GO_CREATE, 3, m->th[c].tid, m->th[c].name_stack,
                stack_of(m, r), 0, 0);
+            m->th[c].create_written = 1;
+        }
         break;
     }
     case TRACE_EXIT:
@@ -447,6 +451,29 @@ static void write_thread(struct model *m, size_t i)
     }
 }
 
+/* When each thread's timeline opens: its start in the window, else the
+ * window's start. */
+static void set_begins(struct model *m)
+{
+    for (size_t i = 0; i < m->nth; i++) {
+        struct thread *th = &m->th[i];
+        th->begins = m->w0;
+        for (size_t k = 0; k < th->nrecs; k++)
+            if (th->recs[k]->kind == TRACE_START && th->recs[k]->t0 > m->w0)
+                th->begins = th->recs[k]->t0;
+    }
+}
+
+static int by_begin(const void *a, const void *b, void *arg)
+{
+    const struct model *m = arg;
+    const struct thread *x = &m->th[*(const size_t *)a];
+    const struct thread *y = &m->th[*(const size_t *)b];
+    if (x->begins != y->begins)
+        return x->begins < y->begins ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
 /* ---- CPU samples ------------------------------------------------------------------ */
 
 static void add_samples(struct model *m, const struct trace_sample *s, size_t n)
@@ -483,13 +510,23 @@ int trace_write(const struct trace_sample *samples, size_t nsamples,
     trace_each(add_record, &m);
     find_creations(&m);
     name_threads(&m);
+    set_begins(&m);
     m.w.thread_ids = calloc(m.nth ? m.nth : 1, sizeof *m.w.thread_ids);
-    if (!m.w.thread_ids)
+    size_t *order = malloc((m.nth ? m.nth : 1) * sizeof *order);
+    if (!m.w.thread_ids || !order)
         m.oom = 1;
     for (size_t i = 0; i < m.nth && !m.oom; i++) {
         m.w.thread_ids[i] = m.th[i].tid;
-        write_thread(&m, i);
+        order[i] = i;
     }
+    /* Creators before the threads they created: a thread's start is
+     * written as created only where its creator's timeline wrote the
+     * creation. */
+    if (!m.oom)
+        qsort_r(order, m.nth, sizeof *order, by_begin, &m);
+    for (size_t k = 0; k < m.nth && !m.oom; k++)
+        write_thread(&m, order[k]);
+    free(order);
     add_samples(&m, samples, nsamples);
     int err = m.oom ? -1 : tw_finish(&m.w, out);
     for (size_t i = 0; i < m.nth; i++)

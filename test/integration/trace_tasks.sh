@@ -3,7 +3,9 @@
 # "lookup" regions and a log message, and hands a "handoff" task from the
 # main thread to a worker. A trace holds them with the caller's stacks, and
 # go tool trace's task and region views list them; pprof_trace_enabled()
-# is 1 only while a trace records.
+# is 1 only while a trace records. Threads the program starts and ends
+# during the trace are created (with the creator's stack: start_short_lived)
+# under the name they gave themselves, and end.
 . "$TOP/test/integration/lib.sh"
 
 GO=
@@ -34,6 +36,12 @@ expect_contains "$p" 'Category="user" Message="alice"'
 # The caller's stack: the function that called the API.
 grep -A2 'Type="lookup"' "$WORK/parsed" | grep -q '^	lookup @' || fail "the lookup region's stack does not start in lookup"
 grep -A2 'Type="request"' "$WORK/parsed" | grep -q '^	serve_request @' || fail "the request task's stack does not start in serve_request"
+# Threads created in the window: GoCreate named by the thread, from the
+# creator's stack; and their end.
+grep -A6 'NotExist->Runnable' "$WORK/parsed" >"$WORK/created"
+grep -q '^	shortlived @ 0x' "$WORK/created" || fail "no thread created as shortlived"
+grep -q '^	start_short_lived @' "$WORK/created" || fail "the creation's stack is not the creator's"
+grep -q 'Running->NotExist' "$WORK/parsed" || fail "no thread ends in the trace"
 
 "$GO" tool trace -http=127.0.0.1:0 "$WORK/trace" >"$WORK/ui.log" 2>&1 &
 ui=$!

@@ -3,8 +3,9 @@
  * two "worker" threads serve "request" tasks in a loop, each with a
  * "parse" region holding a nested "lookup" region and a log message
  * ("user" = "alice"); one task, "handoff", is begun by the main thread
- * and ended by a worker. Prints "enabled N" each second: 1 while a trace
- * records. Runs until killed.
+ * and ended by a worker. Every 100 ms the main thread also starts a
+ * thread that names itself "shortlived" and ends, and prints "enabled N":
+ * 1 while a trace records. Runs until killed.
  */
 #include "agent/pprofagent.h"
 #include "test/programs/timing.h"
@@ -44,6 +45,21 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static void *short_lived(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "shortlived");
+    sleep_us(1000);
+    return NULL;
+}
+
+static void start_short_lived(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, short_lived, NULL) == 0)
+        pthread_join(t, NULL);
+}
+
 int main(void)
 {
     pthread_t t;
@@ -53,6 +69,7 @@ int main(void)
         pprof_task h = pprof_trace_task_begin(0, "handoff");
         pprof_trace_log(h, "from", "main");
         __atomic_store_n(&handoff, h, __ATOMIC_RELEASE);
+        start_short_lived();
         printf("enabled %d\n", pprof_trace_enabled());
         fflush(stdout);
         sleep_us(100000);
