@@ -105,7 +105,7 @@ expect_contains "$(curl -s "$url/goroutines")" "goroutine?name=pipereader"
 kill "$ui"
 
 # Go's parameter handling.
-expect_contains "$(fetch debug/pprof/)" "trace"
+expect_contains "$(fetch debug/pprof/)" "href='trace?debug=1'>trace</a>"
 for q in "seconds=0" "seconds=x" "seconds=0.2"; do
     c=$(curl -s -o "$WORK/t" -w '%{http_code}' --max-time 60 "http://$ADDR/debug/pprof/trace?$q")
     [ "$c" = 200 ] || fail "trace?$q answered $c"
