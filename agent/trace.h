@@ -108,7 +108,7 @@ struct trace_thread {
 };
 size_t trace_initial_threads(const struct trace_thread **out);
 
-/* ---- the flight recorder (PPROF_TRACE_FLIGHT=SECONDS) ---------------------- */
+/* ---- the flight recorder (PPROF_TRACE_FLIGHT=SECONDS) -------------------- */
 
 /* Starts recording for good when PPROF_TRACE_FLIGHT is set: the last
  * SECONDS to 2 x SECONDS are kept (two epochs of SECONDS, each in half of

@@ -131,7 +131,7 @@ static const char *rec_text(const struct trace_rec *r)
     return (const char *)(r->pcs + r->depth);
 }
 
-/* ---- names and creations ------------------------------------------------------ */
+/* ---- names and creations ------------------------------------------------- */
 
 static void name_threads(struct model *m)
 {
@@ -148,13 +148,14 @@ static void name_threads(struct model *m)
                 t->name = t->live_name;
             }
         }
-        if (!t->name &&
-            proc_thread_name((int)t->tid, t->live_name, sizeof t->live_name) > 0)
+        if (!t->name && proc_thread_name((int)t->tid, t->live_name,
+                                         sizeof t->live_name) > 0)
             t->name = t->live_name;
         if (!t->name && t->first_name[0])
             t->name = t->first_name;
         if (!t->name) {
-            log_snprintf(t->live_name, sizeof t->live_name, "thread %u", t->tid);
+            log_snprintf(t->live_name, sizeof t->live_name, "thread %u",
+                         t->tid);
             t->name = t->live_name;
         }
         uintptr_t pc = NAME_PC_BASE + (i < NAME_PC_COUNT ? i : NAME_PC_COUNT);
@@ -192,7 +193,7 @@ static void find_creations(struct model *m)
         }
 }
 
-/* ---- one thread's timeline ------------------------------------------------------ */
+/* ---- one thread's timeline ----------------------------------------------- */
 
 static void ev(struct model *m, size_t i, int64_t t, int type, int nargs,
                uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
@@ -219,8 +220,8 @@ static void running(struct model *m, size_t i, int64_t t)
     th->state = 1;
     if (!th->labelled) {
         th->labelled = 1;
-        ev(m, i, t, TW_GO_LABEL, 1, tw_string(&m->w, th->name, strlen(th->name)),
-           0, 0, 0, 0);
+        uint64_t name = tw_string(&m->w, th->name, strlen(th->name));
+        ev(m, i, t, TW_GO_LABEL, 1, name, 0, 0, 0, 0);
     }
     if (trace_dropped && !m->noted) {
         m->noted = 1;
@@ -474,7 +475,7 @@ static int by_begin(const void *a, const void *b, void *arg)
     return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
-/* ---- CPU samples ------------------------------------------------------------------ */
+/* ---- CPU samples --------------------------------------------------------- */
 
 static void add_samples(struct model *m, const struct trace_sample *s, size_t n)
 {
@@ -489,7 +490,7 @@ static void add_samples(struct model *m, const struct trace_sample *s, size_t n)
     }
 }
 
-/* ---- the whole trace ----------------------------------------------------------------- */
+/* ---- the whole trace ----------------------------------------------------- */
 
 int trace_write(const struct trace_sample *samples, size_t nsamples,
                 struct pbuf *out)

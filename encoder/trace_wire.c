@@ -56,7 +56,7 @@ static void *grow(void *v, size_t *cap, size_t want, size_t size, int *oom)
     return p;
 }
 
-/* ---- strings --------------------------------------------------------------- */
+/* ---- strings ------------------------------------------------------------- */
 
 static int str_eq(const void *ctx, size_t idx, const void *key)
 {
@@ -72,7 +72,8 @@ uint64_t tw_string(struct tw *w, const char *s, size_t len)
         len = STRING_MAX;
     struct tw_str k = {(char *)s, len};
     uint64_t h = htab_hash_bytes(s, len, 0x7374);
-    struct htab_slot *sl = htab_find_for_insert(&w->str_index, h, str_eq, w, &k);
+    struct htab_slot *sl =
+        htab_find_for_insert(&w->str_index, h, str_eq, w, &k);
     if (!sl) {
         w->oom = 1;
         return 0;
@@ -95,7 +96,7 @@ uint64_t tw_string(struct tw *w, const char *s, size_t len)
     return ++w->nstrs; /* ids from 1 */
 }
 
-/* ---- program counters and stacks ---------------------------------------------- */
+/* ---- program counters and stacks ----------------------------------------- */
 
 static int pc_eq(const void *ctx, size_t idx, const void *key)
 {
@@ -211,7 +212,7 @@ static void symbolize(struct tw *w)
     symbols_unlock();
 }
 
-/* ---- events -------------------------------------------------------------------- */
+/* ---- events -------------------------------------------------------------- */
 
 void tw_event(struct tw *w, uint32_t m, int64_t t, int type, int nargs,
               const uint64_t *args)
@@ -250,7 +251,7 @@ static int ev_order(const void *a, const void *b)
     return x->ord < y->ord ? -1 : x->ord > y->ord;
 }
 
-/* ---- batches ------------------------------------------------------------------- */
+/* ---- batches ------------------------------------------------------------- */
 
 static void put_varint(struct pbuf *b, uint64_t v)
 {

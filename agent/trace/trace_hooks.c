@@ -96,7 +96,7 @@ static void resolve(void);
  * exported name jumps through, the stub that resolves every real function
  * on first use, the traced twin and the exported name.
  */
-#define DECLARE(ret, name, params, args, kind, obj)                             \
+#define DECLARE(ret, name, params, args, kind, obj)                            \
     static ret stub_##name params;                                             \
     static ret traced_##name params;                                           \
     static ret(*real_##name) params = stub_##name;                             \
@@ -129,14 +129,14 @@ static void resolve(void);
 
 TRACE_HOOKS(DECLARE)
 
-#define RESOLVE(ret, name, params, args, kind, obj)                             \
+#define RESOLVE(ret, name, params, args, kind, obj)                            \
     do {                                                                       \
         void *p_ = dlsym(RTLD_NEXT, #name);                                    \
         if (p_)                                                                \
             __atomic_store_n((void **)&real_##name, p_, __ATOMIC_RELEASE);     \
     } while (0);
 
-#define ROUTE(ret, name, params, args, kind, obj)                               \
+#define ROUTE(ret, name, params, args, kind, obj)                              \
     if (real_##name != stub_##name)                                            \
         __atomic_store_n(&route_##name, on ? traced_##name : real_##name,      \
                          __ATOMIC_RELEASE);
@@ -162,7 +162,7 @@ __attribute__((constructor(103))) static void trace_hooks_init(void)
     trace_route = trace_hooks_route;
 }
 
-/* ---- what a descriptor is ----------------------------------------------------- */
+/* ---- what a descriptor is ------------------------------------------------ */
 
 #define FD_CACHE 4096
 /* Per descriptor: the trace it was looked up in (its start time's bits)

@@ -72,7 +72,8 @@ static struct trace_thread initial[THREADS_MAX];
 static size_t initial_count;
 
 /* This thread's chunk and the trace it belongs to. */
-static __thread struct chunk *my_chunk __attribute__((tls_model("initial-exec")));
+static __thread struct chunk *my_chunk
+    __attribute__((tls_model("initial-exec")));
 static __thread uint32_t my_epoch __attribute__((tls_model("initial-exec")));
 static __thread uint32_t my_tid __attribute__((tls_model("initial-exec")));
 /* Set while this thread writes a record: a signal handler's call on the
@@ -226,7 +227,7 @@ uint32_t trace_lock_owner(const void *lock, int rwlock)
     return (uint32_t)((const pthread_mutex_t *)lock)->__data.__owner;
 }
 
-/* ---- the session ------------------------------------------------------------ */
+/* ---- the session --------------------------------------------------------- */
 
 static int list_thread(void *arg, int tid, int dir_fd)
 {
@@ -321,9 +322,9 @@ void trace_release(void)
 }
 
 /* The records of epoch ep (in its half), chunk by chunk. */
-static void each_of_epoch(uint32_t ep,
-                          void (*fn)(void *, uint32_t, const struct trace_rec *),
-                          void *arg)
+typedef void each_fn(void *arg, uint32_t tid, const struct trace_rec *r);
+
+static void each_of_epoch(uint32_t ep, each_fn *fn, void *arg)
 {
     uint32_t h = ep % (uint32_t)halves;
     size_t n = chunks_handed(h);
@@ -352,7 +353,7 @@ void trace_each(void (*fn)(void *arg, uint32_t tid, const struct trace_rec *r),
     each_of_epoch(e, fn, arg);
 }
 
-/* ---- the flight recorder ----------------------------------------------------- */
+/* ---- the flight recorder ------------------------------------------------- */
 
 void trace_flight_init(void)
 {
