@@ -110,10 +110,11 @@ size_t trace_initial_threads(const struct trace_thread **out);
 
 /* ---- the flight recorder (PPROF_TRACE_FLIGHT=SECONDS) -------------------- */
 
-/* Starts recording for good when PPROF_TRACE_FLIGHT is set: the last
- * SECONDS to 2 x SECONDS are kept (two epochs of SECONDS, each in half of
- * the memory). Called by the constructor. Not async-signal-safe. */
-void trace_flight_init(void);
+/* Reads PPROF_TRACE_MB and PPROF_TRACE_FLIGHT, and with the latter set
+ * starts recording for good: the last SECONDS to 2 x SECONDS are kept
+ * (two epochs of SECONDS, each in half of the memory). Called by the
+ * constructor. Not async-signal-safe. */
+void trace_init(void);
 /* 1 when the flight recorder runs. */
 int trace_flight_on(void);
 /* Holds the recorder's epochs still (recording goes on) and sets the

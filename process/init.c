@@ -43,7 +43,7 @@ __attribute__((constructor)) static void agent_init(void)
     wait_hooks_init();
     futex_hooks_init();
     contention_init();
-    trace_flight_init();
+    trace_init();
     agent_ready = 1;
     exit_hooks_init();
     children_init();

@@ -247,15 +247,14 @@ size_t trace_initial_threads(const struct trace_thread **out)
     return initial_count;
 }
 
+/* PPROF_TRACE_MB, read by the constructor (trace_init). */
+static long opt_trace_mb = TRACE_MB_DEFAULT;
+
 static int reserve_region(void)
 {
     if (region)
         return 0;
-    long mb = TRACE_MB_DEFAULT;
-    const char *s = getenv("PPROF_TRACE_MB");
-    if (s && config_parse_long(s, 1, 1L << 20, &mb) < 0)
-        mb = TRACE_MB_DEFAULT;
-    size_t len = (size_t)mb << 20;
+    size_t len = (size_t)opt_trace_mb << 20;
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -355,9 +354,16 @@ void trace_each(void (*fn)(void *arg, uint32_t tid, const struct trace_rec *r),
 
 /* ---- the flight recorder ------------------------------------------------- */
 
-void trace_flight_init(void)
+void trace_init(void)
 {
-    const char *s = getenv("PPROF_TRACE_FLIGHT");
+    const char *s = getenv("PPROF_TRACE_MB");
+    if (s && *s && config_parse_long(s, 1, 1L << 20, &opt_trace_mb) < 0) {
+        log_info("PPROF_TRACE_MB=%s: not a number of MiB (1 to 1048576); "
+                 "using %d",
+                 s, TRACE_MB_DEFAULT);
+        opt_trace_mb = TRACE_MB_DEFAULT;
+    }
+    s = getenv("PPROF_TRACE_FLIGHT");
     long seconds = 0;
     if (!s || !*s)
         return;
