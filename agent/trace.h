@@ -21,6 +21,7 @@
 #ifndef PPROF_TRACE_H
 #define PPROF_TRACE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,11 @@ void trace_instant(int kind, uint64_t obj, uint32_t peer, const char *text,
  * unknown), read from the C library's lock word: the unblocker a waiter
  * names. Reads only. */
 uint32_t trace_lock_owner(const void *lock, int rwlock);
+
+/* The kernel id of thread t while it runs (0: unknown or ended), read
+ * from the C library's thread record at the offset trace_start() found
+ * for its own thread: the thread whose end ends a join. Reads only. */
+uint32_t trace_thread_tid(pthread_t t);
 
 /* ---- the session (one HTTP worker) --------------------------------------- */
 

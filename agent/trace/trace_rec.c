@@ -227,6 +227,37 @@ uint32_t trace_lock_owner(const void *lock, int rwlock)
     return (uint32_t)((const pthread_mutex_t *)lock)->__data.__owner;
 }
 
+/* Where glibc keeps a thread's kernel id in its thread record (the
+ * struct behind pthread_t): found once on an agent thread, whose id is not
+ * the process id, as the first word holding it; -1 until found or when
+ * not found (joins then name nobody). */
+static long tid_offset = -1;
+
+static void find_tid_offset(void)
+{
+    if (tid_offset >= 0)
+        return;
+    int32_t tid = (int32_t)syscall(SYS_gettid);
+    const int32_t *self = (const int32_t *)pthread_self();
+    if (tid == getpid())
+        return;
+    for (long i = 0; i < 2048 / 4; i++)
+        if (self[i] == tid) {
+            __atomic_store_n(&tid_offset, i * 4, __ATOMIC_RELEASE);
+            return;
+        }
+}
+
+uint32_t trace_thread_tid(pthread_t t)
+{
+    long o = __atomic_load_n(&tid_offset, __ATOMIC_ACQUIRE);
+    if (o < 0 || !t)
+        return 0;
+    int32_t tid = __atomic_load_n((const int32_t *)((const char *)t + o),
+                                  __ATOMIC_RELAXED);
+    return tid > 0 ? (uint32_t)tid : 0;
+}
+
 /* ---- the session --------------------------------------------------------- */
 
 static int list_thread(void *arg, int tid, int dir_fd)
@@ -276,6 +307,7 @@ int trace_start(void)
     }
     initial_count = 0;
     proc_list("/proc/self/task", list_thread, NULL);
+    find_tid_offset();
     trace_dropped = 0;
     uint32_t e = __atomic_load_n(&epoch, __ATOMIC_RELAXED) + 1;
     __atomic_store_n(&next_chunk[e % (uint32_t)halves], 0, __ATOMIC_RELAXED);
@@ -399,6 +431,7 @@ int trace_flight_take(int64_t since)
         return -ENOENT;
     if (session_take(&slot_taken))
         return -EBUSY;
+    find_tid_offset();
     __atomic_store_n(&snapshot_busy, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&switching, __ATOMIC_ACQUIRE))
         sched_yield();

@@ -5,7 +5,8 @@
 # go tool trace's task and region views list them; pprof_trace_enabled()
 # is 1 only while a trace records. Threads the program starts and ends
 # during the trace are created (with the creator's stack: start_short_lived)
-# under the name they gave themselves, and end.
+# under the name they gave themselves, and end; the main thread's join of
+# each is unblocked from the joined thread.
 . "$TOP/test/integration/lib.sh"
 
 GO=
@@ -42,6 +43,10 @@ grep -A6 'NotExist->Runnable' "$WORK/parsed" >"$WORK/created"
 grep -q '^	shortlived @ 0x' "$WORK/created" || fail "no thread created as shortlived"
 grep -q '^	start_short_lived @' "$WORK/created" || fail "the creation's stack is not the creator's"
 grep -q 'Running->NotExist' "$WORK/parsed" || fail "no thread ends in the trace"
+# The main thread's joins are ended by the joined threads: unblocked from
+# their M, not its own.
+grep -E "^M=[0-9]+ .* GoID=$PID Waiting->Runnable" "$WORK/parsed" | grep -vq "^M=$PID " ||
+    fail "no join of the main thread is unblocked from the joined thread"
 
 "$GO" tool trace -http=127.0.0.1:0 "$WORK/trace" >"$WORK/ui.log" 2>&1 &
 ui=$!
