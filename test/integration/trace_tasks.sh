@@ -13,9 +13,9 @@ GO=
 for g in /usr/local/go/bin/go "$(command -v go || true)"; do
     [ -x "$g" ] || continue
     v=$("$g" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
-    if [ -n "$v" ] && [ "$v" -ge 22 ]; then GO=$g; break; fi
+    if [ -n "$v" ] && [ "$v" -ge 26 ]; then GO=$g; break; fi
 done
-[ -n "$GO" ] || fail "no Go 1.22 or later found (Debian's go 1.19 cannot read today's traces): install /usr/local/go"
+[ -n "$GO" ] || fail "no Go 1.26 or later found (the trace is in Go 1.26's format; Debian's go 1.19 reads only the old one): install /usr/local/go"
 note "go: $GO ($("$GO" version))"
 
 start_agent tasks "$BUILD/test/programs/trace_tasks"
