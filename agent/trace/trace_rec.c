@@ -335,10 +335,14 @@ void trace_stop(void)
         trace_route(0);
     trace_stopped_ns = trace_clock();
     trace_dropped = __atomic_load_n(&dropped[0], __ATOMIC_RELAXED);
+    /* A writer past its check finishes its record (a copy: microseconds);
+     * one that never does (a thread stopped for good mid-record) is not
+     * waited for past a moment: its half-written record is not published,
+     * and the memory stays mapped. */
     size_t n = chunks_handed(0);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0, spins = 0; i < n; i++) {
         struct chunk *c = (struct chunk *)(region + i * CHUNK_SIZE);
-        while (__atomic_load_n(&c->busy, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&c->busy, __ATOMIC_SEQ_CST) && spins++ < 100000)
             sched_yield();
     }
 }
