@@ -78,6 +78,16 @@ extern int pprof_agent_label_set(const char *key,
 extern int pprof_agent_label_clear(const char *key) PPROF_WEAK;
 extern pprof_labels pprof_agent_labels_save(void) PPROF_WEAK;
 extern void pprof_agent_labels_restore(pprof_labels labels) PPROF_WEAK;
+extern unsigned long long pprof_agent_trace_task_begin(unsigned long long parent,
+                                                       const char *type)
+    PPROF_WEAK;
+extern void pprof_agent_trace_task_end(unsigned long long task) PPROF_WEAK;
+extern void pprof_agent_trace_region(unsigned long long task,
+                                     const char *type, int end) PPROF_WEAK;
+extern void pprof_agent_trace_log(unsigned long long task,
+                                  const char *category,
+                                  const char *message) PPROF_WEAK;
+extern int pprof_agent_trace_enabled(void) PPROF_WEAK;
 #undef PPROF_WEAK
 #undef PPROF_KEY_UNREAD
 
@@ -184,6 +194,70 @@ PPROF_INLINE void pprof_labels_restore(pprof_labels labels)
 PPROF_INLINE void pprof_labels_clear_all(void)
 {
     pprof_labels_restore(0);
+}
+
+/* ---- execution trace annotations ------------------------------------------ */
+
+/*
+ * As Go's runtime/trace: a task is a logical operation (a request) that
+ * may span threads; a region is a stretch of one thread's time inside a
+ * task; a log message is attached to a task. They show in `go tool
+ * trace`'s "User-defined tasks" and "User-defined regions" views of a
+ * trace taken from /debug/pprof/trace, with the caller's stack.
+ *
+ *     pprof_task t = pprof_trace_task_begin(0, "request");
+ *     pprof_trace_region_begin(t, "parse");
+ *     ...
+ *     pprof_trace_region_end(t, "parse");
+ *     pprof_trace_log(t, "user", "alice");
+ *     pprof_trace_task_end(t);
+ *
+ * A task id (never 0; 0 is the background task, "no task") is handed out
+ * whether or not a trace runs, so that a task begun before a trace can end
+ * inside it. Regions must nest on their thread, each ended with the same
+ * task and type it began with. Strings are copied (at most 256 bytes).
+ * With no trace running each call is a test and a return; without the
+ * agent, nothing (task ids are then 0).
+ */
+typedef unsigned long long pprof_task;
+
+PPROF_INLINE pprof_task pprof_trace_task_begin(pprof_task parent,
+                                               const char *type)
+{
+    return pprof_agent_trace_task_begin
+               ? pprof_agent_trace_task_begin(parent, type)
+               : 0;
+}
+
+PPROF_INLINE void pprof_trace_task_end(pprof_task task)
+{
+    if (pprof_agent_trace_task_end)
+        pprof_agent_trace_task_end(task);
+}
+
+PPROF_INLINE void pprof_trace_region_begin(pprof_task task, const char *type)
+{
+    if (pprof_agent_trace_region)
+        pprof_agent_trace_region(task, type, 0);
+}
+
+PPROF_INLINE void pprof_trace_region_end(pprof_task task, const char *type)
+{
+    if (pprof_agent_trace_region)
+        pprof_agent_trace_region(task, type, 1);
+}
+
+PPROF_INLINE void pprof_trace_log(pprof_task task, const char *category,
+                                  const char *message)
+{
+    if (pprof_agent_trace_log)
+        pprof_agent_trace_log(task, category, message);
+}
+
+/* 1 while a trace records (Go's trace.IsEnabled), else 0. */
+PPROF_INLINE int pprof_trace_enabled(void)
+{
+    return pprof_agent_trace_enabled ? pprof_agent_trace_enabled() : 0;
 }
 
 #undef PPROF_INLINE

@@ -543,5 +543,20 @@ void notes_set(const char *kind, const char *text);
  * many. fn runs without the lock. Not async-signal-safe. */
 size_t notes_each(void (*fn)(void *arg, const char *kind, const char *text),
                   void *arg);
+/* ---- the execution trace (encoder/trace.c) ---- */
+
+/* A CPU sample for the trace: thread, time (CLOCK_MONOTONIC ns), stack. */
+struct trace_sample {
+    uint32_t tid;
+    uint32_t depth;
+    int64_t t;
+    const uintptr_t *pcs;
+};
+
+/* The last trace (agent/trace.h, between trace_stop and trace_release)
+ * with samples, in Go's execution-trace format, into *out (the caller
+ * frees it). Returns 0, or -1 when memory ran out. Not async-signal-safe. */
+int trace_write(const struct trace_sample *samples, size_t nsamples,
+                struct pbuf *out);
 
 #endif

@@ -76,6 +76,10 @@ void http_send_profile(struct request *r, const char *filename,
                        const struct pbuf *gz);
 /* Sends text/plain; charset=utf-8. */
 void http_send_text(struct request *r, const struct pbuf *text);
+/* http_send with more header lines (each ending in \r\n). */
+void http_send_with(struct request *r, const char *content_type,
+                    const char *disposition_name, const char *extra,
+                    const void *body, size_t len);
 
 /* Reads parameter `name` from the query string or a urlencoded body.
  * Returns 1 and fills out (NUL-terminated) when present, 0 when absent. */
@@ -206,7 +210,7 @@ static inline int http_delta_ok(const struct request *r)
 #define HTTP_HANDLERS(X)                                                       \
     X(index) X(cmdline) X(symbol) X(threadcreate) X(processes) X(profile)      \
     X(block) X(mutex) X(heap) X(allocs) X(peak) X(memory) X(flamegraph)        \
-    X(stats) X(charts) X(goroutine) X(custom) X(wall) X(deadlock)
+    X(stats) X(charts) X(goroutine) X(custom) X(wall) X(deadlock) X(trace)
 #define HTTP_COUNTS(X)                                                         \
     X(threadcreate) X(block) X(mutex) X(heap_profile) X(heap_peak) X(goroutine)  \
     X(deadlock)

@@ -110,6 +110,21 @@ void http_send(struct request *r, int status, const char *content_type,
     emit(r, body, len);
 }
 
+void http_send_with(struct request *r, const char *content_type,
+                    const char *disposition_name, const char *extra,
+                    const void *body, size_t len)
+{
+    if (capture(r, 200, body, len))
+        return;
+    http_count_status(200);
+    char head[512];
+    log_snprintf(head, sizeof head,
+                 "Content-Disposition: attachment; filename=\"%s\"\r\n%s",
+                 disposition_name, extra);
+    emit_head(r, 200, content_type, head, len);
+    emit(r, body, len);
+}
+
 void http_error(struct request *r, int status, const char *msg)
 {
     char line[512];

@@ -55,6 +55,11 @@ const struct route routes[] = {
      "its name, state and system call. You can specify the duration in "
      "the seconds GET parameter.",
      NULL, PROFILE | ROUTE_LONG, 10},
+    {"trace", handle_trace,
+     "A trace of execution of the current program. You can specify the "
+     "duration in the seconds GET parameter. After you get the trace file, "
+     "use the go tool trace command to investigate the trace.",
+     NULL, ROUTE_LISTED | ROUTE_LONG, 0},
     {"symbol", handle_symbol,
      "Maps addresses to function names (used by pprof)", NULL, 0, 0},
     {"processes", handle_processes,

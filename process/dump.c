@@ -3,8 +3,9 @@
  * live seconds: a CPU profile of the whole run (started here, at load) and
  * a heap profile, written at exit (exit() and return from main), whenever
  * the operator sends PPROF_DUMP_SIGNAL, and every PPROF_DUMP_INTERVAL
- * seconds. Files are named <program>-<pid>-<UTC time>.<cpu|heap>.pb.gz and
- * appear whole: each is written under a temporary name in the same folder,
+ * seconds. Files are named <program>-<pid>-<UTC time>.<cpu|heap>.pb.gz and,
+ * with the flight recorder on (PPROF_TRACE_FLIGHT), .trace (Go's execution
+ * trace of the last seconds, for `go tool trace`); they appear whole: each is written under a temporary name in the same folder,
  * flushed, then renamed.
  *
  * Contexts: dump_start() in the constructor (or a forked child's starter
@@ -30,6 +31,7 @@
 #include "agent/deadlock.h"
 #include "agent/memory.h"
 #include "agent/threads.h"
+#include "agent/trace.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>
@@ -144,10 +146,11 @@ static int write_atomic(const char *path, const struct pbuf *data)
     return err;
 }
 
-static int save(const char *stem, const char *kind, const struct pbuf *gz)
+/* Writes gz as stem + suffix; 1 when written. */
+static int save_as(const char *stem, const char *suffix, const struct pbuf *gz)
 {
     char path[1300];
-    log_snprintf(path, sizeof path, "%s.%s.pb.gz", stem, kind);
+    log_snprintf(path, sizeof path, "%s%s", stem, suffix);
     int err = write_atomic(path, gz);
     if (err) {
         log_info("cannot write %s: %s", path, strerror(-err));
@@ -156,6 +159,25 @@ static int save(const char *stem, const char *kind, const struct pbuf *gz)
     log_debug("wrote %s (%zu bytes)", path, gz->len);
     __atomic_fetch_add(&dump_files_written, 1, __ATOMIC_RELAXED);
     return 1;
+}
+
+static int save(const char *stem, const char *kind, const struct pbuf *gz)
+{
+    char suffix[64];
+    log_snprintf(suffix, sizeof suffix, ".%s.pb.gz", kind);
+    return save_as(stem, suffix, gz);
+}
+
+/* What the flight recorder keeps, as stem.trace; 1 when written. */
+static int save_flight(const char *stem)
+{
+    if (!trace_flight_on() || trace_flight_take(0) != 0)
+        return 0;
+    struct pbuf t = {0};
+    int written = trace_write(NULL, 0, &t) == 0 && save_as(stem, ".trace", &t);
+    trace_flight_give();
+    pbuf_free(&t);
+    return written;
 }
 
 /* ---- profiles -------------------------------------------------------------- */
@@ -213,6 +235,7 @@ static int dump_locked(const char *reason, int final)
             written += save(stem, "heap", &gz);
         pbuf_free(&gz);
     }
+    written += save_flight(stem);
     log_debug("dump (%s): %d files as %s.*", reason, written, stem);
     return written;
 }

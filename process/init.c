@@ -9,6 +9,7 @@
 #include "agent/cpu.h"
 #include "agent/contention.h"
 #include "agent/heap.h"
+#include "agent/trace.h"
 #include "process/process.h"
 #include "agent/symbols.h"
 #include "http/server.h"
@@ -42,6 +43,7 @@ __attribute__((constructor)) static void agent_init(void)
     wait_hooks_init();
     futex_hooks_init();
     contention_init();
+    trace_init();
     agent_ready = 1;
     exit_hooks_init();
     children_init();

@@ -35,6 +35,7 @@
 #include "agent/heap.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
+#include "agent/trace.h"
 #include "agent/wall.h"
 
 #include <pthread.h>
@@ -76,6 +77,7 @@ static void fork_child(void)
     if (heap_buckets)
         heap_table_fork_child();
     fds_fork_child();
+    trace_fork_child();
     symbols_fork_child();
     threads_fork_child();
     if (shell_child)

@@ -89,6 +89,7 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
         return;
     }
     s->tid = tid;
+    s->ns = (int64_t)mono_ns();
     s->weight = weight;
     s->labels = labels_current_id(); /* this thread's own TLS: a plain read */
     s->depth = unwind(uc, s->pcs);

@@ -26,6 +26,7 @@
 #include "agent/fds.h"
 
 #include "agent/agent.h"
+#include "agent/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -665,11 +666,28 @@ static int agent_accept(int fd, struct sockaddr *addr, socklen_t *len,
     return r;
 }
 
+/* The host's accept while an execution trace runs: timed as a network
+ * wait (agent/trace.h). */
+static __attribute__((noinline)) int traced_accept(int fd,
+                                                  struct sockaddr *addr,
+                                                  socklen_t *len, int flags)
+{
+    return TRACE_CALL(TRACE_NET, fd,
+                      flags == -1 ? (int)REAL_OR_SYSCALL(real_accept,
+                                                         SYS_accept, fd, addr,
+                                                         len)
+                                  : (int)REAL_OR_SYSCALL(real_accept4,
+                                                         SYS_accept4, fd, addr,
+                                                         len, flags));
+}
+
 __attribute__((visibility("default"))) int
 accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return (int)REAL_OR_SYSCALL(real_accept, SYS_accept, fd, addr, len);
+        return unlikely(trace_on) ? traced_accept(fd, addr, len, -1)
+                                  : (int)REAL_OR_SYSCALL(real_accept, SYS_accept,
+                                                         fd, addr, len);
     return agent_accept(fd, addr, len, -1);
 }
 
@@ -677,8 +695,10 @@ __attribute__((visibility("default"))) int
 accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     if (likely(!from_agent_library(__builtin_return_address(0))))
-        return (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd, addr, len,
-                                    flags);
+        return unlikely(trace_on)
+                   ? traced_accept(fd, addr, len, flags)
+                   : (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd, addr,
+                                          len, flags);
     return agent_accept(fd, addr, len, flags);
 }
 
@@ -705,17 +725,30 @@ static inline ssize_t transfer(int sending, int fd, void *buf, size_t n,
                      : syscall(SYS_recvfrom, fd, buf, n, flags, 0, 0);
 }
 
+/* recv and send while an execution trace runs: timed as network waits. */
+static __attribute__((noinline)) ssize_t
+traced_transfer(int sending, int fd, void *buf, size_t n, int flags,
+                const void *pc)
+{
+    return TRACE_CALL(TRACE_NET, fd, transfer(sending, fd, buf, n, flags, pc));
+}
+
 __attribute__((visibility("default"))) ssize_t recv(int fd, void *buf,
                                                     size_t n, int flags)
 {
-    return transfer(0, fd, buf, n, flags, __builtin_return_address(0));
+    const void *pc = __builtin_return_address(0);
+    if (unlikely(trace_on))
+        return traced_transfer(0, fd, buf, n, flags, pc);
+    return transfer(0, fd, buf, n, flags, pc);
 }
 
 __attribute__((visibility("default"))) ssize_t send(int fd, const void *buf,
                                                     size_t n, int flags)
 {
-    return transfer(1, fd, (void *)buf, n, flags,
-                    __builtin_return_address(0));
+    const void *pc = __builtin_return_address(0);
+    if (unlikely(trace_on))
+        return traced_transfer(1, fd, (void *)buf, n, flags, pc);
+    return transfer(1, fd, (void *)buf, n, flags, pc);
 }
 
 __attribute__((visibility("default"))) int shutdown(int fd, int how)

@@ -28,6 +28,7 @@
  */
 #include "agent/contention.h"
 #include "agent/deadlock.h"
+#include "agent/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -174,8 +175,11 @@ static __attribute__((noinline)) long wait_slow(const void *uaddr, long nr,
      * the kernel, which checks the word again and answers EAGAIN when the
      * holder let go meanwhile, after the whole sleep. Dropping those lost
      * whole 12 ms rounds in contention_futex (15 of 20 seen). */
-    if (r >= 0 || saved != EAGAIN || t1 - t0 >= FUTEX_SLEPT_NS)
+    if (r >= 0 || saved != EAGAIN || t1 - t0 >= FUTEX_SLEPT_NS) {
         contention_block_event(t1 - t0);
+        if (unlikely(trace_on))
+            trace_interval(TRACE_SYNC, (uint64_t)uaddr, t0, 0);
+    }
     errno = saved;
     return r;
 }

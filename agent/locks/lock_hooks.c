@@ -29,6 +29,7 @@
  */
 #include "agent/contention.h"
 #include "agent/deadlock.h"
+#include "agent/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -192,6 +193,7 @@ static inline int measure_when(int on, const pthread_mutex_t *m)
  * the holder's charge), call performs the real blocking operation. */
 struct wait_op {
     const void *lock;
+    int rwlock; /* lock is a rwlock (for its holder's id in the trace) */
     int (*call)(const struct wait_op *);
     void *obj;
     const struct timespec *abstime;
@@ -210,6 +212,7 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
     struct deadlock_slot *dl = deadlock_wait_begin(
         op->lock, op->rw || op->rw_timed ? DEADLOCK_RWLOCK : DEADLOCK_MUTEX,
         t0);
+    uint32_t holder = trace_on ? trace_lock_owner(op->lock, op->rwlock) : 0;
     errno = saved;
     int r = op->call(op);
     deadlock_wait_end(dl);
@@ -221,6 +224,8 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
         contention_handover(op->lock);
     if (r == 0)
         contention_block_event(t1 - t0);
+    if (unlikely(trace_on))
+        trace_interval(TRACE_SYNC, (uint64_t)op->lock, t0, holder);
     errno = saved;
     return r;
 }
@@ -294,7 +299,7 @@ static int rw_lock(pthread_rwlock_t *l, int kind)
     int r = rw[kind].real_trylock(l);
     if (likely(r != EBUSY))
         return r;
-    struct wait_op op = {.lock = l, .call = call_rw, .obj = l,
+    struct wait_op op = {.lock = l, .rwlock = 1, .call = call_rw, .obj = l,
                          .rw = rw[kind].real_lock};
     return wait_slow(&op);
 }
@@ -309,7 +314,8 @@ static int rw_timedlock(pthread_rwlock_t *l, const struct timespec *abstime,
     int r = rw[kind].real_trylock(l);
     if (likely(r != EBUSY))
         return r;
-    struct wait_op op = {.lock = l, .call = call_rw_timed, .obj = l,
+    struct wait_op op = {.lock = l, .rwlock = 1, .call = call_rw_timed,
+                         .obj = l,
                          .abstime = abstime,
                          .rw_timed = rw[kind].real_timedlock};
     return wait_slow(&op);
@@ -415,10 +421,12 @@ static int64_t cond_block_begin(pthread_mutex_t *m)
     return contention_clock();
 }
 
-static int cond_block_end(int r, int64_t t0)
+static int cond_block_end(int r, int64_t t0, int kind)
 {
     int saved = errno;
     contention_block_event(contention_clock() - t0);
+    if (unlikely(trace_on))
+        trace_interval(kind, 0, t0, 0);
     errno = saved;
     return r;
 }
@@ -432,7 +440,7 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
     if (pass_through())
         return fn(c, m);
     int64_t t0 = cond_block_begin(m);
-    return cond_block_end(fn(c, m), t0);
+    return cond_block_end(fn(c, m), t0, TRACE_COND);
 }
 
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
@@ -445,7 +453,7 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
     if (pass_through())
         return fn(c, m, abstime);
     int64_t t0 = cond_block_begin(m);
-    return cond_block_end(fn(c, m, abstime), t0);
+    return cond_block_end(fn(c, m, abstime), t0, TRACE_COND);
 }
 
 /* ---- semaphores ------------------------------------------------------------- */
@@ -464,7 +472,7 @@ EXPORT int sem_wait(sem_t *s)
     errno = saved;
     int64_t t0 = contention_clock();
     int r = real_sem_wait(s);
-    return cond_block_end(r, t0);
+    return cond_block_end(r, t0, TRACE_SYNC);
 }
 
 EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
@@ -481,5 +489,5 @@ EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
     errno = saved;
     int64_t t0 = contention_clock();
     int r = real_sem_timedwait(s, abstime);
-    return cond_block_end(r, t0);
+    return cond_block_end(r, t0, TRACE_SYNC);
 }

@@ -21,6 +21,7 @@
  * entered are only forwarded.
  */
 #include "agent/contention.h"
+#include "agent/trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -119,6 +120,7 @@ struct wait {
     int64_t t0;
     void *handle; /* the sampled lock waiter, or NULL */
     const void *lock;
+    uint32_t ender; /* for a trace: the thread whose end ends it, or 0 */
 };
 
 /* Starts timing a wait; lock (a mutex or rwlock) registers the waiter for
@@ -128,6 +130,7 @@ static void wait_begin(struct wait *w, const void *lock)
     int saved = errno;
     w->t0 = contention_clock();
     w->lock = lock;
+    w->ender = 0;
     w->handle = lock ? contention_arrive(lock, w->t0) : NULL;
     errno = saved;
 }
@@ -146,6 +149,8 @@ static int wait_end(struct wait *w, int r, int record_failed)
         contention_handover(w->lock);
     if (r == 0 || record_failed)
         contention_block_event(t1 - w->t0);
+    if (unlikely(trace_on))
+        trace_interval(TRACE_SYNC, (uint64_t)w->lock, w->t0, w->ender);
     errno = saved;
     return r;
 }
@@ -157,6 +162,17 @@ static int wait_end(struct wait *w, int r, int record_failed)
     ({                                                                         \
         struct wait w_;                                                        \
         wait_begin(&w_, (lock));                                               \
+        wait_end(&w_, (call), (record_failed));                                \
+    })
+
+/* The value of a join's `call`, timed as one wait ended by thread t's end
+ * (named in a trace). */
+#define JOIN_WAIT(t, record_failed, call)                                      \
+    ({                                                                         \
+        struct wait w_;                                                        \
+        wait_begin(&w_, NULL);                                                 \
+        if (unlikely(trace_on))                                                \
+            w_.ender = trace_thread_tid(t);                                    \
         wait_end(&w_, (call), (record_failed));                                \
     })
 
@@ -254,7 +270,7 @@ EXPORT int pthread_join(pthread_t t, void **ret)
 {
     if (pass_through())
         return FORWARD(real_join, t, ret);
-    return TIMED_WAIT(NULL, 0, FORWARD(real_join, t, ret));
+    return JOIN_WAIT(t, 0, FORWARD(real_join, t, ret));
 }
 
 EXPORT int pthread_timedjoin_np(pthread_t t, void **ret,
@@ -262,7 +278,7 @@ EXPORT int pthread_timedjoin_np(pthread_t t, void **ret,
 {
     if (pass_through())
         return FORWARD(real_timedjoin, t, ret, abstime);
-    return TIMED_WAIT(NULL, 1, FORWARD(real_timedjoin, t, ret, abstime));
+    return JOIN_WAIT(t, 1, FORWARD(real_timedjoin, t, ret, abstime));
 }
 
 EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
@@ -270,8 +286,7 @@ EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
 {
     if (pass_through())
         return FORWARD(real_clockjoin, t, ret, clock, abstime);
-    return TIMED_WAIT(NULL, 1,
-                      FORWARD(real_clockjoin, t, ret, clock, abstime));
+    return JOIN_WAIT(t, 1, FORWARD(real_clockjoin, t, ret, clock, abstime));
 }
 
 /* A spin lock waits on the CPU (the CPU profile shows it too); its holder

@@ -14,11 +14,16 @@
 #include "agent/agent.h"
 #include "agent/cpu.h"
 #include "agent/labels.h"
+#include "agent/trace.h"
 #include "agent/wall.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
                            void *(*)(void *), void *);
@@ -31,6 +36,8 @@ struct start_record {
     void *arg;
     int agent_thread;
     const struct pprof_label_set *labels; /* the creator's, inherited */
+    uint64_t trace_key; /* the creation's record in a trace, 0: none */
+    uint32_t creator;   /* the creating thread's id, with trace_key */
 };
 
 /*
@@ -84,6 +91,11 @@ static void thread_exit(void *unused)
     cpu_thread_exiting();
     wall_thread_exiting();
     guard_leave();
+    if (unlikely(trace_on)) {
+        char name[16] = "";
+        prctl(PR_GET_NAME, name);
+        trace_instant(TRACE_EXIT, 0, 0, name, strnlen(name, 15));
+    }
 }
 
 static void *thread_start(void *p)
@@ -113,6 +125,8 @@ static void *thread_start(void *p)
     cpu_thread_started();
     stack_thread_prepare();
     guard_leave();
+    if (unlikely(trace_on) && r.trace_key)
+        trace_instant(TRACE_START, r.trace_key, r.creator, NULL, 0);
     void *ret;
     pthread_cleanup_push(thread_exit, NULL);
     ret = r.fn(r.arg);
@@ -180,6 +194,12 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     r->arg = arg;
     r->agent_thread = agent;
     r->labels = agent ? NULL : labels_current;
+    r->trace_key = 0;
+    if (unlikely(trace_on) && !agent) {
+        r->trace_key = trace_next_key();
+        r->creator = (uint32_t)syscall(SYS_gettid);
+        trace_instant(TRACE_CREATE, r->trace_key, 0, NULL, 0);
+    }
     /* The agent's own threads (civetweb asks for 100 KiB) get room for
      * symbolization: libdw recurses deeply on large compile units. */
     pthread_attr_t big;

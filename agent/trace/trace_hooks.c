@@ -1,0 +1,207 @@
+/*
+ * The blocking calls the execution trace records, interposed: reads and
+ * writes, socket transfers and connects, poll/select/epoll waits, sleeps,
+ * file syncs, and pthread_setname_np (a thread's new name). accept, recv
+ * and send are agent/host/fds.c's, which times them the same way.
+ *
+ * Entered on every host thread, for every such call. A hook is one
+ * indirect jump through its route: the real function while no trace runs
+ * (nothing else: test/bench/trace.sh counts the instructions), its traced
+ * twin while one does, which times the call and records it after it
+ * returned (agent/trace/trace_rec.c), errno and the return value
+ * untouched. trace_start() and trace_stop() switch every route
+ * (trace_hooks_route); a call already inside a twin when the trace stops
+ * finds trace_on clear and records nothing.
+ *
+ * What a call is: a socket's transfer is a network wait, as are poll,
+ * select and epoll waits (Go's network poller is where its goroutines wait
+ * for descriptors); a sleep is a sleep; anything else a system call. A
+ * read or write learns whether its descriptor is a socket from fstat,
+ * cached per descriptor for the trace.
+ *
+ * Calls the C library makes inside itself (fread's read) do not pass
+ * through here: only the program's own calls are seen.
+ */
+#include "agent/trace.h"
+
+#include "agent/agent.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The descriptor kinds a read or write may be (below). */
+#define FD (-1)
+static int fd_kind(int fd);
+
+/* Every hooked call: its return type, name, parameters, arguments, what
+ * it is (FD: what its descriptor is) and the object it is on. */
+#define TRACE_HOOKS(X)                                                         \
+    X(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n), FD, fd)          \
+    X(ssize_t, write, (int fd, const void *b, size_t n), (fd, b, n), FD, fd)   \
+    X(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), FD,  \
+          fd)                                                                  \
+    X(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), FD, \
+          fd)                                                                  \
+    X(ssize_t, pread, (int fd, void *b, size_t n, off_t o), (fd, b, n, o),     \
+          TRACE_SYSCALL, fd)                                                   \
+    X(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o), (fd, b, n,  \
+          o), TRACE_SYSCALL, fd)                                               \
+    X(ssize_t, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr    \
+          *a, socklen_t *l), (fd, b, n, f, a, l), TRACE_NET, fd)               \
+    X(ssize_t, sendto, (int fd, const void *b, size_t n, int f, const struct   \
+          sockaddr *a, socklen_t l), (fd, b, n, f, a, l), TRACE_NET, fd)       \
+    X(ssize_t, recvmsg, (int fd, struct msghdr *m, int f), (fd, m, f),         \
+          TRACE_NET, fd)                                                       \
+    X(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f), (fd, m, f),   \
+          TRACE_NET, fd)                                                       \
+    X(int, connect, (int fd, const struct sockaddr *a, socklen_t l), (fd, a,   \
+          l), TRACE_NET, fd)                                                   \
+    X(int, poll, (struct pollfd *p, nfds_t n, int t), (p, n, t), TRACE_NET, 0) \
+    X(int, ppoll, (struct pollfd *p, nfds_t n, const struct timespec *t, const \
+          sigset_t *s), (p, n, t, s), TRACE_NET, 0)                            \
+    X(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval     \
+          *t), (n, r, w, e, t), TRACE_NET, 0)                                  \
+    X(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct      \
+          timespec *t, const sigset_t *s), (n, r, w, e, t, s), TRACE_NET, 0)   \
+    X(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int t), (fd,    \
+          ev, n, t), TRACE_NET, fd)                                            \
+    X(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int t, const   \
+          sigset_t *s), (fd, ev, n, t, s), TRACE_NET, fd)                      \
+    X(int, nanosleep, (const struct timespec *r, struct timespec *m), (r, m),  \
+          TRACE_SLEEP, 0)                                                      \
+    X(int, clock_nanosleep, (clockid_t c, int f, const struct timespec *r,     \
+          struct timespec *m), (c, f, r, m), TRACE_SLEEP, 0)                   \
+    X(unsigned, sleep, (unsigned s), (s), TRACE_SLEEP, 0)                      \
+    X(int, usleep, (useconds_t u), (u), TRACE_SLEEP, 0)                        \
+    X(int, fsync, (int fd), (fd), TRACE_SYSCALL, fd)                           \
+    X(int, fdatasync, (int fd), (fd), TRACE_SYSCALL, fd)
+
+static void resolve(void);
+
+/*
+ * Per call: the real function (its stub until resolved), the route the
+ * exported name jumps through, the stub that resolves every real function
+ * on first use, the traced twin and the exported name.
+ */
+#define DECLARE(ret, name, params, args, kind, obj)                            \
+    static ret stub_##name params;                                             \
+    static ret traced_##name params;                                           \
+    static ret(*real_##name) params = stub_##name;                             \
+    static ret(*route_##name) params = stub_##name;                            \
+    static ret stub_##name params                                              \
+    {                                                                          \
+        resolve();                                                             \
+        return route_##name args;                                              \
+    }                                                                          \
+    static __attribute__((noinline)) ret traced_##name params                  \
+    {                                                                          \
+        int64_t t0_ = trace_clock();                                           \
+        ret rv_ = real_##name args;                                            \
+        int saved_ = errno;                                                    \
+        int k_ = (kind);                                                       \
+        if (k_ == FD)                                                          \
+            k_ = fd_kind((int)(obj));                                          \
+        errno = saved_;                                                        \
+        if (__atomic_load_n(&trace_on, __ATOMIC_RELAXED))                      \
+            trace_interval(k_, (uint64_t)(obj), t0_, 0);                       \
+        return rv_;                                                            \
+    }                                                                          \
+    EXPORT FAST ret name params                                                \
+    {                                                                          \
+        return route_##name args;                                              \
+    }
+
+/* A hook is a jump: no frame to build or walk. */
+#define FAST __attribute__((optimize("omit-frame-pointer")))
+
+TRACE_HOOKS(DECLARE)
+
+#define RESOLVE(ret, name, params, args, kind, obj)                            \
+    do {                                                                       \
+        void *p_ = dlsym(RTLD_NEXT, #name);                                    \
+        if (p_)                                                                \
+            __atomic_store_n((void **)&real_##name, p_, __ATOMIC_RELEASE);     \
+    } while (0);
+
+#define ROUTE(ret, name, params, args, kind, obj)                              \
+    if (real_##name != stub_##name)                                            \
+        __atomic_store_n(&route_##name, on ? traced_##name : real_##name,      \
+                         __ATOMIC_RELEASE);
+
+static int (*real_setname)(pthread_t, const char *);
+
+static void trace_hooks_route(int on)
+{
+    TRACE_HOOKS(ROUTE)
+}
+
+static void resolve(void)
+{
+    TRACE_HOOKS(RESOLVE)
+    if (!real_setname)
+        real_setname = dlsym(RTLD_NEXT, "pthread_setname_np");
+    trace_hooks_route(__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE));
+}
+
+__attribute__((constructor(103))) static void trace_hooks_init(void)
+{
+    resolve();
+    trace_route = trace_hooks_route;
+}
+
+/* ---- what a descriptor is ------------------------------------------------ */
+
+#define FD_CACHE 4096
+/* Per descriptor: the trace it was looked up in (its start time's bits)
+ * and whether it is a socket in the low bit. */
+static uint32_t fd_cache[FD_CACHE];
+
+static int fd_kind(int fd)
+{
+    uint32_t stamp = (uint32_t)(trace_started_ns >> 8) & ~1u;
+    if (fd >= 0 && fd < FD_CACHE) {
+        uint32_t c = __atomic_load_n(&fd_cache[fd], __ATOMIC_RELAXED);
+        if ((c & ~1u) == stamp)
+            return c & 1 ? TRACE_NET : TRACE_SYSCALL;
+    }
+    struct stat st;
+    int sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+    if (fd >= 0 && fd < FD_CACHE)
+        __atomic_store_n(&fd_cache[fd], stamp | (uint32_t)sock,
+                         __ATOMIC_RELAXED);
+    return sock ? TRACE_NET : TRACE_SYSCALL;
+}
+
+/* glibc's names of pread and pwrite for 64-bit offsets: the same calls. */
+EXPORT FAST ssize_t pread64(int fd, void *b, size_t n, off_t o)
+{
+    return route_pread(fd, b, n, o);
+}
+
+EXPORT FAST ssize_t pwrite64(int fd, const void *b, size_t n, off_t o)
+{
+    return route_pwrite(fd, b, n, o);
+}
+
+EXPORT int pthread_setname_np(pthread_t t, const char *name)
+{
+    if (!real_setname)
+        resolve();
+    int r = real_setname ? real_setname(t, name) : ENOSYS;
+    if (unlikely(trace_on) && r == 0 && pthread_equal(t, pthread_self()))
+        trace_instant(TRACE_RENAME, 0, 0, name, strnlen(name, 15));
+    return r;
+}
