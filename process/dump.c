@@ -230,10 +230,11 @@ int dump_now(const char *reason)
 }
 
 /* Runs in the host's exit path (exit() or return from main), after the
- * host's own atexit handlers registered after the agent loaded. */
+ * host's own atexit handlers registered after the agent loaded. Not in a
+ * process that sandboxed itself: writing files could be what kills it. */
 static void dump_at_exit(void)
 {
-    if (!started)
+    if (!started || agent_sandboxed)
         return;
     guard_enter();
     spin_lock(&dump_lock);

@@ -45,13 +45,16 @@ __attribute__((constructor)) static void agent_init(void)
     agent_ready = 1;
     exit_hooks_init();
     children_init();
-    fork_init(children_fork_prepare, children_fork_child);
+    fork_init(children_fork_prepare, children_fork_child,
+              children_after_fork);
     /* The whole-run CPU profile of PPROF_DUMP_DIR starts at once; the
-     * server waits until the process has lived a moment (start.c). */
+     * server waits until the process has lived a moment (start.c). An
+     * exec'd descendant stays passive unless asked (children.c). */
     dump_start();
-    if (opt_serve && opt_start_delay_ms == 0)
+    int serve = opt_serve && !children_passive();
+    if (serve && opt_start_delay_ms == 0)
         start_now();
-    else if (opt_serve && start_later(0) != 0)
+    else if (serve && start_later(0) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");
     guard_leave();
