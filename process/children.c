@@ -28,7 +28,9 @@
  * constructor afresh (LD_PRELOAD is inherited); one exec'd by a process
  * under the agent (PPROF_FAMILY in its environment, rundir.c) starts no
  * thread, binds no port, writes no file and says nothing, and neither do
- * the children it forks, unless PPROF_EXEC_CHILDREN=serve: a shell in a
+ * the children it forks, unless PPROF_EXEC_CHILDREN=serve (and without
+ * PPROF_DUMP_DIR it records nothing either: init.c turns the agent off
+ * there): a shell in a
  * tmux pane, the processes of a build, Chromium's zygote (which aborts
  * when it has a second thread). An exec'd descendant never writes
  * PPROF_PORT_FILE: the file names the process started with it.

@@ -17,6 +17,14 @@ __attribute__((constructor)) static void agent_init(void)
 {
     guard_enter();
     config_load();
+    /* An exec'd descendant (children.c) that nobody asked to serve or to
+     * dump is a pass-through, as with the agent off: what it would record
+     * nobody could read, and its stack walks would build unwind tables
+     * (Firefox's content processes: 53 MB and a second of CPU each, and
+     * an mremap their sandbox traps). */
+    if (config_exec_child && opt_exec_children != CHILDREN_SERVE &&
+        !opt_dump_dir[0])
+        opt_enable = 0;
     if (!opt_enable) {
         heap_init();
         futex_hooks_init(); /* forward syscall() through the loader */
