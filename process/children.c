@@ -25,15 +25,15 @@
  * starts.
  *
  * Descendants stay passive until asked. An exec'd process runs the agent's
- * constructor afresh (LD_PRELOAD is inherited); one exec'd by a process
- * under the agent (PPROF_FAMILY in its environment, rundir.c) starts no
- * thread, binds no port, writes no file and says nothing, and neither do
- * the children it forks, unless PPROF_EXEC_CHILDREN=serve (and without
- * PPROF_DUMP_DIR it records nothing either: init.c turns the agent off
- * there): a shell in a
- * tmux pane, the processes of a build, Chromium's zygote (which aborts
- * when it has a second thread). An exec'd descendant never writes
- * PPROF_PORT_FILE: the file names the process started with it.
+ * constructor afresh (LD_PRELOAD is inherited); one exec'd by another
+ * process under the agent (its PPROF_FAMILY names that one, rundir.c)
+ * starts no thread, binds no port, writes no file and says nothing, and
+ * neither do the children it forks, unless PPROF_EXEC_CHILDREN=serve: a
+ * shell in a tmux pane, the processes of a build, Chromium's zygote (which
+ * aborts when it has a second thread). Without PPROF_DUMP_DIR it records
+ * nothing either (init.c turns the agent off there). An exec'd descendant
+ * never writes PPROF_PORT_FILE: the file names the process started with
+ * it.
  *
  * The agent's state is the process's it was set up in (own_pid): a process
  * made without fork handlers (a raw clone, _Fork, vfork) has another pid,
