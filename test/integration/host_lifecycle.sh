@@ -15,7 +15,8 @@
 # - a forked child whose only thread ends alone (exit system call);
 # - valgrind's leak check (the starter's thread memory was "possibly lost").
 # And: an exec'd descendant keeps one thread and says nothing, while the
-# process started by hand serves (PPROF_EXEC_CHILDREN=serve opts in).
+# process started by hand serves (PPROF_EXEC_CHILDREN=serve opts in); only
+# the process started with PPROF_PORT_FILE writes it.
 . "$TOP/test/integration/lib.sh"
 
 H="$BUILD/test/programs/host_lifecycle"
@@ -68,9 +69,15 @@ cat "$WORK/execs.out"
 [ "$STATUS" = 0 ] || fail "the exec'd child did not have one thread (status $STATUS)"
 [ "$(grep -c . "$WORK/execs.err")" = 1 ] || { cat "$WORK/execs.err"; fail "more than the parent's one line"; }
 grep -q "(pid $PID)" "$WORK/execs.err" || fail "the line is not the parent's"
-# Asked to, the exec'd child serves (and has its threads).
-export PPROF_EXEC_CHILDREN=serve
+# Asked to, the exec'd child serves (and has its threads), and says so at
+# PPROF_LOG=info; PPROF_PORT_FILE still names the parent, the process
+# started with it (the child wrote it too, after the parent).
+export PPROF_EXEC_CHILDREN=serve PPROF_LOG=info
 start_agent execs-serve "$H" exec-threads 600
 wait_exit "$PID" 60
+cat "$WORK/execs-serve.err"
 grep -q 'threads=[2-9]' "$WORK/execs-serve.out" || { cat "$WORK/execs-serve.out"; fail "PPROF_EXEC_CHILDREN=serve: the exec'd child did not serve"; }
+grep -q "serving http://$(cat "$WORK/execs-serve.port")/debug/pprof/ (pid $PID)" "$WORK/execs-serve.err" ||
+    fail "PPROF_PORT_FILE ($(cat "$WORK/execs-serve.port")) does not name the parent $PID"
+[ "$(grep -c 'serving' "$WORK/execs-serve.err")" = 2 ] || fail "PPROF_EXEC_CHILDREN=serve: not two serving lines"
 echo ok

@@ -11,8 +11,8 @@
  *                                 unshare(CLONE_NEWPID) and exits 0; at once,
  *                                 inside the agent's start delay
  *   host_lifecycle exec-threads MS
- *                                 an exec'd child (this program, mode
- *                                 threads) sleeps MS, prints its own thread
+ *                                 a child forked at once execs 0.3 s later
+ *                                 (this program, mode threads), sleeps MS, prints its own thread
  *                                 count (/proc/self/status) and exits 0 when
  *                                 it is 1, 3 otherwise (Chromium's zygote
  *                                 aborts when it has more than one); the
@@ -132,6 +132,7 @@ static int mode_exec_threads(const char *self, const char *ms)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        sleep_ms(300); /* a worker that execs a moment after the fork */
         execl(self, self, "threads", ms, (char *)NULL);
         _exit(127);
     }
