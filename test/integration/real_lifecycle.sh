@@ -132,9 +132,12 @@ $(run agent) PPROF_PORT_FILE="$WORK/chrome.port" PPROF_START_DELAY_MS=300 \
     --remote-debugging-port=0 about:blank > "$WORK/chrome.out" 2> "$WORK/chrome.err" &
 LPID=$!
 PIDS="$PIDS $LPID"
-for i in $(seq 200); do [ -s "$WORK/chrome.port" ] && break; sleep 0.05; done
+for i in $(seq 600); do [ -s "$WORK/chrome.port" ] && break; sleep 0.05; done
 [ -s "$WORK/chrome.port" ] || { cat "$WORK/chrome.err"; fail "chromium: no port file"; }
-PID=$(pgrep -o -P "$LPID" -f chromium/chromium)
+# The browser: leftovers.py's first child (the wrapper script exec'd it in
+# place); what the browser abandons is re-parented there later.
+PID=$(pgrep -o -P "$LPID" || true)
+[ -n "$PID" ] || fail "chromium: no browser process"
 # The port file may first name the wrapper script (/usr/bin/chromium),
 # which served if it lived a start delay before it exec'd the browser in
 # place: wait until the browser's own server answers.
