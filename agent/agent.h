@@ -145,6 +145,11 @@ static inline void guard_leave(void)
 
 /* 1 once the constructor has finished and the agent is enabled. */
 extern volatile int agent_ready;
+/* 1 once the host asked for a system-call filter (seccomp, through prctl
+ * or syscall()): from then on the agent makes no system call it can do
+ * without (a sandbox kills the caller of one it does not allow). Set by
+ * the interposers, read anywhere. */
+extern volatile int agent_sandboxed;
 
 /* ---- loaded objects ------------------------------------------------------ */
 
@@ -261,9 +266,11 @@ void stack_note_handler(int sig);
 /* Turns on the agent's fork handlers (registered once, before any other
  * constructor of the agent): the modules' steps, and the process shell's
  * (shell_prepare runs first of the prepare steps, shell_child after the
- * agent's own child steps; either may be NULL). Called once by the
- * constructor. Not async-signal-safe. */
-void fork_init(void (*shell_prepare)(void), void (*shell_child)(void));
+ * agent's own child steps; shell_after in the child once every fork
+ * handler of the host ran too: see fork.c; any may be NULL). Called once
+ * by the constructor. Not async-signal-safe. */
+void fork_init(void (*shell_prepare)(void), void (*shell_child)(void),
+               void (*shell_after)(void));
 /* In a fork child: forgets the forking thread's cached thread id (guard.c).
  * Async-signal-safe. */
 void guard_fork_child(void);

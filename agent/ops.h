@@ -24,6 +24,10 @@ enum children_policy { CHILDREN_OFF = 0, CHILDREN_SERVE = 1 };
 
 extern char opt_run_dir[1024];   /* PPROF_RUN_DIR, "" = off */
 extern int opt_children;         /* PPROF_CHILDREN */
+extern int opt_exec_children;    /* PPROF_EXEC_CHILDREN (default off) */
+/* 1 when this process was exec'd by another one under the agent
+ * (rundir_env_from_ancestor). Its default log level is quiet. */
+extern int config_exec_child;
 extern char opt_dump_dir[1024];  /* PPROF_DUMP_DIR, "" = off */
 extern int opt_dump_signal;      /* PPROF_DUMP_SIGNAL, 0 = none */
 extern long opt_dump_interval;   /* PPROF_DUMP_INTERVAL, seconds; 0 = none */
@@ -35,8 +39,8 @@ extern long opt_memory_dump_bytes;
 extern long opt_memory_dump_percent;
 extern long opt_memory_dump_gap;
 
-/* Reads PPROF_RUN_DIR, PPROF_CHILDREN, PPROF_DUMP_DIR, PPROF_DUMP_SIGNAL and
- * PPROF_DUMP_INTERVAL (bad values: one line, then the default). Called by
+/* Reads PPROF_RUN_DIR, PPROF_CHILDREN, PPROF_EXEC_CHILDREN, PPROF_DUMP_DIR,
+ * PPROF_DUMP_SIGNAL and PPROF_DUMP_INTERVAL (bad values: one line, then the default). Called by
  * config_load(). Not async-signal-safe. */
 void config_load_ops(void);
 
@@ -67,23 +71,34 @@ int rundir_reserve(void);
 
 /*
  * Sets this process's family id (rundir.c's opening comment): from
- * PPROF_FAMILY when valid, else from the parent's announcement, else a new
- * family ("pid.starttime" of this process), and puts it in PPROF_FAMILY for
- * exec'd children. Nothing when the run directory is off. Called once by
- * the constructor, before main(). Not async-signal-safe.
+ * PPROF_FAMILY when valid, else from the parent's announcement (with a
+ * run directory), else a new family ("pid.starttime" of this process), and
+ * puts it in PPROF_FAMILY for exec'd children. Called once by the
+ * constructor, before main(). Not async-signal-safe.
  */
 void rundir_family_init(void);
 
-/* This process's family id ("" when the run directory is off).
- * Async-signal-safe. */
+/* This process's family id. Async-signal-safe. */
 const char *rundir_family(void);
+
+/* 1 when the family came from an ancestor (PPROF_FAMILY, or the parent's
+ * announcement): this process was exec'd by one under the agent.
+ * Async-signal-safe. */
+int rundir_family_inherited(void);
+
+/* 1 when PPROF_FAMILY names a process other than this one: an ancestor
+ * under the agent exec'd this process (or one it came from); 0 without
+ * it, or when it names this process, which exec'd itself into a new image
+ * (a wrapper). Called by config_load(). Not async-signal-safe. */
+int rundir_env_from_ancestor(void);
 
 /* Writes "pid ppid starttime program host:port family\n" into this
  * process's file with one write (reserving it first when needed). Returns
  * 0 or -errno. Not async-signal-safe. */
 int rundir_publish(const char *addr);
 
-/* Removes this process's file (at exit). Async-signal-safe. */
+/* Removes this process's file (at exit), unless the process sandboxed
+ * itself (agent_sandboxed). Async-signal-safe. */
 void rundir_remove(void);
 
 /* After an exec: the file of this pid that the image before it reserved

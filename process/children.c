@@ -1,5 +1,6 @@
 /*
- * The fork policy: what the agent does in a child forked without exec.
+ * The fork policy: what the agent does in a child forked without exec,
+ * and in a process exec'd by one under the agent.
  *
  * A child has none of its parent's threads, so none of the agent's: no
  * server, no dump thread, no CPU timers (cpu_timer.c resets the profiler).
@@ -9,20 +10,37 @@
  * directory (rundir.c): on the configured port when it is free (the parent
  * exited: a daemon's first fork), otherwise on port 0 of the same host.
  *
- * The fork child handler only does what is safe in a fresh child: it
- * resets the agent's state that a thread of the parent may have held at
- * fork time, creates the child's announcement file when the child runs as
- * root (while it still has its parent's rights) and leaves the rest to the
- * deferred start (start.c): one small agent thread that starts the server
- * once the child has lived PPROF_START_DELAY_MS, so a child that execs or
- * exits at once (a shell running a command, a daemon's first fork) pays
- * one thread creation and never binds a port. An exec'd child
- * runs the agent's constructor afresh (LD_PRELOAD is inherited): with a
- * fixed PPROF_ADDR port taken by its parent it falls back to port 0 and
- * announces itself (server.c).
+ * The fork child step (agent/core/fork.c) runs before the host's own child
+ * handlers, which may still hold the host's allocator lock: it resets the
+ * agent's state that a thread of the parent may have held at fork time
+ * and notes that a start is due, nothing more. The after step, once the
+ * host's handlers ran (fork.c), leaves the rest to the deferred start
+ * (start.c): one small agent thread that starts the server once the child
+ * has lived PPROF_START_DELAY_MS, so a child that execs or exits at once
+ * (a shell running a command, a daemon's first fork) pays one thread
+ * creation and never binds a port. A child running as root creates its
+ * announcement file when it changes its user or group (cred_hooks.c),
+ * while it still may: nginx workers switch to an unprivileged user before
+ * their server starts; a child that never does creates it when its server
+ * starts.
  *
- * Contexts: the prepare and parent handlers run in the host's forking
- * thread; the child handler in the child's only thread.
+ * Descendants stay passive until asked. An exec'd process runs the agent's
+ * constructor afresh (LD_PRELOAD is inherited); one exec'd by another
+ * process under the agent (its PPROF_FAMILY names that one, rundir.c)
+ * starts no thread, binds no port, writes no file and says nothing, and
+ * neither do the children it forks, unless PPROF_EXEC_CHILDREN=serve: a
+ * shell in a tmux pane, the processes of a build, Chromium's zygote (which
+ * aborts when it has a second thread). Without PPROF_DUMP_DIR it records
+ * nothing either (init.c turns the agent off there). An exec'd descendant
+ * never writes PPROF_PORT_FILE: the file names the process started with
+ * it.
+ *
+ * The agent's state is the process's it was set up in (own_pid): a process
+ * made without fork handlers (a raw clone, _Fork, vfork) has another pid,
+ * and the shell acts on nothing there (children_own).
+ *
+ * Contexts: the prepare and parent steps run in the host's forking thread;
+ * the child and after steps in the child's only thread.
  */
 #include "process/process.h"
 
@@ -40,16 +58,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 int children_is_forked;
 /* The process this one was forked from (0: not forked). */
 static int forked_from;
+/* The pid the agent's state is for: the constructor's process, or the
+ * child the fork child step ran in. */
+static int own_pid;
+/* 1 in an exec'd descendant (and the children it forks): it does not
+ * serve unless PPROF_EXEC_CHILDREN=serve. */
+static int exec_child;
+/* 1 from the fork child step to the after step: the child's own start is
+ * due (its dumps: start_dumps). */
+static int start_pending, start_dumps;
+
+/* The pid from the kernel (the C library's may be the parent's in a raw
+ * clone child). */
+static int pid_now(void)
+{
+    return (int)syscall(SYS_getpid);
+}
+
+int children_own(void)
+{
+    return own_pid == pid_now();
+}
+
+int children_passive(void)
+{
+    return exec_child && opt_exec_children != CHILDREN_SERVE;
+}
 
 int children_port_file(void)
 {
-    return !children_parent_lives();
+    return !exec_child && !children_parent_lives();
 }
 
 int children_parent_lives(void)
@@ -151,6 +196,7 @@ void children_fork_prepare(void)
 
 void children_fork_child(void)
 {
+    own_pid = pid_now();
     children_is_forked = 1;
     /* The dumper's thread and the server's are the parent's. */
     dump_fork_child();
@@ -162,30 +208,29 @@ void children_fork_child(void)
     if (listen_fd >= 0 && is_listener(listen_fd, listen_port))
         fds_close(listen_fd);
     listen_fd = -1;
-    int serve = opt_serve && opt_children == CHILDREN_SERVE;
-    if (!agent_ready || (!serve && !opt_dump_dir[0]))
-        return;
-    if (serve) {
-        /* The configured port first: free again when the parent exited
-         * (a daemon's first fork: the daemon then serves where the operator
-         * expects it); taken while the parent lives (a worker), and then
-         * server_start() falls back to port 0. */
-        /* The parent's port file names the parent; the child is found
-         * through the run directory, unless the parent is gone by the
-         * time the child serves (a daemon's fork: children_port_file). */
+    int serve = opt_serve && opt_children == CHILDREN_SERVE &&
+                !children_passive();
+    start_pending = agent_ready && (serve || opt_dump_dir[0]);
+    start_dumps = opt_dump_dir[0] != '\0';
+    /* The configured port first: free again when the parent exited (a
+     * daemon's first fork: the daemon then serves where the operator
+     * expects it); taken while the parent lives (a worker), and then
+     * server_start() falls back to port 0. The parent's port file names
+     * the parent; the child is found through the run directory, unless
+     * the parent is gone by the time the child serves (a daemon's fork:
+     * children_port_file). */
+    if (serve)
         forked_from = forking_pid;
-        /* A privileged child may give up its rights before its server
-         * starts (nginx workers switch to an unprivileged user at once):
-         * it creates its announcement file now, while it still may. Others
-         * create it when the server starts, so that a child that execs or
-         * exits at once costs no file. */
-        if (opt_run_dir[0] && geteuid() == 0)
-            rundir_reserve();
-    }
+}
 
+void children_after_fork(void)
+{
+    if (!start_pending || !children_own())
+        return;
+    start_pending = 0;
     /* The deferred start (start.c) starts the child's dumps and server:
      * a child that execs or exits before the delay never binds a port. */
-    int err = start_later(opt_dump_dir[0] != '\0');
+    int err = start_later(start_dumps);
     if (err)
         log_info("forked child %d: cannot start the agent's thread (%s); "
                  "this child is not profiled",
@@ -194,12 +239,15 @@ void children_fork_child(void)
 
 static void at_exit(void)
 {
+    start_leave();
     rundir_remove();
 }
 
 void children_init(void)
 {
+    own_pid = pid_now();
     rundir_family_init();
+    exec_child = config_exec_child || rundir_family_inherited();
     rundir_adopt();
     atexit(at_exit);
 }

@@ -1,6 +1,6 @@
 /*
- * Interposers of the calls that change a process's user or group IDs or
- * its namespaces.
+ * Interposers of the calls that change a process's user or group IDs, its
+ * namespaces or its system-call filter.
  * - A root service that gives up root before its server starts (start.c)
  *   could no longer create its announcement file or its port file: the
  *   hooks have them created first (start_before_drop).
@@ -9,6 +9,13 @@
  *   every thread and aborts the process if one cannot follow (setpriv
  *   gives only its own thread the capability it needs), and a new user
  *   namespace needs a process of one thread (unshare -r).
+ * - prctl(PR_SET_SECCOMP): from then on a forbidden system call kills
+ *   (sshd's pre-authentication child): the agent notes it (agent_sandboxed:
+ *   no optional system call any more, no announcement removed at exit)
+ *   and its waiting thread leaves for good, so the filter meets a process
+ *   of one thread, whose end ends the process.
+ * - The fork after step (children_after_fork), for a child whose fork the
+ *   agent did not see return: a cheap test, before anything else.
  * Then the C library's call; nothing else changes: same arguments, result
  * and errno.
  *
@@ -24,16 +31,24 @@
 #include <errno.h>
 #include <grp.h>
 #include <sched.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Only while root: an unprivileged process keeps its rights to its own
- * files whatever IDs it takes. Once per process, cheaply. */
+ * files whatever IDs it takes. Once per process (a forked child is another
+ * one), cheaply. */
 static void before_change(void)
 {
-    static int done;
-    if (done || !agent_ready || agent_tls.in_agent || geteuid() != 0)
+    static int done_in; /* the pid it ran in */
+    if (!agent_ready || agent_tls.in_agent)
         return;
-    done = 1;
+    children_after_fork();
+    int pid = (int)syscall(SYS_getpid);
+    if (done_in == pid || geteuid() != 0)
+        return;
+    done_in = pid;
     start_before_drop();
 }
 
@@ -70,3 +85,25 @@ CRED_HOOK(initgroups, (const char *user, gid_t group), (user, group))
  * to have one thread. */
 CRED_HOOK(unshare, (int flags), (flags))
 CRED_HOOK(setns, (int fd, int type), (fd, type))
+
+/* prctl: PR_SET_SECCOMP notes the sandbox and makes the waiting starter
+ * leave first; every other option goes straight through. The C library
+ * reads four more arguments whatever the option. */
+__attribute__((visibility("default"))) int prctl(int option, ...)
+{
+    static int (*real)(int, ...);
+    if (!real)
+        real = (int (*)(int, ...))dlsym(RTLD_NEXT, "prctl");
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a2 = va_arg(ap, unsigned long);
+    unsigned long a3 = va_arg(ap, unsigned long);
+    unsigned long a4 = va_arg(ap, unsigned long);
+    unsigned long a5 = va_arg(ap, unsigned long);
+    va_end(ap);
+    if (option == PR_SET_SECCOMP && agent_ready && !agent_tls.in_agent) {
+        agent_sandboxed = 1;
+        start_pause(); /* and no start_resume */
+    }
+    return real(option, a2, a3, a4, a5);
+}

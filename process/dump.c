@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 long dump_files_written;
@@ -255,11 +256,17 @@ int dump_now(const char *reason)
     return n;
 }
 
+/* The process the dumps were started in: a child of a raw clone (no fork
+ * handlers reset the state) has the parent's but not its profile. */
+static int dump_pid;
+
 /* Runs in the host's exit path (exit() or return from main), after the
- * host's own atexit handlers registered after the agent loaded. */
+ * host's own atexit handlers registered after the agent loaded. Not in a
+ * process that sandboxed itself (writing files could be what kills it),
+ * nor in one the dumps were not started in. */
 static void dump_at_exit(void)
 {
-    if (!started)
+    if (!started || agent_sandboxed || dump_pid != (int)syscall(SYS_getpid))
         return;
     guard_enter();
     spin_lock(&dump_lock);
@@ -482,6 +489,7 @@ void dump_start(void)
         dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
     }
     install_signal();
+    dump_pid = (int)syscall(SYS_getpid);
     started = 1;
     if (!exit_registered) {
         /* Inherited by forked children, which dump on their own exit. */

@@ -18,6 +18,14 @@ __attribute__((constructor)) static void agent_init(void)
 {
     guard_enter();
     config_load();
+    /* An exec'd descendant (children.c) that nobody asked to serve or to
+     * dump is a pass-through, as with the agent off: what it would record
+     * nobody could read, and its stack walks would build unwind tables
+     * (Firefox's content processes: 53 MB and a second of CPU each, and
+     * an mremap their sandbox traps). */
+    if (config_exec_child && opt_exec_children != CHILDREN_SERVE &&
+        !opt_dump_dir[0])
+        opt_enable = 0;
     if (!opt_enable) {
         heap_init();
         futex_hooks_init(); /* forward syscall() through the loader */
@@ -47,16 +55,20 @@ __attribute__((constructor)) static void agent_init(void)
     agent_ready = 1;
     exit_hooks_init();
     children_init();
-    fork_init(children_fork_prepare, children_fork_child);
+    fork_init(children_fork_prepare, children_fork_child,
+              children_after_fork);
     /* The whole-run CPU profile of PPROF_DUMP_DIR starts at once; the
-     * server waits until the process has lived a moment (start.c). */
+     * server waits until the process has lived a moment (start.c). An
+     * exec'd descendant stays passive unless asked (children.c). */
     dump_start();
-    if (opt_start_delay_ms == 0)
+    int passive = children_passive();
+    int serve = opt_serve && !passive;
+    if (opt_start_delay_ms == 0 && !passive)
         watch_start();
-    if (opt_serve && opt_start_delay_ms == 0)
+    if (serve && opt_start_delay_ms == 0)
         start_now();
-    else if ((opt_serve || opt_dump_dir[0]) && opt_start_delay_ms > 0 &&
-             start_later(0) != 0)
+    else if ((serve || (opt_dump_dir[0] && !passive)) &&
+             opt_start_delay_ms > 0 && start_later(0) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");
     guard_leave();

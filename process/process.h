@@ -30,10 +30,28 @@
 void children_init(void);
 /* The shell's fork steps (in agent/core/fork.c's list, through fork_init):
  * prepare notes the forking pid; child marks this process forked, resets
- * the dumper and the server, lets the parent's listening socket go, and
- * starts the child's own (PPROF_CHILDREN). Not async-signal-safe. */
+ * the dumper and the server, lets the parent's listening socket go and
+ * notes that the child's own start is due (PPROF_CHILDREN): no
+ * allocation, no thread, no file, no lock (the host's own child handlers
+ * have not run yet). Async-signal-safe. */
 void children_fork_prepare(void);
 void children_fork_child(void);
+
+/* The fork after step, once every fork handler ran (fork.c's fork() and
+ * daemon(); the credential hooks call it too, for a fork the agent did
+ * not see return): starts the child's own start when one is due in this
+ * process. Not async-signal-safe. */
+void children_after_fork(void);
+
+/* 1 in the process the agent's state was set up for (the constructor's or
+ * a fork child's), 0 in a process made without fork handlers (a raw
+ * clone): the pid read from the kernel. Async-signal-safe. */
+int children_own(void);
+
+/* 1 in an exec'd descendant of a process under the agent (and in the
+ * children it forks) unless PPROF_EXEC_CHILDREN=serve: no thread, no
+ * port, no file, no line. Async-signal-safe. */
+int children_passive(void);
 
 /* ---- _exit and _Exit (exit_hooks.c) -------------------------------------- */
 
@@ -43,7 +61,8 @@ void exit_hooks_init(void);
 /* 1 in a process that was forked (without exec) from one under the agent. */
 extern int children_is_forked;
 
-/* Whether this process writes PPROF_PORT_FILE: yes unless it is a forked
+/* Whether this process writes PPROF_PORT_FILE: yes unless it is an exec'd
+ * descendant (the file names the process started with it) or a forked
  * child whose parent still lives (the file names the parent; a daemon
  * whose parent exited takes it over). Not async-signal-safe. */
 int children_port_file(void);
@@ -86,10 +105,16 @@ void start_resume(void);
  * Not async-signal-safe. */
 void start_now(void);
 
+/* At exit: a starter still waiting leaves and is joined, so that it holds
+ * no memory when the process ends (valgrind's leak check counted its
+ * thread's as "possibly lost"). Not async-signal-safe. */
+void start_leave(void);
+
 /* Called by the credential hooks before the host changes its user or group
- * while it is root: creates the announcement file and the port file while
- * the process may, unless the server started already. Once per process;
- * nothing in a forked child. Not async-signal-safe. */
+ * while it is root: creates the announcement file (and, but in a forked
+ * child, the port file) while the process may, unless the server started
+ * already. Once per process; nothing in a process that will not serve.
+ * Not async-signal-safe. */
 void start_before_drop(void);
 
 /* ---- dumps (dump.c) ------------------------------------------------------- */

@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,15 +86,19 @@ void start_now(void)
 
 void start_before_drop(void)
 {
-    if (children_is_forked || !opt_serve)
-        return; /* a forked child reserved its file in the fork handler */
+    /* Nothing where no server will start: a passive descendant, a process
+     * made without fork handlers, a forked child with PPROF_CHILDREN=off. */
+    if (!opt_serve || children_passive() || !children_own() ||
+        (children_is_forked && opt_children != CHILDREN_SERVE))
+        return;
     guard_enter(); /* the lock below is the agent's, not the host's */
     pthread_mutex_lock(&start_lock);
     if (!started && !prepared) {
         prepared = 1;
         if (opt_run_dir[0])
             rundir_reserve();
-        server_reserve_port_file();
+        if (children_port_file())
+            server_reserve_port_file();
     }
     pthread_mutex_unlock(&start_lock);
     guard_leave();
@@ -109,6 +114,19 @@ void start_before_drop(void)
  * its own thread the capability, as setpriv does with capset) makes it
  * abort the process. So the starter leaves while such a call runs and
  * comes back after it, with the same deadline.
+ *
+ * The starter must never be what keeps a process alive: it watches the
+ * host thread it was started for (the main thread, or a forked child's
+ * only one) through the word the kernel zeroes when that thread ends (its
+ * clear-child-tid address), once per WATCH_NS, and leaves without starting
+ * anything when it ended (killed alone, as a seccomp filter kills the
+ * thread that makes a forbidden call) or when the host sandboxed itself.
+ * The last thread out ends the process with the host thread's status. At
+ * exit it is made to leave and joined (start_leave).
+ *
+ * The state belongs to the process the starter was started in
+ * (starter_pid): a process made without fork handlers (a raw clone) has
+ * the state but not the thread, and finds nothing to pause there.
  */
 enum { STARTER_NONE, STARTER_WAITING, STARTER_LEAVE, STARTER_STARTING };
 static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -118,20 +136,67 @@ static int starter_state;
 static int starter_dumps;
 static pthread_t starter_thread;
 static int starter_tid; /* its kernel thread id, once it runs */
+static int starter_pid; /* the process it runs in */
 static struct timespec deadline; /* CLOCK_MONOTONIC */
+/* The watched host thread's clear-child-tid word (NULL: not watched).
+ * Written before the starter is created, read by it. */
+static int *host_tid_word;
+
+/* How often the starter looks at the host thread: a killed host thread
+ * leaves its process alive this long at most. */
+#define WATCH_NS 100000000L
+
+static int pid_now(void)
+{
+    return (int)syscall(SYS_getpid);
+}
+
+/* 1 when the watched host thread ended, or the host sandboxed itself. */
+static int nothing_to_start(void)
+{
+    return agent_sandboxed ||
+           (host_tid_word && __atomic_load_n(host_tid_word, __ATOMIC_ACQUIRE) == 0);
+}
+
+/* One wait of the starter, WATCH_NS at most, until the deadline. Under
+ * wait_lock. Returns 1 once the deadline passed. */
+static int wait_slice(void)
+{
+    struct timespec now, until;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > deadline.tv_sec ||
+        (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec))
+        return 1;
+    until = now;
+    until.tv_nsec += WATCH_NS;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (until.tv_sec > deadline.tv_sec ||
+        (until.tv_sec == deadline.tv_sec && until.tv_nsec > deadline.tv_nsec))
+        until = deadline;
+    pthread_cond_timedwait(&wait_cond, &wait_lock, &until);
+    return 0;
+}
 
 static void *starter(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&wait_lock);
     __atomic_store_n(&starter_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
-    while (starter_state == STARTER_WAITING &&
-           pthread_cond_timedwait(&wait_cond, &wait_lock, &deadline) !=
-               ETIMEDOUT)
+    while (starter_state == STARTER_WAITING && !nothing_to_start() &&
+           !wait_slice())
         ;
     if (starter_state == STARTER_LEAVE) {
         pthread_mutex_unlock(&wait_lock);
         return NULL; /* start_pause joins this thread */
+    }
+    if (nothing_to_start()) {
+        starter_state = STARTER_NONE; /* nobody joins it */
+        pthread_mutex_unlock(&wait_lock);
+        pthread_detach(pthread_self());
+        return NULL;
     }
     starter_state = STARTER_STARTING;
     int dumps = starter_dumps;
@@ -152,6 +217,7 @@ static void *starter(void *arg)
 static int spawn_starter(void)
 {
     starter_state = STARTER_WAITING;
+    starter_pid = pid_now();
     int err = agent_thread_spawn(starter, NULL, &starter_thread);
     if (err)
         starter_state = STARTER_NONE;
@@ -180,14 +246,23 @@ int start_later(int dumps)
         deadline.tv_nsec -= 1000000000L;
     }
     starter_dumps = dumps;
+    /* The host thread to watch: the one calling, when it is the process's
+     * main thread (the constructor's, or a forked child's only thread). */
+    int *word = NULL;
+    host_tid_word = NULL;
+    if (syscall(SYS_gettid) == pid_now() &&
+        prctl(PR_GET_TID_ADDRESS, &word, 0L, 0L, 0L) == 0)
+        host_tid_word = word;
     return spawn_starter();
 }
 
-int start_pause(void)
+/* Makes a waiting starter leave and joins it; returns 1 when it was
+ * waiting. Nothing in a process the starter was not started in (its lock
+ * may be held by a thread that is not there). Guard entered. */
+static int starter_leave(void)
 {
-    if (agent_tls.in_agent)
+    if (__atomic_load_n(&starter_pid, __ATOMIC_RELAXED) != pid_now())
         return 0;
-    guard_enter(); /* the lock is the agent's, not the host's */
     pthread_mutex_lock(&wait_lock);
     int waiting = starter_state == STARTER_WAITING;
     if (waiting) {
@@ -195,8 +270,25 @@ int start_pause(void)
         pthread_cond_broadcast(&wait_cond);
     }
     pthread_mutex_unlock(&wait_lock);
-    if (waiting) {
+    if (waiting)
         pthread_join(starter_thread, NULL);
+    return waiting;
+}
+
+void start_leave(void)
+{
+    guard_enter();
+    starter_leave();
+    guard_leave();
+}
+
+int start_pause(void)
+{
+    if (agent_tls.in_agent)
+        return 0;
+    guard_enter(); /* the lock is the agent's, not the host's */
+    int waiting = starter_leave();
+    if (waiting) {
         int tid = __atomic_load_n(&starter_tid, __ATOMIC_ACQUIRE);
         /* The join returns when the thread has let go of its memory; the
          * kernel takes it out of the process a moment later, and until

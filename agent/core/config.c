@@ -289,6 +289,12 @@ void config_load(void)
     static const struct word log_words[] = {
         {"quiet", LOG_QUIET}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {0}};
     static const struct word enable_words[] = {{"0", 0}, {"1", 1}, {0}};
+    /* An exec'd descendant of a process under the agent (PPROF_FAMILY
+     * names another process, rundir.c) says nothing unless PPROF_LOG
+     * asks: a shell in every tmux pane, each process of a build. */
+    config_exec_child = rundir_env_from_ancestor();
+    if (config_exec_child)
+        opt_log_level = LOG_QUIET;
     load_word("PPROF_LOG", &opt_log_level, log_words);
     load_word("PPROF_ENABLE", &opt_enable, enable_words);
     const char *s;
@@ -340,6 +346,8 @@ void config_load(void)
 
 char opt_run_dir[1024];
 int opt_children = CHILDREN_SERVE;
+int opt_exec_children = CHILDREN_OFF;
+int config_exec_child;
 char opt_dump_dir[1024];
 int opt_dump_signal;
 long opt_dump_interval;
@@ -450,6 +458,7 @@ void config_load_ops(void)
     static const struct word children_words[] = {
         {"serve", CHILDREN_SERVE}, {"off", CHILDREN_OFF}, {0}};
     load_word("PPROF_CHILDREN", &opt_children, children_words);
+    load_word("PPROF_EXEC_CHILDREN", &opt_exec_children, children_words);
 
     load_text("PPROF_DUMP_DIR", opt_dump_dir, sizeof opt_dump_dir, good_dir,
               "is not an absolute directory (under 900 characters); "

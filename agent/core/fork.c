@@ -18,15 +18,28 @@
  * - child: the thread id, then the signal-mask watchers (sigmask), the CPU
  *   and wall profile states, the heap locks; then the registries the parent's other
  *   threads may have been using: descriptors (fds), the symbolizer's lock,
- *   a threads dump in flight; then the shell (dumper, server, the child's
- *   own start, which creates a thread); last the stack walker's shared
+ *   a threads dump in flight; then the shell (dumper, server, and a flag
+ *   for the child's own start); last the stack walker's shared
  *   state: the parent's other threads, registered as readers of the
  *   unwind tables and the program-header snapshot, are gone, and a
  *   refresh in the child would wait for them for ever.
+ * - after: the child's own start (a thread, files), once the C library's
+ *   fork() returned in the child. The child steps run first of all child
+ *   handlers (ours was registered first), while the host's own may still
+ *   hold what its prepare handler took: a program with its own malloc
+ *   (PartitionAlloc, a static jemalloc, mimalloc) takes its lock there
+ *   and lets it go in its child handler, and a thread created before that
+ *   waits for it for ever. So the child steps reset what the agent owns
+ *   and flip flags, nothing more: no allocation, no thread, no file, no
+ *   lock the host may hold. The interposed fork() and daemon() (whose
+ *   fork the C library makes inside, out of an interposer's sight) run the
+ *   shell's after step when the real call returns 0. A child made another
+ *   way (_Fork, vfork, a raw clone) gets no after step here; the shell
+ *   looks for a pending start at its other interposers too.
  *
  * Before fork_init() (the constructor's end) and when the agent is off,
  * only guard_fork_child() runs. Contexts: prepare and parent on the
- * forking thread, child on the child's only thread.
+ * forking thread, child and after on the child's only thread.
  */
 #include "agent/agent.h"
 #include "agent/cfi.h"
@@ -38,11 +51,17 @@
 #include "agent/trace.h"
 #include "agent/wall.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
 
 static int modules_on;
 static void (*shell_prepare)(void);
 static void (*shell_child)(void);
+static void (*shell_after)(void);
 
 static void fork_prepare(void)
 {
@@ -91,9 +110,55 @@ __attribute__((constructor(101))) static void fork_register(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-void fork_init(void (*prepare)(void), void (*child)(void))
+void fork_init(void (*prepare)(void), void (*child)(void),
+               void (*after)(void))
 {
     shell_prepare = prepare;
     shell_child = child;
+    shell_after = after;
     modules_on = 1;
+}
+
+/* ---- after every fork handler: the interposed fork() and daemon() -------- */
+
+/* In the child, once the C library's call returned there; errno kept. */
+static void fork_after(void)
+{
+    if (!modules_on || !shell_after)
+        return;
+    int saved = errno;
+    shell_after();
+    errno = saved;
+}
+
+/* The next definition, looked up at the first call (a constructor of
+ * another library may fork before the agent's ran). */
+static void *next(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+static void *real_fork, *real_daemon;
+
+EXPORT pid_t fork(void)
+{
+    pid_t (*f)(void) = (pid_t(*)(void))next(&real_fork, "fork");
+    pid_t pid = f();
+    if (pid == 0)
+        fork_after();
+    return pid;
+}
+
+EXPORT int daemon(int nochdir, int noclose)
+{
+    int (*f)(int, int) = (int (*)(int, int))next(&real_daemon, "daemon");
+    int ret = f(nochdir, noclose);
+    if (ret == 0)
+        fork_after(); /* the parent ended inside */
+    return ret;
 }

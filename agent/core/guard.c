@@ -18,6 +18,7 @@
 __thread struct agent_tls agent_tls __attribute__((tls_model("initial-exec")));
 
 volatile int agent_ready;
+volatile int agent_sandboxed;
 
 /* 1 when thread id tid is no longer a thread of this process: its holder
  * was a thread of the parent this process was forked from (or died). */

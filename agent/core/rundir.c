@@ -11,7 +11,9 @@
  * re-parents it to init, and it stays in the family); an exec'd child gets
  * it from PPROF_FAMILY, which the first process adds to its environment,
  * or, when a program cleaned its children's environment but kept
- * LD_PRELOAD, from its parent's announcement.
+ * LD_PRELOAD, from its parent's announcement. PPROF_FAMILY is set with the
+ * run directory off too: it is also how an exec'd descendant knows it is
+ * one (process/children.c: descendants stay passive unless asked).
  *
  * The file is created (empty) as early as possible and its descriptor kept:
  * a forked worker creates it in the fork child handler, while it still has
@@ -56,6 +58,11 @@ static int reserve_logged;
 /* This process's family id; set once by rundir_family_init() in the
  * constructor, inherited by forked children, read by listings. */
 static char own_family[RUNDIR_FAMILY_MAX];
+/* 1 when it came from an ancestor (PPROF_FAMILY naming another process,
+ * or the parent's announcement): this process was exec'd by one under the
+ * agent. A process keeps its own family across its own exec (a wrapper
+ * that execs the real program, as env, nice or a shell's exec do). */
+static int family_inherited;
 
 /* Field n (>= 3) of pid's /proc stat; 0 when gone or a zombie. */
 static unsigned long long stat_field(int pid, int n)
@@ -268,8 +275,11 @@ void rundir_adopt(void)
 void rundir_remove(void)
 {
     /* Only the process that reserved the file removes it: a forked child
-     * that never reserved its own must not remove its parent's. */
-    if (own_path[0] && own_pid == (int)getpid())
+     * that never reserved its own must not remove its parent's. A process
+     * that sandboxed itself may be killed for an unlink (sshd's
+     * pre-authentication child): its file stays, and the next listing or
+     * announcement removes it (its pid is gone). */
+    if (own_path[0] && !agent_sandboxed && own_pid == (int)getpid())
         unlink(own_path);
 }
 
@@ -304,13 +314,32 @@ static void parent_family(char *out, size_t size)
         log_snprintf(out, size, "%s", e.family);
 }
 
+int rundir_env_from_ancestor(void)
+{
+    const char *s = getenv("PPROF_FAMILY");
+    /* Only an id the agent made ("pid.starttime"): a family of the
+     * operator's own names no process, and every process started with it
+     * is one started by hand; a bad value starts a family, with a line. */
+    size_t digits = strspn(s ? s : "", "0123456789");
+    if (!s || !family_valid(s) || digits == 0 || s[digits] != '.' ||
+        s[digits + 1 + strspn(s + digits + 1, "0123456789")] != '\0')
+        return 0;
+    /* The pid first: a start time is read only when it is this one's. */
+    char own[RUNDIR_FAMILY_MAX];
+    int pid = (int)getpid();
+    size_t n = log_snprintf(own, sizeof own, "%d.", pid);
+    if (strncmp(s, own, n) != 0)
+        return 1;
+    log_snprintf(own, sizeof own, "%d.%llu", pid, start_time(pid));
+    return strcmp(s, own) != 0;
+}
+
 void rundir_family_init(void)
 {
-    if (!opt_run_dir[0])
-        return;
     const char *s = getenv("PPROF_FAMILY");
     if (s && family_valid(s)) {
         log_snprintf(own_family, sizeof own_family, "%s", s);
+        family_inherited = rundir_env_from_ancestor();
         return;
     }
     if (s && s[0]) {
@@ -320,7 +349,9 @@ void rundir_family_init(void)
                  "characters of A-Z a-z 0-9 . _ -); starting a new family",
                  shown, (int)RUNDIR_FAMILY_MAX - 1);
     }
-    parent_family(own_family, sizeof own_family);
+    if (opt_run_dir[0])
+        parent_family(own_family, sizeof own_family);
+    family_inherited = own_family[0] != '\0';
     if (!own_family[0])
         log_snprintf(own_family, sizeof own_family, "%d.%llu", (int)getpid(),
                      start_time((int)getpid()));
@@ -336,4 +367,9 @@ void rundir_family_init(void)
 const char *rundir_family(void)
 {
     return own_family;
+}
+
+int rundir_family_inherited(void)
+{
+    return family_inherited;
 }

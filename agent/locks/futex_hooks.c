@@ -9,7 +9,8 @@
  *
  * Entered on every host thread for every syscall() call, and possibly from
  * the host's signal handlers: every number but SYS_futex and
- * SYS_futex_waitv is forwarded at once, with nothing touched but the
+ * SYS_futex_waitv is forwarded at once (SYS_seccomp first notes that the
+ * host sandboxes itself: agent_sandboxed), with nothing touched but the
  * argument registers (async-signal-safe on that path). Futex calls:
  *   waits (FUTEX_WAIT, FUTEX_WAIT_BITSET, FUTEX_LOCK_PI, FUTEX_LOCK_PI2,
  *     FUTEX_WAIT_REQUEUE_PI, futex_waitv) are timed around the real call
@@ -247,6 +248,10 @@ static inline long dispatch(long nr, long a1, long a2, long a3, long a4,
         return futex(a1, a2, a3, a4, a5, a6);
     if (unlikely(nr == SYS_futex_waitv) && !pass_through())
         return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
+    /* A system-call filter (strict mode or a filter; not the queries):
+     * the agent makes no optional system call from now on (agent.h). */
+    if (unlikely(nr == SYS_seccomp) && (a1 == 0 || a1 == 1))
+        agent_sandboxed = 1;
     return real_syscall(nr, a1, a2, a3, a4, a5, a6);
 }
 

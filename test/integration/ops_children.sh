@@ -137,7 +137,7 @@ note "5 runs: the parent served on the configured port, its 3 workers listed, on
 mkdir -m 1777 "$WORK/shared"
 set +e
 env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_RUN_DIR="$WORK/shared" \
-    "$prog" exit 1 >"$WORK/shared.out" 2>"$WORK/shared.err"
+    PPROF_START_DELAY_MS=0 "$prog" exit 1 >"$WORK/shared.out" 2>"$WORK/shared.err"
 status=$?
 set -e
 [ "$status" = 0 ] || fail "the program failed with a foreign run directory"
@@ -146,9 +146,10 @@ grep -q "cannot announce this process in PPROF_RUN_DIR $WORK/shared: not a folde
 [ -z "$(ls "$WORK/shared")" ] || fail "files written into a world-writable run directory"
 
 # Children that end at once leave no file behind: a root service's child
-# reserves its announcement in the fork handler (before it may give up
-# root), then removes it whether it ends by _exit or execs a program that
-# exits. Without that, one file per fork stayed until a listing swept them.
+# reserves its announcement only when it changes its user or group (before
+# it gives up root) or its server starts, and removes it whether it ends
+# by _exit or execs a program that exits. Without that, one file per fork
+# stayed until a listing swept them.
 if [ "$(id -u)" = 0 ]; then
     for mode in exit exec; do
         env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_RUN_DIR="$WORK/short-$mode" \
@@ -159,7 +160,7 @@ if [ "$(id -u)" = 0 ]; then
         [ "$left" -le 1 ] || fail "$left announcement files left by 200 children that $mode at once"
     done
 else
-    note "not root: children reserve no file in the fork handler; leftovers not checked"
+    note "not root: children reserve no file before their server starts; leftovers not checked"
 fi
 
 for p in $(pgrep -P "$parent") $(pgrep -P "$second") "$second" "$parent"; do

@@ -8,9 +8,11 @@ prog="$BUILD/test/programs/fork_bench"
 
 # start_family NAME SECS: the founder's pid in FOUNDER. The two families
 # differ only in how long they live, which tells their members apart here
-# (the daemon left the founder's process tree).
+# (the daemon left the founder's process tree). Exec'd descendants serve
+# only when asked (PPROF_EXEC_CHILDREN=serve).
 start_family() {
-    env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 "$prog" family "$2" \
+    env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_EXEC_CHILDREN=serve \
+        "$prog" family "$2" \
         >"$WORK/$1.out" 2>"$WORK/$1.err" &
     FOUNDER=$!
     PIDS="$PIDS $FOUNDER"

@@ -70,7 +70,7 @@ TEST(child_forgets_the_parents_walks)
 
 int main(void)
 {
-    fork_init(NULL, NULL); /* the agent's fork list, without the shell */
+    fork_init(NULL, NULL, NULL); /* the agent's fork list, without the shell */
     stack_init();
     cfi_tables_refresh(); /* the agent's init.c builds them */
     return run_tests(child_forgets_the_parents_walks, NULL);
