@@ -193,6 +193,13 @@ $(BUILD)/test/programs/%: test/programs/%.rs
 
 test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 
+# The tests' OpenTelemetry Collector, built from the Go modules pinned in
+# test/collector/go.mod (test/collector/build; kept while newer than them).
+COLLECTOR := $(BUILD)/test/collector/otelcol
+$(COLLECTOR): test/collector/main.go test/collector/go.mod test/collector/go.sum
+	@sh test/collector/build $(BUILD)
+test-bins: $(COLLECTOR)
+
 # The packages first (test programs need compilers and tools a plain build
 # does not), then the binaries (on every core: JOBS), then the run.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)

@@ -124,6 +124,7 @@ void handle_index(struct request *r)
                          : "info",
                      "what the agent writes to standard error");
     pbuf_puts(&b, "</table>\n</p>\n");
+    push_status_html(&b);
     processes_html(&b);
     pbuf_puts(&b, "<p>\nLoaded objects without a symbol "
                   "table (addresses only; see README, \"Stripped binaries "

@@ -283,6 +283,8 @@ void handle_stats(struct request *r)
     put_allocator(&b);
     pbuf_puts(&b, ", \"http_responses\": ");
     put_http(&b);
+    pbuf_puts(&b, ", \"push\": ");
+    push_status_json(&b);
     pbuf_puts(&b, "}\n");
 
     if (b.oom)

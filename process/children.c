@@ -29,8 +29,10 @@
 #include "agent/agent.h"
 #include "agent/fds.h"
 #include "agent/proc.h"
+#include "agent/push.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
+#include "process/push.h"
 #include "http/server.h"
 
 #include <arpa/inet.h>
@@ -155,6 +157,7 @@ void children_fork_child(void)
     /* The dumper's thread and the server's are the parent's. */
     dump_fork_child();
     server_fork_child();
+    push_fork_child();
     /* The parent's listening socket came along with the fork. Nobody here
      * accepts on it: held open, it would keep the port bound after the
      * parent exits (a daemon's first fork) with connections queuing on it
@@ -163,7 +166,8 @@ void children_fork_child(void)
         fds_close(listen_fd);
     listen_fd = -1;
     int serve = opt_serve && opt_children == CHILDREN_SERVE;
-    if (!agent_ready || (!serve && !opt_dump_dir[0]))
+    int push = opt_push.on && opt_children == CHILDREN_SERVE;
+    if (!agent_ready || (!serve && !opt_dump_dir[0] && !push))
         return;
     if (serve) {
         /* The configured port first: free again when the parent exited

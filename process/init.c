@@ -9,7 +9,9 @@
 #include "agent/cpu.h"
 #include "agent/contention.h"
 #include "agent/heap.h"
+#include "agent/push.h"
 #include "process/process.h"
+#include "process/push.h"
 #include "agent/symbols.h"
 #include "http/server.h"
 
@@ -49,9 +51,11 @@ __attribute__((constructor)) static void agent_init(void)
     /* The whole-run CPU profile of PPROF_DUMP_DIR starts at once; the
      * server waits until the process has lived a moment (start.c). */
     dump_start();
-    if (opt_serve && opt_start_delay_ms == 0)
-        start_now();
-    else if (opt_serve && start_later(0) != 0)
+    if (opt_start_delay_ms == 0) {
+        if (opt_serve)
+            start_now();
+        push_start();
+    } else if ((opt_serve || opt_push.on) && start_later(0) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");
     guard_leave();

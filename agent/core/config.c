@@ -7,6 +7,7 @@
  */
 #include "agent/agent.h"
 #include "agent/ops.h"
+#include "agent/push.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -329,6 +330,7 @@ void config_load(void)
     load_long("PPROF_BLOCK_RATE", &opt_block_rate, 0, 1000000000000L);
     load_debug_dir();
     config_load_ops();
+    config_load_push();
 }
 
 /* ---- operations: run directory, children, dumps (agent/ops.h) ------------ */
