@@ -118,6 +118,7 @@ static void collect(int final)
 static void *collector(void *unused)
 {
     (void)unused;
+    pthread_setname_np(pthread_self(), "pprofagent-push");
     push_collect_start();
     int64_t period = opt_push.interval_s * 1000000000LL;
     int64_t next = push_mono_ns() + period;
@@ -238,6 +239,7 @@ static void send_one(struct item *it)
 static void *sender(void *unused)
 {
     (void)unused;
+    pthread_setname_np(pthread_self(), "pprofagent-send");
     pthread_mutex_lock(&lock);
     for (;;) {
         if (exiting && collector_done && qlen == 0)

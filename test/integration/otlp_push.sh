@@ -27,24 +27,18 @@ free_port() {
 CPORT=$(free_port)
 PPORT=$(free_port)
 GOT="$WORK/received.jsonl"
-cat >"$WORK/collector.yaml" <<EOF
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:$CPORT
-exporters:
-  record:
-    path: $GOT
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    profiles:
-      receivers: [otlp]
-      exporters: [record]
-EOF
+# collector_config PORT FILE [TLS]: the Collector's configuration.
+collector_config() {
+    {
+        printf 'receivers:\n  otlp:\n    protocols:\n      http:\n'
+        printf '        endpoint: 127.0.0.1:%s\n' "$1"
+        [ -z "${3:-}" ] || printf '        tls:\n          cert_file: %s/srv.crt\n          key_file: %s/srv.key\n' "$WORK" "$WORK"
+        printf 'exporters:\n  record:\n    path: %s\n' "$2"
+        printf 'service:\n  telemetry:\n    metrics:\n      level: none\n'
+        printf '  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [record]\n'
+    } >"$WORK/collector.yaml"
+}
+collector_config "$CPORT" "$GOT"
 
 start_collector() {
     : >"$WORK/collector.log"
@@ -255,4 +249,59 @@ wait_exit "$PID" 30
 $READ "$GOT" "$PID" | awk '$1 == "function" && $3 == "cpu" && $4 == "hot_a" && $5 > 0' | grep -q . ||
     fail "the exit's request lacks the CPU profile"
 note "exit: the last interval arrived"
+
+# 6. A forked child (no exec) pushes as its own process, with its own
+# instance id; under PPROF_CHILDREN=off it does not.
+fork_prog='import os, sys, time
+time.sleep(2)
+pid = os.fork()
+if pid == 0:
+    print("child", os.getpid(), flush=True)
+    time.sleep(8)
+    os._exit(0)
+os.waitpid(pid, 0)'
+for policy in serve off; do
+    PPROF_CHILDREN=$policy PPROF_PUSH_INTERVAL=1 start_agent "fork_$policy" python3 -c "$fork_prog"
+    wait_exit "$PID" 30
+    child=$(sed -n 's/^child //p' "$WORK/fork_$policy.out")
+    [ -n "$child" ] || fail "the python child did not start"
+    n=$(requests "$child")
+    note "PPROF_CHILDREN=$policy: the forked child $child sent $n requests"
+    if [ $policy = serve ]; then
+        [ "$n" -ge 1 ] || fail "the forked child pushed nothing"
+        p=$(last "$PID" 1 | $READ /dev/stdin "$PID" | awk '$4 ~ /^service.instance.id=/ {print $4}')
+        c=$(last "$child" 1 | $READ /dev/stdin "$child" | awk '$4 ~ /^service.instance.id=/ {print $4}')
+        [ -n "$c" ] && [ "$p" != "$c" ] || fail "the child pushed under its parent's instance id"
+    else
+        [ "$n" = 0 ] || fail "the forked child pushed under PPROF_CHILDREN=off"
+    fi
+done
+
+# 7. HTTPS: a Collector with a certificate of a CA made here. Verified with
+# OTEL_EXPORTER_OTLP_CERTIFICATE, profiles arrive; against the system's CAs
+# the push refuses the server. OpenSSL is loaded only for https.
+grep -q libssl "/proc/$BPID/maps" && fail "a plain-HTTP push loaded OpenSSL"
+cd "$WORK"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout ca.key -out ca.crt -subj /CN=pprofagent-test-ca -days 1 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout srv.key -out srv.csr -subj /CN=localhost 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
+openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+    -out srv.crt -days 1 -extfile san.ext 2>/dev/null
+cd - >/dev/null
+TPORT=$(free_port)
+collector_config "$TPORT" "$WORK/tls.jsonl" tls
+start_collector
+GOT="$WORK/tls.jsonl"
+OTEL_EXPORTER_OTLP_ENDPOINT="https://localhost:$TPORT" OTEL_EXPORTER_OTLP_CERTIFICATE="$WORK/ca.crt" \
+    PPROF_PUSH_INTERVAL=1 start_agent tls "$BUILD/test/programs/cpu_burn" 1 300
+wait_requests "$PID" 2 60
+grep -q libssl "/proc/$PID/maps" || fail "the https push did not use OpenSSL"
+note "https with the test CA: $(requests "$PID") requests"
+OTEL_EXPORTER_OTLP_ENDPOINT="https://127.0.0.1:$TPORT" \
+    PPROF_PUSH_INTERVAL=1 start_agent untrusted "$BUILD/test/programs/cpu_burn" 1 300
+wait_stat attempts 2 60
+[ "$(stat sent)" = 0 ] && [ "$(requests "$PID")" = 0 ] || fail "a server of an unknown CA was trusted"
+grep "TLS with 127.0.0.1 failed" "$WORK/untrusted.err" || fail "no line said why TLS failed"
 echo PASS
