@@ -207,6 +207,8 @@ static int load_endpoint(struct push_config *c)
     } else if ((s = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != NULL) {
         name = "OTEL_EXPORTER_OTLP_ENDPOINT";
         size_t n = strlen(s);
+        if (parse_url(s, c) != 0) /* the base itself, before the path */
+            goto bad;
         const char *sep = n && s[n - 1] == '/' ? "" : "/";
         if (n + 24 >= sizeof c->url)
             goto bad;
