@@ -78,7 +78,7 @@ struct loc_entry {
     size_t first, n; /* in lines */
 };
 struct attr_entry {
-    int64_t key, str, num, unit;
+    int64_t key, str, num, unit; /* str: in values, not strings */
     int64_t is_int; /* num holds the value (64 bits: no padding) */
 };
 struct stack_entry_otlp {
@@ -94,6 +94,9 @@ struct table {
 
 struct otlp_batch {
     struct table strings, functions, mappings, locations, attributes, stacks;
+    /* Attributes' string values: written inline (AnyValue.string_value),
+     * so kept apart from the string table, for their identity only. */
+    struct table values;
     struct line_entry *lines;
     size_t nlines, lines_cap;
     int64_t *stack_locs;
@@ -116,13 +119,14 @@ static int str_eq(const void *ctx, size_t idx, const void *key)
     return e->n == k->n && memcmp(e->s, k->s, k->n) == 0;
 }
 
-/* The index of s in the string table, added when new (-1: out of memory). */
-static int64_t string_of(struct otlp_batch *b, const char *s)
+/* The index of s in table t (strings or values), added when new (-1: out
+ * of memory). */
+static int64_t text_of(struct otlp_batch *b, struct table *t, const char *s)
 {
     struct str_entry k = {(char *)s, strlen(s)};
     int added = 0;
     struct str_entry *e = group_find_or_add(
-        &b->strings.g, htab_hash_bytes(s, k.n, 0), str_eq, &k, &added);
+        &t->g, htab_hash_bytes(s, k.n, 0), str_eq, &k, &added);
     if (!e)
         return -1;
     if (added) {
@@ -135,7 +139,12 @@ static int64_t string_of(struct otlp_batch *b, const char *s)
         memcpy(e->s, s, k.n + 1);
         e->n = k.n;
     }
-    return (int64_t)(e - (struct str_entry *)b->strings.g.v);
+    return (int64_t)(e - (struct str_entry *)t->g.v);
+}
+
+static int64_t string_of(struct otlp_batch *b, const char *s)
+{
+    return text_of(b, &b->strings, s);
 }
 
 static int bytes_eq(const void *ctx, size_t idx, const void *key)
@@ -256,6 +265,7 @@ struct otlp_batch *otlp_batch_new(void)
     table_init(&b->locations, b, sizeof(struct loc_entry));
     table_init(&b->attributes, b, sizeof(struct attr_entry));
     table_init(&b->stacks, b, sizeof(struct stack_entry_otlp));
+    table_init(&b->values, b, sizeof(struct str_entry));
     /* Entry 0 of every table is its zero value, as the format asks. */
     struct fn_entry f = {0};
     struct map_entry m = {0};
@@ -265,7 +275,7 @@ struct otlp_batch *otlp_batch_new(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     b->id_state = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
                   (uint64_t)(uintptr_t)b;
-    if (string_of(b, "") != 0 || flat_of(&b->functions, &f) != 0 ||
+    if (string_of(b, "") != 0 || text_of(b, &b->values, "") != 0 || flat_of(&b->functions, &f) != 0 ||
         flat_of(&b->mappings, &m) != 0 || flat_of(&b->attributes, &a) != 0 ||
         location_of(b, &l) != 0 || stack_of(b, NULL, 0) != 0 || b->oom) {
         otlp_batch_free(b);
@@ -280,7 +290,10 @@ void otlp_batch_free(struct otlp_batch *b)
         return;
     for (size_t i = 0; i < b->strings.g.n; i++)
         free(((struct str_entry *)b->strings.g.v)[i].s);
+    for (size_t i = 0; i < b->values.g.n; i++)
+        free(((struct str_entry *)b->values.g.v)[i].s);
     group_table_free(&b->strings.g);
+    group_table_free(&b->values.g);
     group_table_free(&b->functions.g);
     group_table_free(&b->mappings.g);
     group_table_free(&b->locations.g);
@@ -322,7 +335,7 @@ static int64_t attr_str(struct otlp_batch *b, const char *key,
 {
     struct attr_entry a = {0};
     a.key = string_of(b, key);
-    a.str = string_of(b, value);
+    a.str = text_of(b, &b->values, value);
     return a.key < 0 || a.str < 0 ? 0 : flat_of(&b->attributes, &a);
 }
 
@@ -419,13 +432,14 @@ static size_t sample_attrs(struct otlp_batch *b, struct remap *r,
         struct attr_entry a = {0};
         a.key = string_of(b, strcmp(key, "thread") == 0 ? "thread.name" : key);
         if (l->str > 0) {
-            a.str = str_at(b, r, l->str);
+            a.str = text_of(b, &b->values, decoded_string(r->p, l->str));
         } else {
             a.is_int = 1;
             a.num = l->num;
             a.unit = str_at(b, r, l->num_unit);
         }
-        int64_t idx = a.key < 0 ? -1 : flat_of(&b->attributes, &a);
+        int64_t idx = a.key < 0 || a.str < 0 ? -1
+                                             : flat_of(&b->attributes, &a);
         if (idx > 0)
             out[k++] = idx;
     }
@@ -624,9 +638,10 @@ static void write_dictionary(const struct otlp_batch *b, struct pbuf *out)
     for (size_t i = 0; i < b->attributes.g.n; i++) {
         size_t m = pb_begin(out, DICT_ATTRIBUTES);
         pb_int64(out, ATTR_KEY, attrs[i].key);
+        const struct str_entry *vals = b->values.g.v;
         if (i > 0)
             any_value(out, ATTR_VALUE,
-                      attrs[i].is_int ? NULL : strs[attrs[i].str].s,
+                      attrs[i].is_int ? NULL : vals[attrs[i].str].s,
                       attrs[i].num);
         pb_int64(out, ATTR_UNIT, attrs[i].unit);
         pb_end(out, m);
