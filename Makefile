@@ -89,7 +89,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_DEPS := http/auth.c http/parse.c http/respond.c http/routes.c agent/core/config.c encoder/buf.c \
+FUZZ_DEPS := http/auth.c http/parse.c http/respond.c http/routes.c agent/core/config.c agent/core/config_push.c encoder/buf.c \
         agent/core/log.c test/fuzz/stubs.c
 
 DEPS_STAMP := $(BUILD)/.deps-installed
@@ -213,6 +213,13 @@ $(BUILD)/test/programs/%: test/programs/%.rs
 	MAKEFLAGS= $(RUSTC) -O -g $< -o $@
 
 test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
+
+# The tests' OpenTelemetry Collector, built from the Go modules pinned in
+# test/collector/go.mod (test/collector/build; kept while newer than them).
+COLLECTOR := $(BUILD)/test/collector/otelcol
+$(COLLECTOR): test/collector/main.go test/collector/go.mod test/collector/go.sum
+	@sh test/collector/build $(BUILD)
+test-bins: $(COLLECTOR)
 
 # The packages first (test programs need compilers and tools a plain build
 # does not), then the binaries (on every core: JOBS), then the run.

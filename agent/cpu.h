@@ -162,6 +162,27 @@ void cpu_thread_name(int tid, char *out, size_t size);
 /* Frees the registry and the profile slot. Not async-signal-safe. */
 void cpu_profile_release(void);
 
+/* ---- one profile, two readers (cpu_share.c) ------------------------------ */
+
+typedef void (*cpu_sample_fn)(const struct cpu_sample *s, void *arg);
+/* The owner lets one guest in (the push does; an HTTP request does not).
+ * Not async-signal-safe. */
+void cpu_profile_share(void);
+/* Joins the running profile as its guest: the owner's drains give fn every
+ * sample too, until cpu_profile_leave(arg) or the profile's stop. Only a
+ * sharing owner's, unless any_owner. 0, or -EBUSY (no profile, a guest
+ * already, an owner that does not share). Not async-signal-safe. */
+int cpu_profile_join(cpu_sample_fn fn, void *arg, int any_owner);
+/* 1 while the guest with arg is still fed. Not async-signal-safe. */
+int cpu_profile_joined(const void *arg);
+void cpu_profile_leave(const void *arg);
+/* cpu_timer.c's drains and stop: through the guest too; the stop's end
+ * sends the guest away. Not async-signal-safe. */
+void cpu_share_drain(cpu_sample_fn fn, void *arg);
+void cpu_share_end(void);
+/* Fork child: no owner's thread, no guest. */
+void cpu_share_fork_child(void);
+
 /* Thread lifecycle hooks, called by thread_hooks.c on host threads (never
  * on the agent's own). Not async-signal-safe. */
 void cpu_thread_started(void);

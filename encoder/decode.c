@@ -1,8 +1,10 @@
 /*
- * decode.c reads a profile.proto message back: the sample types, samples,
- * mappings (range, offset, file), locations (with their mapping and the
- * function of each line), functions, string table and default sample type; every other field is skipped by its wire type. It
- * is the agent's reader of its own profiles (flame graphs), entered only
+ * decode.c reads a profile.proto message back: the sample types, samples
+ * (with their labels), mappings (range, offset, file, build id), locations
+ * (with their mapping and the function and line of each line), functions,
+ * string table, default sample type, time, duration and period; every other
+ * field is skipped by its wire type. It is the agent's reader of its own
+ * profiles (flame graphs, the OTLP form), entered only
  * from HTTP threads, never from a signal
  * handler or an interposed call.
  *
@@ -144,10 +146,24 @@ static int read_scalars(struct reader *r, uint64_t *v, int n)
     return 0;
 }
 
+/* One label of a sample: key, str, num, num_unit (fields 1..4). */
+static int read_label(struct reader *r, struct decoded_sample *s, size_t *cap)
+{
+    struct reader sub;
+    uint64_t v[LABEL_F_NUM_UNIT];
+    if (read_len(r, &sub) != 0 || read_scalars(&sub, v, LABEL_F_NUM_UNIT) != 0)
+        return -EINVAL;
+    if (grow((void **)&s->labels, cap, s->nlabels, sizeof *s->labels) != 0)
+        return -ENOMEM;
+    s->labels[s->nlabels++] = (struct decoded_label){
+        (int64_t)v[0], (int64_t)v[1], (int64_t)v[2], (int64_t)v[3]};
+    return 0;
+}
+
 static int read_sample(struct reader *r, void *out)
 {
     struct decoded_sample *s = out;
-    size_t lcap = 0, vcap = 0;
+    size_t lcap = 0, vcap = 0, bcap = 0;
     memset(s, 0, sizeof *s);
     while (r->p < r->end) {
         int field, wire, err;
@@ -158,6 +174,8 @@ static int read_sample(struct reader *r, void *out)
         else if (field == SAMPLE_F_VALUE)
             err = read_repeated(r, wire, (uint64_t **)&s->values, &s->nvalues,
                                 &vcap);
+        else if (field == SAMPLE_F_LABEL && wire == WIRE_LEN)
+            err = read_label(r, s, &bcap);
         else
             err = skip(r, wire);
         if (err != 0)
@@ -169,7 +187,7 @@ static int read_sample(struct reader *r, void *out)
 static int read_location(struct reader *r, void *out)
 {
     struct decoded_location *l = out;
-    size_t cap = 0;
+    size_t cap = 0, lcap = 0;
     memset(l, 0, sizeof *l);
     while (r->p < r->end) {
         int field, wire, err = 0;
@@ -183,7 +201,7 @@ static int read_location(struct reader *r, void *out)
             err = read_varint(r, &l->mapping_id);
         } else if (field == LOCATION_F_LINE && wire == WIRE_LEN) {
             struct reader line;
-            uint64_t fn = 0;
+            uint64_t fn = 0, ln = 0;
             if (read_len(r, &line) != 0)
                 return -EINVAL;
             while (line.p < line.end) {
@@ -192,6 +210,8 @@ static int read_location(struct reader *r, void *out)
                     return -EINVAL;
                 if (lf == LINE_F_FUNCTION_ID && lw == WIRE_VARINT)
                     err = read_varint(&line, &fn);
+                else if (lf == LINE_F_LINE && lw == WIRE_VARINT)
+                    err = read_varint(&line, &ln);
                 else
                     err = skip(&line, lw);
                 if (err != 0)
@@ -200,7 +220,12 @@ static int read_location(struct reader *r, void *out)
             err = grow((void **)&l->functions, &cap, l->nfunctions,
                        sizeof *l->functions);
             if (err == 0)
+                err = grow((void **)&l->lines, &lcap, l->nfunctions,
+                           sizeof *l->lines);
+            if (err == 0) {
+                l->lines[l->nfunctions] = (int64_t)ln;
                 l->functions[l->nfunctions++] = fn;
+            }
         } else {
             err = skip(r, wire);
         }
@@ -232,11 +257,24 @@ static int check_strings(const struct decoded_profile *p)
         if ((uint64_t)p->types[i].type >= n || (uint64_t)p->types[i].unit >= n)
             return -EINVAL;
     for (size_t i = 0; i < p->nfunctions; i++)
-        if ((uint64_t)p->functions[i].name >= n)
+        if ((uint64_t)p->functions[i].name >= n ||
+            (uint64_t)p->functions[i].system_name >= n ||
+            (uint64_t)p->functions[i].filename >= n)
             return -EINVAL;
     for (size_t i = 0; i < p->nmappings; i++)
-        if ((uint64_t)p->mappings[i].filename >= n)
+        if ((uint64_t)p->mappings[i].filename >= n ||
+            (uint64_t)p->mappings[i].build_id >= n)
             return -EINVAL;
+    for (size_t i = 0; i < p->nsamples; i++)
+        for (size_t j = 0; j < p->samples[i].nlabels; j++) {
+            const struct decoded_label *b = &p->samples[i].labels[j];
+            if ((uint64_t)b->key >= n || (uint64_t)b->str >= n ||
+                (uint64_t)b->num_unit >= n)
+                return -EINVAL;
+        }
+    if ((uint64_t)p->period_type.type >= n ||
+        (uint64_t)p->period_type.unit >= n)
+        return -EINVAL;
     if ((uint64_t)p->default_sample_type >= n && p->default_sample_type != 0)
         return -EINVAL;
     return 0;
@@ -251,7 +289,7 @@ static const struct repeated {
     size_t array, count, size;
     int (*read)(struct reader *r, void *out);
     int nflat;
-    size_t flat[MAPPING_F_FILENAME];
+    size_t flat[MAPPING_F_BUILD_ID];
 } repeated[] = {
 #define AT(type, member) offsetof(struct type, member)
 #define ELEMENT(field, array, count)                                           \
@@ -261,14 +299,17 @@ static const struct repeated {
     {ELEMENT(PROFILE_F_SAMPLE_TYPE, types, ntypes), NULL, VALUETYPE_F_UNIT,
      {AT(decoded_type, type), AT(decoded_type, unit)}},
     {ELEMENT(PROFILE_F_SAMPLE, samples, nsamples), read_sample, 0, {0}},
-    {ELEMENT(PROFILE_F_MAPPING, mappings, nmappings), NULL, MAPPING_F_FILENAME,
+    {ELEMENT(PROFILE_F_MAPPING, mappings, nmappings), NULL, MAPPING_F_BUILD_ID,
      {AT(decoded_mapping, id), AT(decoded_mapping, start),
       AT(decoded_mapping, limit), AT(decoded_mapping, offset),
-      AT(decoded_mapping, filename)}},
+      AT(decoded_mapping, filename), AT(decoded_mapping, build_id)}},
     {ELEMENT(PROFILE_F_LOCATION, locations, nlocations), read_location, 0,
      {0}},
-    {ELEMENT(PROFILE_F_FUNCTION, functions, nfunctions), NULL, FUNCTION_F_NAME,
-     {AT(decoded_function, id), AT(decoded_function, name)}},
+    {ELEMENT(PROFILE_F_FUNCTION, functions, nfunctions), NULL,
+     FUNCTION_F_START_LINE,
+     {AT(decoded_function, id), AT(decoded_function, name),
+      AT(decoded_function, system_name), AT(decoded_function, filename),
+      AT(decoded_function, start_line)}},
 #undef ELEMENT
 #undef AT
 };
@@ -286,7 +327,7 @@ static int read_repeated_message(struct reader *sub, const struct repeated *m,
     char *el = (char *)*arr + (*n)++ * m->size;
     if (m->read)
         return m->read(sub, el);
-    uint64_t v[MAPPING_F_FILENAME];
+    uint64_t v[MAPPING_F_BUILD_ID];
     memset(el, 0, m->size);
     if (read_scalars(sub, v, m->nflat) != 0)
         return -EINVAL;
@@ -324,14 +365,23 @@ static int read_profile(struct reader *r, struct decoded_profile *p)
             memcpy(s, sub.p, len);
             s[len] = '\0';
             p->strings[p->nstrings++] = s;
-        } else if ((field == PROFILE_F_DEFAULT_SAMPLE_TYPE ||
-                    field == PROFILE_F_DURATION_NANOS) &&
-                   wire == WIRE_VARINT) {
+        } else if (field == PROFILE_F_PERIOD_TYPE && wire == WIRE_LEN) {
+            uint64_t t[VALUETYPE_F_UNIT];
+            if (read_len(r, &sub) != 0 ||
+                read_scalars(&sub, t, VALUETYPE_F_UNIT) != 0)
+                return -EINVAL;
+            p->period_type.type = (int64_t)t[0];
+            p->period_type.unit = (int64_t)t[1];
+        } else if (wire == WIRE_VARINT) {
             err = read_varint(r, &v);
             if (field == PROFILE_F_DEFAULT_SAMPLE_TYPE)
                 p->default_sample_type = (int64_t)v;
-            else
+            else if (field == PROFILE_F_DURATION_NANOS)
                 p->duration_nanos = (int64_t)v;
+            else if (field == PROFILE_F_TIME_NANOS)
+                p->time_nanos = (int64_t)v;
+            else if (field == PROFILE_F_PERIOD)
+                p->period = (int64_t)v;
         } else {
             err = skip(r, wire);
         }
@@ -378,10 +428,13 @@ void decoded_profile_free(struct decoded_profile *p)
     for (size_t i = 0; i < p->nsamples; i++) {
         free(p->samples[i].locations);
         free(p->samples[i].values);
+        free(p->samples[i].labels);
     }
     free(p->samples);
-    for (size_t i = 0; i < p->nlocations; i++)
+    for (size_t i = 0; i < p->nlocations; i++) {
         free(p->locations[i].functions);
+        free(p->locations[i].lines);
+    }
     free(p->locations);
     free(p->functions);
     free(p->mappings);

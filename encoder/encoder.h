@@ -56,6 +56,9 @@ void pb_varint(struct pbuf *b, uint64_t v);
 void pb_uint64(struct pbuf *b, int field, uint64_t v);
 void pb_int64(struct pbuf *b, int field, int64_t v);
 void pb_bool(struct pbuf *b, int field, int v);
+/* Appends field `field` as a little-endian fixed64; skipped when v is 0.
+ * Not async-signal-safe. */
+void pb_fixed64(struct pbuf *b, int field, uint64_t v);
 /* Appends a length-delimited field (always written, even when empty, so
  * string_table[0] == "" survives). Not async-signal-safe. */
 void pb_bytes(struct pbuf *b, int field, const void *p, size_t n);

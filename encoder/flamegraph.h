@@ -23,17 +23,24 @@ struct decoded_type {
     int64_t unit; /* string index */
 };
 
+struct decoded_label {
+    int64_t key, str, num, num_unit; /* string indices, but num */
+};
+
 struct decoded_sample {
     uint64_t *locations; /* location ids, leaf first */
     size_t nlocations;
     int64_t *values; /* one per sample type (missing ones read as 0) */
     size_t nvalues;
+    struct decoded_label *labels;
+    size_t nlabels;
 };
 
 struct decoded_mapping {
     uint64_t id;
     uint64_t start, limit, offset; /* offset: file offset of start */
     int64_t filename;              /* string index */
+    int64_t build_id;              /* string index */
 };
 
 struct decoded_location {
@@ -41,15 +48,18 @@ struct decoded_location {
     uint64_t mapping_id; /* 0: none */
     uint64_t address;
     uint64_t *functions; /* function id of each line, innermost first */
+    int64_t *lines;      /* the line number of each */
     size_t nfunctions;
 };
 
 struct decoded_function {
     uint64_t id;
     int64_t name; /* string index */
+    int64_t system_name, filename, start_line; /* string indices, a line */
 };
 
-/* The fields of a profile a reader needs; everything else is skipped.
+/* The fields of a profile a reader needs (a flame graph, a total, the
+ * OTLP form: encoder/otlp.c); everything else is skipped.
  * Locations and functions are sorted by id once decoding ends. */
 struct decoded_profile {
     char **strings; /* NUL-terminated copies; strings[0] is "" */
@@ -66,6 +76,9 @@ struct decoded_profile {
     size_t nfunctions;
     int64_t default_sample_type; /* string index, 0 when unset */
     int64_t duration_nanos;
+    int64_t time_nanos;
+    struct decoded_type period_type;
+    int64_t period;
 };
 
 /* Decodes an uncompressed profile.proto message of n bytes into *out.

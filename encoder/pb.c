@@ -57,6 +57,17 @@ void pb_int64(struct pbuf *b, int field, int64_t v)
     pb_uint64(b, field, (uint64_t)v);
 }
 
+void pb_fixed64(struct pbuf *b, int field, uint64_t v)
+{
+    if (v == 0)
+        return;
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (uint8_t)(v >> (8 * i));
+    put_tag(b, field, 1);
+    pbuf_append(b, le, sizeof le);
+}
+
 void pb_bool(struct pbuf *b, int field, int v)
 {
     pb_uint64(b, field, v ? 1 : 0);

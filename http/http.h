@@ -222,6 +222,11 @@ HTTP_COUNTS(HTTP_DECLARE_COUNT)
 /* The processes announced in the run directory as a table for the index
  * page (processes.c). */
 void processes_html(struct pbuf *b);
+
+/* The push's state (push_status.c): the index page's paragraph, and the
+ * value of /debug/stats's "push" (null when off). */
+void push_status_html(struct pbuf *b);
+void push_status_json(struct pbuf *b);
 /* The charts page's section on /debug/memory (memory_chart.c): HTML and
  * its script, spliced in before </body>. */
 extern const char memory_chart_section[];

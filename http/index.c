@@ -184,6 +184,7 @@ void handle_index(struct request *r)
     if (notes_each(put_note, &b) == 0)
         pbuf_puts(&b, "<li>none taken yet</li>\n");
     pbuf_puts(&b, "</ul>\n</p>\n");
+    push_status_html(&b);
     processes_html(&b);
     pbuf_puts(&b, "<p>\nLoaded objects without a symbol "
                   "table (their other functions are named after the "

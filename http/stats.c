@@ -311,6 +311,8 @@ void handle_stats(struct request *r)
     pbuf_puts(&b, ", \"profile_notes\": {");
     notes_each(put_note, &b);
     pbuf_puts(&b, "}");
+    pbuf_puts(&b, ", \"push\": ");
+    push_status_json(&b);
     pbuf_puts(&b, "}\n");
 
     if (b.oom)

@@ -47,8 +47,10 @@
 #include "agent/agent.h"
 #include "agent/fds.h"
 #include "agent/proc.h"
+#include "agent/push.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
+#include "process/push.h"
 #include "http/server.h"
 
 #include <arpa/inet.h>
@@ -201,6 +203,7 @@ void children_fork_child(void)
     /* The dumper's thread and the server's are the parent's. */
     dump_fork_child();
     server_fork_child();
+    push_fork_child();
     /* The parent's listening socket came along with the fork. Nobody here
      * accepts on it: held open, it would keep the port bound after the
      * parent exits (a daemon's first fork) with connections queuing on it
@@ -210,7 +213,9 @@ void children_fork_child(void)
     listen_fd = -1;
     int serve = opt_serve && opt_children == CHILDREN_SERVE &&
                 !children_passive();
-    start_pending = agent_ready && (serve || opt_dump_dir[0]);
+    int push = opt_push.on && opt_children == CHILDREN_SERVE &&
+               !children_passive();
+    start_pending = agent_ready && (serve || push || opt_dump_dir[0]);
     start_dumps = opt_dump_dir[0] != '\0';
     /* The configured port first: free again when the parent exited (a
      * daemon's first fork: the daemon then serves where the operator

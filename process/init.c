@@ -10,7 +10,9 @@
 #include "agent/contention.h"
 #include "agent/heap.h"
 #include "agent/trace.h"
+#include "agent/push.h"
 #include "process/process.h"
+#include "process/push.h"
 #include "agent/symbols.h"
 #include "http/server.h"
 
@@ -63,11 +65,15 @@ __attribute__((constructor)) static void agent_init(void)
     dump_start();
     int passive = children_passive();
     int serve = opt_serve && !passive;
-    if (opt_start_delay_ms == 0 && !passive)
+    int push = opt_push.on && !passive;
+    if (opt_start_delay_ms == 0 && !passive) {
         watch_start();
+        if (push)
+            push_start();
+    }
     if (serve && opt_start_delay_ms == 0)
         start_now();
-    else if ((serve || (opt_dump_dir[0] && !passive)) &&
+    else if ((serve || push || (opt_dump_dir[0] && !passive)) &&
              opt_start_delay_ms > 0 && start_later(0) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");

@@ -31,6 +31,7 @@
 #include "agent/agent.h"
 #include "agent/cfi.h"
 #include "http/server.h"
+#include "process/push.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -210,6 +211,8 @@ static void *starter(void *arg)
         dump_start();
     if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))
         start_now();
+    if (!children_is_forked || opt_children == CHILDREN_SERVE)
+        push_start();
     return NULL;
 }
 

@@ -8,6 +8,7 @@
 #include "agent/agent.h"
 #include "agent/deadlock.h"
 #include "agent/ops.h"
+#include "agent/push.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -340,6 +341,7 @@ void config_load(void)
     load_long("PPROF_DEADLOCK_SECONDS", &opt_deadlock_seconds, 0, 86400);
     load_debug_dir();
     config_load_ops();
+    config_load_push();
 }
 
 /* ---- operations: run directory, children, dumps (agent/ops.h) ------------ */

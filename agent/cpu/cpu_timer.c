@@ -371,6 +371,7 @@ void cpu_timer_fork_child(void)
         if (reg)
             memset(reg, 0, REG_SLOTS * sizeof *reg);
     }
+    cpu_share_fork_child();
     cpu_timer_fork_parent();
 }
 
@@ -521,7 +522,7 @@ int cpu_profile_start(int hz)
 void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
                        void *arg)
 {
-    cpu_ringbuf_drain(fn, arg);
+    cpu_share_drain(fn, arg);
     /* Threads that blocked the signal when last looked at, and have
      * unblocked it through no interposed call since. */
     if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
@@ -558,7 +559,8 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     /* A handler still running on another thread finishes its sample. */
     while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)
         sched_yield();
-    cpu_ringbuf_drain(fn, arg);
+    cpu_share_drain(fn, arg);
+    cpu_share_end();
 }
 
 int cpu_profile_unseen(void)

@@ -1,0 +1,102 @@
+/*
+ * One CPU profile, two readers: the session's owner (whoever started it)
+ * and one guest that joined it. The push (process/push.c) keeps a profile
+ * running all the time and lets a guest in, so that a request for
+ * /debug/pprof/profile meanwhile gets the same samples for its window
+ * instead of "already in use"; the push itself joins a profile an HTTP
+ * request or the dumps started, and starts its own once that ends. A
+ * second request still gets Go's 500: one guest at a time, and a session
+ * an HTTP request owns lets in only the push.
+ *
+ * The owner's drains pass every sample to the guest too (cpu_share_drain,
+ * from cpu_timer.c), under share_lock; leaving takes that lock, so a guest
+ * that left reads its samples alone. Runs on the agent's own threads only;
+ * never in a signal handler.
+ */
+#include "agent/cpu.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Under share_lock. */
+static cpu_sample_fn guest_fn;
+static void *guest_arg;
+static int owner_shares;
+
+struct tee {
+    cpu_sample_fn fn;
+    void *arg;
+};
+
+static void tee(const struct cpu_sample *s, void *p)
+{
+    const struct tee *t = p;
+    if (t->fn)
+        t->fn(s, t->arg);
+    if (guest_fn)
+        guest_fn(s, guest_arg);
+}
+
+void cpu_share_drain(cpu_sample_fn fn, void *arg)
+{
+    struct tee t = {fn, arg};
+    pthread_mutex_lock(&share_lock);
+    cpu_ringbuf_drain(tee, &t);
+    pthread_mutex_unlock(&share_lock);
+}
+
+void cpu_share_end(void)
+{
+    pthread_mutex_lock(&share_lock);
+    guest_fn = NULL;
+    guest_arg = NULL;
+    owner_shares = 0;
+    pthread_mutex_unlock(&share_lock);
+}
+
+void cpu_profile_share(void)
+{
+    pthread_mutex_lock(&share_lock);
+    owner_shares = 1;
+    pthread_mutex_unlock(&share_lock);
+}
+
+int cpu_profile_join(cpu_sample_fn fn, void *arg, int any_owner)
+{
+    pthread_mutex_lock(&share_lock);
+    int ok = __atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST) && !guest_fn &&
+             (owner_shares || any_owner);
+    if (ok) {
+        guest_fn = fn;
+        guest_arg = arg;
+    }
+    pthread_mutex_unlock(&share_lock);
+    return ok ? 0 : -EBUSY;
+}
+
+int cpu_profile_joined(const void *arg)
+{
+    pthread_mutex_lock(&share_lock);
+    int yes = guest_fn && guest_arg == arg;
+    pthread_mutex_unlock(&share_lock);
+    return yes;
+}
+
+void cpu_profile_leave(const void *arg)
+{
+    pthread_mutex_lock(&share_lock);
+    if (guest_arg == arg) {
+        guest_fn = NULL;
+        guest_arg = NULL;
+    }
+    pthread_mutex_unlock(&share_lock);
+}
+
+void cpu_share_fork_child(void)
+{
+    pthread_mutex_init(&share_lock, NULL);
+    guest_fn = NULL;
+    guest_arg = NULL;
+    owner_shares = 0;
+}
