@@ -32,6 +32,7 @@ while [ $i -lt "$runs" ]; do
     "$prog" custom "$ops" | nsop >>"$tmp/c0"
     under_agent "$prog" custom "$ops" | nsop >>"$tmp/c1"
 done
+for f in l0 l1 c0 c1; do need "api timings ($f)" $(cat "$tmp/$f"); done
 l0=$(median <"$tmp/l0"); l1=$(median <"$tmp/l1")
 c0=$(median <"$tmp/c0"); c1=$(median <"$tmp/c1")
 
