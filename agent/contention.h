@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/hash.h"
 
 /* Block table counters: contentions in units of 1/CONTENTION_COUNT_SCALE
  * (Go's de-biased count is fractional: rate/wait for a short wait), and
@@ -65,7 +66,7 @@ extern int contention_hint[1 << CONTENTION_HINT_BITS];
 
 static inline int *contention_hint_slot(const void *lock)
 {
-    uint64_t h = (uint64_t)(uintptr_t)lock * 0x9e3779b97f4a7c15ULL;
+    uint64_t h = (uint64_t)(uintptr_t)lock * HASH_GOLDEN;
     return &contention_hint[h >> (64 - CONTENTION_HINT_BITS)];
 }
 

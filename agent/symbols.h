@@ -222,6 +222,12 @@ void symbols_elf_close(struct sym_object *o);
  * the next lookup loads them anew. Not async-signal-safe. */
 void symbols_elf_unload(struct sym_object *o);
 
+/* symbols_elf_file.c: reading ELF files, below the rest of the
+ * symbolizer (it calls none of it). */
+
+/* Tells libelf the version the agent speaks, once, before any other libelf
+ * call. Not async-signal-safe. */
+void symbols_elf_init(void);
 /* Opens an ELF file read-only through a libelf mmap (no descriptor kept).
  * NULL when it cannot be opened or is not ELF. Not async-signal-safe. */
 struct Elf *symbols_elf_open_file(const char *path);

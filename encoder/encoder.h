@@ -415,11 +415,6 @@ struct stack_snapshot;
 size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
                                   int delta, struct heap_record *out);
 
-/* The factor that turns a raw count of allocations of size bytes into an
- * unbiased estimate, when each is sampled with probability
- * 1 - exp(-(size + 1) / rate); 1 when rate <= 1. Not async-signal-safe. */
-double heap_scale(int64_t size, long rate);
-
 /* Records of a heap snapshot (agent/heap.h) into *out (malloc'd, the
  * caller frees it): heap_records_from_snapshot(), then, when by_age, split
  * by the age of the live samples (heap_records_by_age, live sorted in

@@ -17,14 +17,12 @@
 #include "http/http.h"
 
 #include "agent/agent.h"
-#include "agent/fds.h"
+#include "agent/proc.h"
 #include "encoder/encoder.h"
 #include "encoder/flamegraph.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A gzipped profile never inflates to more than this for the agent's own
  * tables; anything larger is a bug, not a picture. */
@@ -33,14 +31,9 @@
 /* The program's name from /proc/self/comm, for the title. */
 static void program_name(char *buf, size_t size)
 {
-    buf[0] = '\0';
-    int fd = fds_open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, buf, size - 1);
-        buf[n > 0 ? n : 0] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        fds_close(fd);
-    }
+    if (proc_read("/proc/self/comm", buf, size) < 0)
+        buf[0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
     if (!buf[0])
         snprintf(buf, size, "process");
 }
