@@ -52,9 +52,11 @@ session_tid() {
 }
 # Its CPU time so far, ns (the first field of schedstat).
 thread_cpu() { cut -d' ' -f1 "/proc/$1/task/$2/schedstat"; }
-# The process's, every thread's, ns (utime + stime of its stat; the
-# command name has no spaces here).
-process_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f\n", ($14 + $15) * 1e9 / hz}' "/proc/$1/stat"; }
+# The process's, every thread's, ns: the sum of its threads' schedstat (the
+# stat file's utime + stime count clock ticks, 10 ms each: a parked
+# program's 15 s came out negative once the profile's thread was taken
+# off). The program's threads all live to its end.
+process_cpu() { cat "/proc/$1/task/"*/schedstat | awk '{s += $1} END {printf "%.0f\n", s}'; }
 
 run_alone() { "$prog" "$threads" "$secs" | cpu_of; }
 run_idle() {
@@ -140,7 +142,7 @@ steady() { # label period_ms
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     echo
-    if [ -n "$b" ] && [ -n "$pb" ]; then
+    if [ -n "$b" ] && [ -n "$pb" ] && [ "$((pb - pa))" -gt "$((b - a))" ]; then
         echo "$1: the profile's thread from 6 s to 21 s of a 25 s profile:" \
             "$(echo "$a $b $ta $tb $hz $pa $pb $base $secs $2" | awk '{
                 r = ($2 - $1) / ($4 - $3); p = ($7 - $6) / ($4 - $3)
@@ -154,7 +156,7 @@ steady() { # label period_ms
                 # exceed when the rest does almost nothing.
                 printf "; goal: at most 1%% of the rest: %s", (r / (p - r) <= 0.01) ? "met" : "NOT met"}')"
     else
-        echo "bench: no measurement of $1: the profile's thread had ended before 21 s (a loaded machine: run again)" >&2
+        echo "bench: no measurement of $1: the profile's thread had ended before 21 s, or the process's CPU was not read (a loaded machine: run again)" >&2
         exit 1
     fi
     PPROF_TMPDIR="$work/pp" go tool pprof -raw "$work/s.pb.gz" 2>/dev/null | sed -n 's/^Comment: /  /p'
