@@ -289,6 +289,14 @@ int wall_profile_proto(const struct wall_record *recs, size_t n,
                        int64_t duration_nanos, const char *comment,
                        struct pbuf *out);
 
+/* The wall profile of a run (agent/wall.h: wall_run) from its groups, with
+ * the run's figures as its comment. Returns 0 or -errno. Not
+ * async-signal-safe. */
+struct wall_agg;
+struct wall_run;
+int wall_write(const struct wall_agg *agg, const struct wall_run *run,
+               struct pbuf *out);
+
 /* ---- contention profiles (contention.c): block, mutex --------------------- */
 
 /* Writes a block (is_mutex 0) or mutex profile from a snapshot of its table
