@@ -20,13 +20,6 @@
 #include <errno.h>
 #include <time.h>
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void sleep_until(int64_t when_ns)
 {
     struct timespec ts = {when_ns / 1000000000, when_ns % 1000000000};
@@ -40,13 +33,13 @@ static int tick_until(struct wall_looker *l, int64_t end_ns,
                       void *arg, struct wall_run *run)
 {
     int64_t period = run->period_ns;
-    int64_t t0 = mono_ns();
+    int64_t t0 = agent_mono_ns();
     int64_t prev = t0 - period, next = t0, checked = t0;
     uint64_t rnd = rand_seed((uint64_t)run->start_ns);
     int err = 0;
     while (next < end_ns && !err && !run->gone) {
         sleep_until(next);
-        int64_t now = mono_ns();
+        int64_t now = agent_mono_ns();
         if (now - next > period)
             run->late++;
         err = wall_look_tick(l, now, now - prev, wall_agg_add, agg);
@@ -75,7 +68,7 @@ int wall_run(long seconds, struct wall_agg *agg, int (*gone)(void *arg),
     }
     run->started = 1;
     run->start_ns = agent_now_ns();
-    err = tick_until(&l, mono_ns() + seconds * 1000000000LL, agg, gone, arg,
+    err = tick_until(&l, agent_mono_ns() + seconds * 1000000000LL, agg, gone, arg,
                      run);
     if (!err)
         err = wall_look_finish(&l, wall_agg_add, agg);
