@@ -54,6 +54,7 @@ il1=$(per_op labels labelled env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=qu
 ic0=$(per_op custom custom env)
 ic1=$(per_op custom custom env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet)
 
+need "the api area's callgrind counts" "$il0" "$il1" "$ic0" "$ic1"
 echo "api: $runs interleaved runs of $ops operations, medians"
 echo
 echo "| operation | without agent | with agent | instructions without / with |"

@@ -30,10 +30,10 @@ need() {
     done
 }
 
-# stamp: the line each area's output starts with: when, on which tree and
-# how loaded the machine was (a figure quoted in README.md or docs/ carries
-# it).
+# stamp: the line each area's output starts with: when, on which tree
+# (BENCH_TREE names it outside a git checkout) and how loaded the machine
+# was (a figure quoted in README.md or docs/ carries it).
 stamp() {
-    rev=$(git -C "$(dirname "$0")" describe --always --dirty 2>/dev/null || echo "not a git tree")
+    rev=${BENCH_TREE:-$(git -C "$(dirname "$0")" describe --always --dirty 2>/dev/null || echo "not a git tree")}
     echo "run of $(date -u '+%Y-%m-%d %H:%M UTC'), tree $rev, load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 }
