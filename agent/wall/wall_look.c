@@ -320,6 +320,215 @@ static int blocked_state(char letter)
                : WALL_SLEEPING;
 }
 
+/* One look at one thread: what the pieces below share. */
+struct looking {
+    struct wall_looker *l;
+    struct wall_thread *t;
+    int tid;
+    int64_t now, ns; /* the tick's time, and the wall time a look weighs */
+    charge_fn fn;
+    void *arg;
+    int64_t cpu0;     /* its CPU clock at the start of the look */
+    int64_t prev_cpu; /* and at the previous look */
+    int prev_blocked; /* the previous look found it blocked */
+};
+
+/* Not on a CPU since a look found it blocked in a call at least
+ * UNMOVED_MIN_NS ago: it is still in that call, or woken from it and
+ * waiting for a CPU, which only its syscall file could tell apart
+ * ("running"). Charged as that look found it, without reading /proc.
+ * Returns 1 when it was (*err set). */
+static int look_unmoved(const struct looking *k, int64_t prev_look, int *err)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    if (!(k->prev_blocked && k->cpu0 == k->prev_cpu &&
+          k->now - prev_look >= UNMOVED_MIN_NS && t->walk_key &&
+          t->walk_status == THREAD_STACK_OK && !t->owing))
+        return 0;
+    l->c.looks++;
+    l->c.unmoved++;
+    if (t->prev_state == WALL_RUNNABLE)
+        l->c.runnable++;
+    else
+        l->c.blocked++;
+    if (t->armed) {
+        wall_thread_disarm(t);
+        l->c.disarms++;
+    }
+    *err = charge(k->fn, k->arg, t, t->walk_pcs, t->walk_depth, t->prev_state,
+                  t->walk_nr, k->ns, 1);
+    return 1;
+}
+
+/* Its syscall file into *st; when it cannot be read, of a thread still
+ * there, st says so (nr -2, *unreadable). Returns -1 when it ended. */
+static int look_syscall(const struct looking *k, struct thread_syscall *st,
+                        int *unreadable)
+{
+    struct wall_looker *l = k->l;
+    *unreadable = 0;
+    if (read_syscall(l, k->tid, st) == 0)
+        return 0;
+    /* Ended (a file that cannot be read of a thread that is still
+     * there does not make the list stale). */
+    if (threads_cpu_ns(k->tid) < 0) {
+        l->gone = 1;
+        return -1;
+    }
+    /* Alive, but its syscall file cannot be read: a process that
+     * changed its user is not dumpable, and its /proc files are then
+     * root's (or /proc is missing after a chroot). The state letter
+     * (stat is everyone's) still tells running from blocked; a
+     * blocked thread gets no stack. */
+    memset(st, 0, sizeof *st);
+    st->nr = -2;
+    *unreadable = 1;
+    l->c.unreadable++;
+    return 0;
+}
+
+/* Name and state letter: read again unless the thread waits where it
+ * waited at its previous look (its walk kept) or runs (the letter is not
+ * used), and at least every STAT_EVERY looks for a name it may have
+ * changed. Returns -1 when the read fails (it may have ended). */
+static int look_letter(const struct looking *k,
+                       const struct thread_syscall *st)
+{
+    struct wall_thread *t = k->t;
+    int parked = st->nr >= 0 && t->walk_key && walk_key(st) == t->walk_key;
+    if (t->letter && (parked || st->nr == -1) && t->stat_age < STAT_EVERY) {
+        t->stat_age++;
+        return 0;
+    }
+    if ((t->letter = read_stat(k->l, t)) == '?') {
+        k->l->gone |= threads_cpu_ns(k->tid) < 0;
+        return -1;
+    }
+    t->stat_age = 0;
+    return 0;
+}
+
+/* A thread on a CPU or waiting for one (cpu1: its clock now). */
+static int look_on_cpu(const struct looking *k, int64_t cpu1)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    charge_fn fn = k->fn;
+    void *arg = k->arg;
+    int64_t ns = k->ns;
+    uint32_t e = (uint32_t)(t - wall_threads);
+    int state = on_cpu_state(l, t, k->tid,
+                             cpu1 > k->cpu0 ? WALL_RUNNING : WALL_RUNNABLE);
+    if (state == WALL_RUNNING)
+        l->c.running++;
+    else
+        l->c.runnable++;
+    /* Not on a CPU since it was seen blocked: still on its way out of
+     * that call (woken, waiting for a CPU). */
+    if (k->prev_blocked && k->cpu0 == k->prev_cpu && t->walk_key &&
+        t->walk_status == THREAD_STACK_OK) {
+        t->prev_blocked = 1;
+        t->prev_state = WALL_RUNNABLE;
+        return charge(fn, arg, t, t->walk_pcs, t->walk_depth, WALL_RUNNABLE,
+                      t->walk_nr, ns, 1);
+    }
+    uintptr_t pcs[WALL_STACK_MAX];
+    int depth = 0;
+    uint64_t nv_cap;
+    uint32_t seq = t->armed ? wall_slot_read(&wall_slots[e], t->armed_seq, pcs,
+                                             &depth, &nv_cap)
+                            : 0;
+    uint64_t nv_now = read_nvcsw(l, k->tid);
+    if (seq && same_run(nv_cap, nv_now)) {
+        /* Its stack of this run (it has not slept since); what it
+         * owes from an earlier run gets none. */
+        int err = 0;
+        if (t->owing)
+            err = same_run(t->owed_nvcsw, nv_cap)
+                      ? settle(l, t, pcs, depth, fn, arg)
+                      : settle(l, t, NULL, 0, fn, arg);
+        return err ? err : charge(fn, arg, t, pcs, depth, state, -1, ns, 1);
+    }
+    /* Slept since its last stack (on its way out of a call no look
+     * saw, or running for less than a timer period since), or none
+     * yet: owed to its next stack, if taken before it sleeps again. */
+    if (t->owing && !same_run(t->owed_nvcsw, nv_now)) {
+        int err = settle(l, t, NULL, 0, fn, arg);
+        if (err)
+            return err;
+    }
+    if (!t->armed) {
+        if (!wall_thread_arm(t, k->now))
+            /* It blocks the signal: no stack to be had. */
+            return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
+        l->c.arms++;
+    }
+    /* Owed until its timer's next stack. */
+    if (!t->owing) {
+        if (l->nowed == WALL_OWED_MAX)
+            return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
+        l->owed[l->nowed++] = e;
+        t->owing = 1;
+        t->owed_since = k->now;
+        t->owed_seq = seq ? seq : t->armed_seq;
+        t->owed_nvcsw = nv_now;
+    }
+    int i = state == WALL_RUNNABLE;
+    t->owed_ns[i] += ns;
+    t->owed_count[i]++;
+    l->c.owed++;
+    return 0;
+}
+
+/* A thread blocked (or stopped): walked where it waits, or its walk kept
+ * while it waits at the same place. */
+static int look_blocked(const struct looking *k, struct thread_syscall *st,
+                        char letter)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    charge_fn fn = k->fn;
+    void *arg = k->arg;
+    int64_t ns = k->ns;
+    l->c.blocked++;
+    int state = blocked_state(letter);
+    int err = 0;
+    if (t->owing) /* it ran and slept again before its timer fired */
+        err = settle(l, t, NULL, 0, fn, arg);
+    if (t->armed && k->prev_cpu == k->cpu0) {
+        wall_thread_disarm(t);
+        l->c.disarms++;
+    }
+    if (err)
+        return err;
+    if (st->nr < 0 || !st->sp || !st->pc) {
+        /* Not in a system call (a page fault, a stop): where it is. */
+        uintptr_t pc = st->pc;
+        return charge(fn, arg, t, &pc, pc ? 1 : 0, state, -1, ns, 1);
+    }
+    uint64_t key = walk_key(st);
+    if (key != t->walk_key) {
+        t->walk_status =
+            threads_walk_blocked(&wall_tasks_fd, k->tid, st, k->cpu0, l->copy,
+                                 t->walk_pcs, WALL_STACK_MAX, &t->walk_depth);
+        t->walk_nr = st->nr;
+        /* The line the walk was consistent with (st was updated). */
+        t->walk_key = t->walk_status == THREAD_STACK_OK ? walk_key(st) : 0;
+        l->c.walks++;
+        if (t->walk_status != THREAD_STACK_OK) {
+            uintptr_t pc = st->pc;
+            return charge(fn, arg, t, &pc, pc ? 1 : 0, state, st->nr, ns, 1);
+        }
+    } else {
+        l->c.walks_cached++;
+    }
+    t->prev_blocked = 1;
+    t->prev_state = state;
+    return charge(fn, arg, t, t->walk_pcs, t->walk_depth, state, t->walk_nr,
+                  ns, 1);
+}
+
 static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
                 charge_fn fn, void *arg)
 {
@@ -332,62 +541,21 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         l->gone = 1; /* it ended: its time up to now was charged before */
         return 0;
     }
-    int64_t prev_cpu = t->prev_cpu;
-    int prev_blocked = t->prev_blocked;
+    struct looking k = {.l = l, .t = t, .tid = tid, .now = now, .ns = ns,
+                        .fn = fn, .arg = arg, .cpu0 = cpu0,
+                        .prev_cpu = t->prev_cpu,
+                        .prev_blocked = t->prev_blocked};
     int64_t prev_look = t->looked_ns;
     t->looked_ns = now;
-    /* Not on a CPU since a look found it blocked in a call at least
-     * UNMOVED_MIN_NS ago: it is still in that call, or woken from it and
-     * waiting for a CPU, which only its syscall file could tell apart
-     * ("running"). Charged as that look found it, without reading /proc. */
-    if (prev_blocked && cpu0 == prev_cpu && now - prev_look >= UNMOVED_MIN_NS &&
-        t->walk_key && t->walk_status == THREAD_STACK_OK && !t->owing) {
-        l->c.looks++;
-        l->c.unmoved++;
-        if (t->prev_state == WALL_RUNNABLE)
-            l->c.runnable++;
-        else
-            l->c.blocked++;
-        if (t->armed) {
-            wall_thread_disarm(t);
-            l->c.disarms++;
-        }
-        return charge(fn, arg, t, t->walk_pcs, t->walk_depth, t->prev_state,
-                      t->walk_nr, ns, 1);
-    }
+    int err;
+    if (look_unmoved(&k, prev_look, &err))
+        return err;
     struct thread_syscall st;
-    int unreadable = 0;
-    if (read_syscall(l, tid, &st) != 0) {
-        /* Ended (a file that cannot be read of a thread that is still
-         * there does not make the list stale). */
-        if (threads_cpu_ns(tid) < 0) {
-            l->gone = 1;
-            return 0;
-        }
-        /* Alive, but its syscall file cannot be read: a process that
-         * changed its user is not dumpable, and its /proc files are then
-         * root's (or /proc is missing after a chroot). The state letter
-         * (stat is everyone's) still tells running from blocked; a
-         * blocked thread gets no stack. */
-        memset(&st, 0, sizeof st);
-        st.nr = -2;
-        unreadable = 1;
-        l->c.unreadable++;
-    }
-    /* Name and state letter: read again unless the thread waits where it
-     * waited at its previous look (its walk kept) or runs (the letter is
-     * not used), and at least every STAT_EVERY looks for a name it may
-     * have changed. */
-    int parked = st.nr >= 0 && t->walk_key && walk_key(&st) == t->walk_key;
-    if (t->letter && (parked || st.nr == -1) && t->stat_age < STAT_EVERY) {
-        t->stat_age++;
-    } else {
-        if ((t->letter = read_stat(l, t)) == '?') {
-            l->gone |= threads_cpu_ns(tid) < 0;
-            return 0;
-        }
-        t->stat_age = 0;
-    }
+    int unreadable;
+    if (look_syscall(&k, &st, &unreadable) != 0)
+        return 0;
+    if (look_letter(&k, &st) != 0)
+        return 0;
     char letter = t->letter;
     if (unreadable && letter == 'R')
         st.nr = -1;
@@ -395,110 +563,9 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     t->prev_cpu = cpu1 >= 0 ? cpu1 : cpu0;
     t->prev_blocked = 0;
     l->c.looks++;
-    uint32_t e = (uint32_t)(t - wall_threads);
-
-    if (st.nr == -1) {
-        int state = on_cpu_state(l, t, tid,
-                                 cpu1 > cpu0 ? WALL_RUNNING : WALL_RUNNABLE);
-        if (state == WALL_RUNNING)
-            l->c.running++;
-        else
-            l->c.runnable++;
-        /* Not on a CPU since it was seen blocked: still on its way out of
-         * that call (woken, waiting for a CPU). */
-        if (prev_blocked && cpu0 == prev_cpu && t->walk_key &&
-            t->walk_status == THREAD_STACK_OK) {
-            t->prev_blocked = 1;
-            t->prev_state = WALL_RUNNABLE;
-            return charge(fn, arg, t, t->walk_pcs, t->walk_depth,
-                          WALL_RUNNABLE, t->walk_nr, ns, 1);
-        }
-        uintptr_t pcs[WALL_STACK_MAX];
-        int depth = 0;
-        uint64_t nv_cap;
-        uint32_t seq = t->armed
-                           ? wall_slot_read(&wall_slots[e], t->armed_seq, pcs,
-                                            &depth, &nv_cap)
-                           : 0;
-        uint64_t nv_now = read_nvcsw(l, tid);
-        if (seq && same_run(nv_cap, nv_now)) {
-            /* Its stack of this run (it has not slept since); what it
-             * owes from an earlier run gets none. */
-            int err = 0;
-            if (t->owing)
-                err = same_run(t->owed_nvcsw, nv_cap)
-                          ? settle(l, t, pcs, depth, fn, arg)
-                          : settle(l, t, NULL, 0, fn, arg);
-            return err ? err : charge(fn, arg, t, pcs, depth, state, -1, ns, 1);
-        }
-        /* Slept since its last stack (on its way out of a call no look
-         * saw, or running for less than a timer period since), or none
-         * yet: owed to its next stack, if taken before it sleeps again. */
-        if (t->owing && !same_run(t->owed_nvcsw, nv_now)) {
-            int err = settle(l, t, NULL, 0, fn, arg);
-            if (err)
-                return err;
-        }
-        if (!t->armed) {
-            if (!wall_thread_arm(t, now))
-                /* It blocks the signal: no stack to be had. */
-                return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
-            l->c.arms++;
-        }
-        /* Owed until its timer's next stack. */
-        if (!t->owing) {
-            if (l->nowed == WALL_OWED_MAX)
-                return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
-            l->owed[l->nowed++] = e;
-            t->owing = 1;
-            t->owed_since = now;
-            t->owed_seq = seq ? seq : t->armed_seq;
-            t->owed_nvcsw = nv_now;
-        }
-        int i = state == WALL_RUNNABLE;
-        t->owed_ns[i] += ns;
-        t->owed_count[i]++;
-        l->c.owed++;
-        return 0;
-    }
-
-    /* Blocked (or stopped). */
-    l->c.blocked++;
-    int state = blocked_state(letter);
-    int err = 0;
-    if (t->owing) /* it ran and slept again before its timer fired */
-        err = settle(l, t, NULL, 0, fn, arg);
-    if (t->armed && prev_cpu == cpu0) {
-        wall_thread_disarm(t);
-        l->c.disarms++;
-    }
-    if (err)
-        return err;
-    if (st.nr < 0 || !st.sp || !st.pc) {
-        /* Not in a system call (a page fault, a stop): where it is. */
-        uintptr_t pc = st.pc;
-        return charge(fn, arg, t, &pc, pc ? 1 : 0, state, -1, ns, 1);
-    }
-    uint64_t key = walk_key(&st);
-    if (key != t->walk_key) {
-        t->walk_status =
-            threads_walk_blocked(&wall_tasks_fd, tid, &st, cpu0, l->copy,
-                                 t->walk_pcs, WALL_STACK_MAX, &t->walk_depth);
-        t->walk_nr = st.nr;
-        /* The line the walk was consistent with (st was updated). */
-        t->walk_key = t->walk_status == THREAD_STACK_OK ? walk_key(&st) : 0;
-        l->c.walks++;
-        if (t->walk_status != THREAD_STACK_OK) {
-            uintptr_t pc = st.pc;
-            return charge(fn, arg, t, &pc, pc ? 1 : 0, state, st.nr, ns, 1);
-        }
-    } else {
-        l->c.walks_cached++;
-    }
-    t->prev_blocked = 1;
-    t->prev_state = state;
-    return charge(fn, arg, t, t->walk_pcs, t->walk_depth, state, t->walk_nr,
-                  ns, 1);
+    if (st.nr == -1)
+        return look_on_cpu(&k, cpu1);
+    return look_blocked(&k, &st, letter);
 }
 
 /* ---- the tick ------------------------------------------------------------ */
