@@ -15,7 +15,8 @@
  *
  * On SIGUSR1 (handled by the main thread only; the others block it) the
  * main thread prints "compute=NS nap=NS epoll=NS lock=NS eintr=N", the
- * cyclers' totals so far. Runs for argv[1] seconds (default 120).
+ * cyclers' totals so far. Runs for argv[1] seconds (default 120), or
+ * until the file argv[2] exists.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -153,6 +154,7 @@ static void on_usr1(int sig)
 int main(int argc, char **argv)
 {
     int secs = argc > 1 ? atoi(argv[1]) : 120;
+    const char *stop = argc > 2 ? argv[2] : NULL;
     sigset_t usr1, old;
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
@@ -166,7 +168,7 @@ int main(int argc, char **argv)
     printf("started\n");
     fflush(stdout);
     long long end = now_ns() + secs * 1000000000LL;
-    while (now_ns() < end) {
+    while (now_ns() < end && !(stop && access(stop, F_OK) == 0)) {
         struct timespec t = {0, 20000000};
         nanosleep(&t, NULL);
         if (report) {
