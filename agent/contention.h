@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/hash.h"
 
 /* Block table counters: contentions in units of 1/CONTENTION_COUNT_SCALE
  * (Go's de-biased count is fractional: rate/wait for a short wait), and
@@ -33,10 +34,12 @@ extern struct stack_table *block_table;
 extern struct stack_table *mutex_table;
 
 /* Non-zero when the hooks should measure (agent ready and at least one of
- * the two profiles on). Read on every lock call; written by
+ * the two profiles on). Hidden in the declaration too, as
+ * contention_waiters: read straight from their address, not through the
+ * GOT (an instruction of each hook's fast path). Read on every lock call; written by
  * contention_init, and by the mutex lock hook from CONTENTION_ON_SINGLE to
  * CONTENTION_ON once the process has a second thread (lock_hooks.c). */
-extern int contention_on;
+extern int contention_on __attribute__((visibility("hidden")));
 #define CONTENTION_ON 1
 /* On, and the process had one thread when the profiles were set up. */
 #define CONTENTION_ON_SINGLE 2
@@ -44,7 +47,7 @@ extern int contention_on;
 /* Number of threads currently waiting on a mutex or rwlock anywhere in the
  * process. Every unlock reads it: 0 means nobody can be charged, which keeps
  * the uncontended unlock at one load. */
-extern long contention_waiters;
+extern long contention_waiters __attribute__((visibility("hidden")));
 
 /* The same for sampled futex waiters (agent/locks/futex_hooks.c): read by every
  * futex wake, kept apart so that a thread parked on a futex for hours (an
@@ -65,7 +68,7 @@ extern int contention_hint[1 << CONTENTION_HINT_BITS];
 
 static inline int *contention_hint_slot(const void *lock)
 {
-    uint64_t h = (uint64_t)(uintptr_t)lock * 0x9e3779b97f4a7c15ULL;
+    uint64_t h = (uint64_t)(uintptr_t)lock * HASH_GOLDEN;
     return &contention_hint[h >> (64 - CONTENTION_HINT_BITS)];
 }
 

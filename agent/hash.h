@@ -40,6 +40,27 @@ static inline uint64_t hash_splitmix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
+/* The agent's random numbers, one generator for every sampling decision:
+ * xorshift64* on a 64-bit state of the caller's (a thread's, a session's),
+ * which must not be 0: start it with rand_seed(). */
+static inline uint64_t rand_next(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* A state for rand_next() from any salt (a clock reading mixed with an
+ * address): splitmix64, so that nearby salts start far apart; never 0. */
+static inline uint64_t rand_seed(uint64_t salt)
+{
+    uint64_t z = hash_splitmix64(salt + HASH_GOLDEN);
+    return z ? z : 0x853c49e6748fea9bULL;
+}
+
 /* The first half of murmur3's 64-bit finaliser: enough to spread a
  * pointer's high bits into the low ones a probe starts from. */
 static inline uint64_t hash_murmur_half(uint64_t h)
@@ -107,5 +128,11 @@ void *group_find_or_add(struct group_table *t, uint64_t hash, htab_eq_fn eq,
                         const void *key, int *added);
 /* Frees the entries and the index; t is empty again. */
 void group_table_free(struct group_table *t);
+/* A struct of owner_size bytes, zeroed, whose first member is a struct
+ * group_table of entries of entry_size bytes (the CPU and wall
+ * aggregates); NULL when out of memory. Not async-signal-safe. */
+void *group_owner_new(size_t owner_size, size_t entry_size);
+/* Frees such a struct and its table; NULL is ignored. */
+void group_owner_free(void *owner);
 
 #endif

@@ -31,6 +31,7 @@
 #define PPROF_HEAP_H
 
 #include "agent/agent.h"
+#include "agent/hash.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -120,7 +121,7 @@ extern uint8_t heap_filter[1u << HEAP_FILTER_BITS];
 
 static inline uint64_t heap_hash(const void *p)
 {
-    return (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ULL;
+    return (uint64_t)(uintptr_t)p * HASH_GOLDEN;
 }
 
 /* p's filter cell: Fibonacci hashing of the pointer's low 32 bits (the
@@ -204,9 +205,16 @@ int heap_table_forget(const void *p, struct heap_live *out);
 void heap_table_restore(void *p, const struct heap_live *l);
 
 
+/* The unsampling rule, one copy for the estimate below and the heap
+ * profiles (encoder/heap.c): the factor that turns a raw count of
+ * allocations of size bytes into an unbiased estimate, when each is
+ * sampled with probability 1 - exp(-(size + 1) / rate); 1 when rate <= 1.
+ * Does not allocate. */
+double heap_scale(int64_t size, long rate);
+
 /* The unbiased estimate of the bytes one sampled allocation of size bytes
- * stands for: size / (1 - exp(-(size + 1) / rate)), rounded; size when
- * rate <= 1. The figure heap_inuse_estimate() adds up. Does not allocate. */
+ * stands for: size x heap_scale(size, opt_heap_rate), rounded. The figure
+ * heap_inuse_estimate() adds up. Does not allocate. */
 uint64_t heap_table_weight(uint64_t size);
 
 /* Estimated bytes in use now: the sum of heap_table_weight() over every

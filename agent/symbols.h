@@ -257,6 +257,13 @@ void symbols_elf_close(struct sym_object *o);
  * the next lookup loads them anew. Not async-signal-safe. */
 void symbols_elf_unload(struct sym_object *o);
 
+/* symbols_elf_file.c: reading ELF files, below the rest of the
+ * symbolizer (it calls none of it). */
+
+/* Loads the agent's own libelf and libdw (agent/libs.h) and tells libelf
+ * the version the agent speaks, once, before any other libelf call.
+ * Returns 0, or -1 when they cannot be loaded. Not async-signal-safe. */
+int symbols_elf_init(void);
 /* Opens an ELF file read-only through a libelf mmap (no descriptor kept).
  * NULL when it cannot be opened or is not ELF. Not async-signal-safe. */
 struct Elf *symbols_elf_open_file(const char *path);

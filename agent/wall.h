@@ -15,6 +15,9 @@
  *                  so that the looks' CPU time stays under a share of the
  *                  host's
  *   wall_agg.c     charges grouped by (stack, thread, state, system call)
+ *   wall_run.c     a whole profile: the session taken, the ticks at their
+ *                  drawn intervals for the seconds asked, the session given
+ *                  back (encoder/wall.c writes it)
  *
  * Running threads are sampled by timers on their own CPU clocks, which only
  * advance while the thread runs: a sleeping thread is never interrupted,
@@ -26,8 +29,8 @@
  * their stack by the session's own thread (agent/threads/threads.c).
  *
  * Contexts: the handler on any host thread; the mask and exit hooks on host
- * threads inside the interposers; everything else on the one HTTP worker
- * that holds the session (wall_session_start hands out a single slot).
+ * threads inside the interposers; everything else on the one thread that
+ * runs the profile (wall_run: an HTTP worker) and holds the session (wall_session_start hands out a single slot).
  */
 #ifndef PPROF_WALL_H
 #define PPROF_WALL_H
@@ -369,6 +372,31 @@ int wall_agg_add(const struct wall_charge *c, void *agg);
 /* The groups, in the order they were first charged. */
 const struct wall_group *wall_agg_groups(const struct wall_agg *a,
                                          size_t *n);
+
+/* ---- a whole profile (wall_run.c) ---------------------------------------- */
+
+/* What a wall profile's run measured, for its writer (encoder/wall.c). */
+struct wall_run {
+    int started;          /* the session was taken and the ticks began */
+    int gone;             /* the reader went away: the profile is void */
+    int hz;               /* PPROF_WALL_HZ */
+    int64_t period_ns;    /* the ticks' mean interval */
+    int64_t start_ns;     /* agent_now_ns() when the ticks began */
+    int64_t duration_ns;
+    uint64_t late;        /* ticks later than a period */
+    uint64_t timer_stacks; /* stacks the CPU-time timers' handler wrote */
+    long long share;      /* the session thread's CPU over the rest of the
+                             process's, hundredths of a percent */
+    struct wall_look_counters c;
+};
+
+/* Runs a wall profile of seconds on the calling thread, charging into
+ * agg: takes the session (returns its error, -EBUSY, -EAGAIN or -ENOMEM,
+ * with run->started 0), ticks until the time is up or gone(arg) (asked
+ * once a second; NULL: never) says the reader left (run->gone), and gives
+ * the session back. Returns 0 or -errno. Not async-signal-safe. */
+int wall_run(long seconds, struct wall_agg *agg, int (*gone)(void *arg),
+             void *arg, struct wall_run *run);
 
 /* The fork steps (agent/core/fork.c calls them in order): prepare blocks
  * the wall signal on the forking thread while a session runs, parent

@@ -29,23 +29,18 @@ struct agg_entry {
 
 struct cpu_agg {
     struct group_table entries; /* of struct agg_entry, by (tid, labels,
-                                   stack) */
+                                   stack); first */
     int oom;
 };
 
 struct cpu_agg *cpu_agg_new(void)
 {
-    struct cpu_agg *a = calloc(1, sizeof *a);
-    if (a)
-        a->entries.size = sizeof(struct agg_entry);
-    return a;
+    return group_owner_new(sizeof(struct cpu_agg), sizeof(struct agg_entry));
 }
 
 void cpu_agg_free(struct cpu_agg *a)
 {
-    if (a)
-        group_table_free(&a->entries);
-    free(a);
+    group_owner_free(a);
 }
 
 static uint64_t hash_sample(const struct cpu_sample *s)

@@ -292,6 +292,14 @@ int wall_profile_proto(const struct wall_record *recs, size_t n,
                        int64_t duration_nanos, const char *comment,
                        struct pbuf *out);
 
+/* The wall profile of a run (agent/wall.h: wall_run) from its groups, with
+ * the run's figures as its comment. Returns 0 or -errno. Not
+ * async-signal-safe. */
+struct wall_agg;
+struct wall_run;
+int wall_write(const struct wall_agg *agg, const struct wall_run *run,
+               struct pbuf *out);
+
 /* ---- contention profiles (contention.c): block, mutex --------------------- */
 
 /* Writes a block (is_mutex 0) or mutex profile from a snapshot of its table
@@ -435,11 +443,6 @@ size_t heap_records_subtract(struct heap_record *later, size_t nlater,
 struct stack_snapshot;
 size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
                                   int delta, struct heap_record *out);
-
-/* The factor that turns a raw count of allocations of size bytes into an
- * unbiased estimate, when each is sampled with probability
- * 1 - exp(-(size + 1) / rate); 1 when rate <= 1. Not async-signal-safe. */
-double heap_scale(int64_t size, long rate);
 
 /* Records of a heap snapshot (agent/heap.h) into *out (malloc'd, the
  * caller frees it): heap_records_from_snapshot(), then, when by_age, split

@@ -5,7 +5,8 @@
  *
  * Unsampling. An allocation of n bytes was sampled with probability
  * p = 1 - exp(-(n + 1) / rate) (agent/heap.h), so each raw count of a
- * bucket is divided by p: E[count / p] is the true count. Go's formula is
+ * bucket is divided by p (heap_scale, agent/heap/heap_table.c, the one copy
+ * of the rule): E[count / p] is the true count. Go's formula is
  * the same with n instead of n + 1, because Go's sampler counts n bytes;
  * the agent counts n + 1 so that malloc(0) can be sampled, and must divide
  * by the probability it really used. Values are rounded to the nearest
@@ -21,13 +22,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-double heap_scale(int64_t size, long rate)
-{
-    if (rate <= 1)
-        return 1.0;
-    return -1.0 / fm_expm1_neg(-((double)size + 1.0) / (double)rate);
-}
 
 static int64_t scaled(int64_t v, double scale)
 {

@@ -7,7 +7,14 @@
  */
 #include "encoder/encoder.h"
 
+#include "agent/agent.h"
+#include "agent/threads.h"
+#include "agent/wall.h"
+
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int wall_profile_proto(const struct wall_record *recs, size_t n,
                        int64_t period_ns, int64_t time_nanos,
@@ -43,5 +50,81 @@ int wall_profile_proto(const struct wall_record *recs, size_t n,
     stacks_end(se);
     int err = profile_write_gzip(p, out);
     profile_free(p);
+    return err;
+}
+
+/* The run's figures, as the profile's comment. */
+static void describe(const struct wall_run *run, char *comment, size_t size)
+{
+    const struct wall_look_counters *c = &run->c;
+    long long share = run->share;
+    log_snprintf(comment, size,
+                 "pprofagent: %llu ticks at %d Hz (%llu late), %llu looks "
+                 "(running %llu, runnable %llu, blocked %llu; %llu not run "
+                 "since the previous look); %llu /proc reads (%llu syscall "
+                 "files unreadable: not dumpable), %llu listings "
+                 "of the threads; blocked walks "
+                 "%llu, kept %llu; running looks that waited for a stack "
+                 "%llu, without one %llu; timer stacks %llu, arms %llu, "
+                 "disarms %llu; looking took %llu us a tick (%llu us of CPU); "
+                 "%llu ticks skipped by the cost governor, this thread's CPU "
+                 "%lld.%lld%lld%% of the rest of the process's",
+                 (unsigned long long)c->ticks, run->hz,
+                 (unsigned long long)run->late, (unsigned long long)c->looks,
+                 (unsigned long long)c->running,
+                 (unsigned long long)c->runnable,
+                 (unsigned long long)c->blocked, (unsigned long long)c->unmoved,
+                 (unsigned long long)c->reads, (unsigned long long)c->unreadable,
+                 (unsigned long long)c->relists,
+                 (unsigned long long)c->walks,
+                 (unsigned long long)c->walks_cached,
+                 (unsigned long long)c->owed, (unsigned long long)c->no_stack,
+                 (unsigned long long)run->timer_stacks,
+                 (unsigned long long)c->arms, (unsigned long long)c->disarms,
+                 (unsigned long long)(c->ticks ? c->look_ns / (int64_t)c->ticks / 1000
+                                               : 0),
+                 (unsigned long long)(c->ticks ? c->look_cpu_ns / (int64_t)c->ticks / 1000
+                                               : 0),
+                 (unsigned long long)c->skipped, share / 100, share / 10 % 10,
+                 share % 10);
+}
+
+int wall_write(const struct wall_agg *agg, const struct wall_run *run,
+               struct pbuf *out)
+{
+    char comment[768];
+    describe(run, comment, sizeof comment);
+    log_debug("wall profile: %s", comment);
+    /* The agent's counters are its own business, not the profile's (Go's
+     * carry none): /debug/stats and the index show them. */
+    notes_set("wall", comment + strlen("pprofagent: "));
+    size_t n;
+    const struct wall_group *g = wall_agg_groups(agg, &n);
+    struct wall_record *recs = calloc(n ? n : 1, sizeof *recs);
+    char (*names)[24] = calloc(n ? n : 1, sizeof *names);
+    int err = -ENOMEM;
+    if (recs && names) {
+        for (size_t i = 0; i < n; i++) {
+            recs[i].pcs = g[i].pcs;
+            recs[i].depth = g[i].depth;
+            recs[i].count = g[i].count;
+            recs[i].wall_ns = g[i].ns;
+            recs[i].thread = g[i].thread;
+            recs[i].state = wall_state_name(g[i].state);
+            if (g[i].syscall >= 0) {
+                const char *sc = threads_syscall_name(g[i].syscall);
+                if (sc)
+                    snprintf(names[i], sizeof names[i], "%s", sc);
+                else
+                    snprintf(names[i], sizeof names[i], "syscall %ld",
+                             g[i].syscall);
+                recs[i].syscall = names[i];
+            }
+        }
+        err = wall_profile_proto(recs, n, run->period_ns, run->start_ns,
+                                 run->duration_ns, NULL, out);
+    }
+    free(names);
+    free(recs);
     return err;
 }

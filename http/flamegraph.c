@@ -23,7 +23,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A gzipped profile never inflates to more than this for the agent's own
  * tables; anything larger is a bug, not a picture. */

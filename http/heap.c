@@ -59,49 +59,61 @@ static int param_min_age(struct request *r, int64_t *ns)
 
 /* heap?min_age=N (and allocs): only live samples at least N s old. With
  * seconds=S, the change over S seconds of that set, per bucket. */
+struct min_age_read {
+    int64_t min_age_ns;
+    struct heap_record *recs;
+    size_t n;
+};
+
+static int min_age_first(void *arg, struct table_read *tr)
+{
+    struct min_age_read *m = arg;
+    return heap_records_take_min_age(m->min_age_ns,
+                                     tr->seconds == 0 && tr->o.debug == 0,
+                                     &m->recs, &m->n);
+}
+
+static int min_age_later(void *arg, struct table_read *tr)
+{
+    (void)tr;
+    struct min_age_read *m = arg;
+    struct heap_record *later = NULL;
+    size_t nlater = 0;
+    int err = heap_records_take_min_age(m->min_age_ns, 0, &later, &nlater);
+    if (err == 0)
+        err = heap_records_delta(&later, &nlater, m->recs, m->n);
+    free(m->recs);
+    m->recs = later;
+    m->n = nlater;
+    if (err != 0) {
+        free(later);
+        m->recs = NULL;
+    }
+    return err;
+}
+
+static void min_age_drop(void *arg, struct table_read *tr)
+{
+    (void)tr;
+    struct min_age_read *m = arg;
+    free(m->recs);
+    m->recs = NULL;
+}
+
 static void serve_min_age(struct request *r, const char *name,
                           int64_t min_age_ns)
 {
+    static const struct table_take take = {min_age_first, min_age_later,
+                                           min_age_drop};
     struct table_read tr = {0};
-    tr.o.debug = http_param_debug(r);
-    if (http_param_delta_seconds(r, http_delta_ok(r), tr.o.debug,
-                                 &tr.seconds) != 0)
+    struct min_age_read m = {.min_age_ns = min_age_ns};
+    if (http_table_window(r, &tr, &take, &m) != 0)
         return;
-    int64_t start = agent_now_ns();
-    struct heap_record *recs = NULL, *later = NULL;
-    size_t n = 0, nlater = 0;
-    if (heap_records_take_min_age(min_age_ns,
-                                  tr.seconds == 0 && tr.o.debug == 0, &recs,
-                                  &n) != 0) {
-        http_error(r, 500, "failed to collect profile");
-        return;
-    }
-    if (tr.seconds > 0) {
-        if (http_wait(r, tr.seconds) != 0) {
-            free(recs);
-            http_error(r, 500, "context canceled");
-            return;
-        }
-        int err = heap_records_take_min_age(min_age_ns, 0, &later, &nlater);
-        if (err == 0)
-            err = heap_records_delta(&later, &nlater, recs, n);
-        free(recs);
-        if (err != 0) {
-            free(later);
-            http_error(r, 500, "failed to collect profile");
-            return;
-        }
-        recs = later;
-        n = nlater;
-    }
-    int64_t end = agent_now_ns();
-    tr.o.time_nanos = tr.seconds > 0 ? end : start;
-    tr.o.duration_nanos = tr.seconds > 0 ? end - start : 0;
     char extra[80];
     log_snprintf(extra, sizeof extra, "min_age=%lldms",
                  (long long)(min_age_ns / 1000000));
-    reply_records(r, name, &tr.o, recs, n, extra);
-    free(recs);
+    reply_records(r, name, &tr.o, m.recs, m.n, extra);
+    free(m.recs);
 }
 
 static void serve_heap(struct request *r, const char *name)

@@ -245,6 +245,21 @@ struct table_read {
     long seconds;               /* > 0: snap is a delta over that time */
     struct stack_snapshot snap; /* the caller frees it */
 };
+/* How a profile's records are read over a window: first() now; with
+ * seconds, later() after them, which leaves the difference in place of the
+ * first (and frees the first, also when it fails); drop() frees the first
+ * when the wait is cancelled. Each returns 0 or non-zero on failure. */
+struct table_take {
+    int (*first)(void *arg, struct table_read *tr);
+    int (*later)(void *arg, struct table_read *tr);
+    void (*drop)(void *arg, struct table_read *tr);
+};
+/* Checks debug and seconds as Go does, then reads the records with take
+ * (one read, or the difference of two seconds apart), and stamps tr->o
+ * with the window as Go does. Returns 0, or -1 after answering the request
+ * with Go's error. Not async-signal-safe. */
+int http_table_window(struct request *r, struct table_read *tr,
+                      const struct table_take *take, void *arg);
 /* Checks debug and seconds as Go does, then snapshots t, or takes the
  * difference of two snapshots seconds apart. Returns 0 with out filled, or
  * -1 after answering the request with Go's error. Not async-signal-safe. */

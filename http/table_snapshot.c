@@ -13,41 +13,69 @@
 
 #include <stdlib.h>
 
-int http_table_snapshot(struct request *r, struct stack_table *t,
-                        struct table_read *out)
+int http_table_window(struct request *r, struct table_read *tr,
+                      const struct table_take *take, void *arg)
 {
-    out->o = (struct write_options){.debug = http_param_debug(r)};
-    if (http_param_delta_seconds(r, http_delta_ok(r), out->o.debug,
-                                 &out->seconds) != 0)
+    tr->o = (struct write_options){.debug = http_param_debug(r)};
+    if (http_param_delta_seconds(r, http_delta_ok(r), tr->o.debug,
+                                 &tr->seconds) != 0)
         return -1;
 
     int64_t start = agent_now_ns();
-    if (stack_table_snapshot(t, &out->snap) != 0) {
+    if (take->first(arg, tr) != 0) {
         http_error(r, 500, "failed to collect profile");
         return -1;
     }
-    if (out->seconds > 0) {
-        struct stack_snapshot later;
-        if (http_wait(r, out->seconds) != 0) {
-            stack_snapshot_free(&out->snap);
+    if (tr->seconds > 0) {
+        if (http_wait(r, tr->seconds) != 0) {
+            take->drop(arg, tr);
             http_error(r, 500, "context canceled");
             return -1;
         }
-        if (stack_table_snapshot(t, &later) != 0) {
-            stack_snapshot_free(&out->snap);
+        if (take->later(arg, tr) != 0) {
             http_error(r, 500, "failed to collect profile");
             return -1;
         }
-        stack_snapshot_subtract(&later, &out->snap);
-        stack_snapshot_free(&out->snap);
-        out->snap = later;
     }
     int64_t end = agent_now_ns();
     /* As Go: a full profile is stamped when it was taken, a delta when its
      * second snapshot was, with the window as its duration. */
-    out->o.time_nanos = out->seconds > 0 ? end : start;
-    out->o.duration_nanos = out->seconds > 0 ? end - start : 0;
+    tr->o.time_nanos = tr->seconds > 0 ? end : start;
+    tr->o.duration_nanos = tr->seconds > 0 ? end - start : 0;
     return 0;
+}
+
+/* A stack table's window: snapshots, subtracted. */
+static int snap_first(void *t, struct table_read *tr)
+{
+    return stack_table_snapshot(t, &tr->snap);
+}
+
+static void snap_drop(void *t, struct table_read *tr)
+{
+    (void)t;
+    stack_snapshot_free(&tr->snap);
+}
+
+static int snap_later(void *t, struct table_read *tr)
+{
+    struct stack_snapshot later;
+    if (stack_table_snapshot(t, &later) != 0) {
+        stack_snapshot_free(&tr->snap);
+        return -1;
+    }
+    stack_snapshot_subtract(&later, &tr->snap);
+    stack_snapshot_free(&tr->snap);
+    tr->snap = later;
+    return 0;
+}
+
+int http_table_snapshot(struct request *r, struct stack_table *t,
+                        struct table_read *out)
+{
+    static const struct table_take snaps = {snap_first, snap_later,
+                                            snap_drop};
+    return http_table_window(r, out, &snaps, t);
 }
 
 void http_reply(struct request *r, const char *name,

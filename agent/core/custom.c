@@ -15,6 +15,7 @@
 #include "agent/custom.h"
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/hash.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
@@ -187,6 +188,14 @@ pprof_profile *pprof_agent_profile_new(const char *name)
         __atomic_store_n(&registry_n, registry_n + 1, __ATOMIC_RELEASE);
     }
     spin_unlock(&registry_lock);
+    /* Its adds capture where the unwind tables cannot be built (inside
+     * the host's allocator, perhaps), so no add ever ends their deferral
+     * (cfi_tables_defer): without this, a process that serves nothing
+     * (PPROF_ADDR=off) or is within its start delay walks every frame
+     * through its call-frame information, about 10 times the cost of an
+     * add+remove with the tables. */
+    if (err == 0 && !agent_tls.in_loader)
+        cfi_tables_refresh();
     guard_leave();
     if (err) {
         errno = err;

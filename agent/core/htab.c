@@ -110,3 +110,18 @@ void group_table_free(struct group_table *t)
     t->v = NULL;
     t->n = t->cap = 0;
 }
+
+void *group_owner_new(size_t owner_size, size_t entry_size)
+{
+    struct group_table *t = calloc(1, owner_size);
+    if (t)
+        t->size = entry_size;
+    return t;
+}
+
+void group_owner_free(void *owner)
+{
+    if (owner)
+        group_table_free(owner);
+    free(owner);
+}

@@ -44,22 +44,12 @@ double heap_sampler_log(double x)
     return 2.0 * s * series + (double)e * 0.6931471805599453;
 }
 
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545f4914f6cdd1dULL;
-}
-
 uint64_t heap_sampler_draw(uint64_t *rng, long rate)
 {
     if (rate <= 1)
         return 1;
     /* u is uniform in (0, 1): 53 random bits, centred in their interval. */
-    double u = ((double)(next_random(rng) >> 11) + 0.5) * 0x1p-53;
+    double u = ((double)(rand_next(rng) >> 11) + 0.5) * 0x1p-53;
     double d = -heap_sampler_log(u) * (double)rate;
     if (d > 0x1p62)
         d = 0x1p62;
@@ -74,12 +64,7 @@ static uint64_t seed(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t z = (uint64_t)(uintptr_t)&heap_tls ^
                  ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec;
-    /* splitmix64 finaliser, so that nearby threads start far apart */
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return z ? z : 0x853c49e6748fea9bULL;
+    return rand_seed(z); /* nearby threads start far apart */
 }
 
 int heap_sampler_take(size_t n)

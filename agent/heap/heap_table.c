@@ -117,12 +117,19 @@ static void unmap_slots(struct slot *slots, uint32_t n)
     __atomic_fetch_sub(&stat_table_bytes, len, __ATOMIC_RELAXED);
 }
 
+double heap_scale(int64_t size, long rate)
+{
+    if (rate <= 1)
+        return 1.0;
+    return -1.0 / fm_expm1_neg(-((double)size + 1.0) / (double)rate);
+}
+
 uint64_t heap_table_weight(uint64_t size)
 {
     if (opt_heap_rate <= 1)
         return size;
-    double p = -fm_expm1_neg(-((double)size + 1.0) / (double)opt_heap_rate);
-    return (uint64_t)((double)size / p + 0.5);
+    return (uint64_t)((double)size * heap_scale((int64_t)size, opt_heap_rate) +
+                      0.5);
 }
 
 int64_t heap_inuse_estimate(void)

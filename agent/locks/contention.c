@@ -73,16 +73,10 @@ static __thread uint64_t rng_state;
 
 static uint64_t rng_next(void)
 {
-    uint64_t x = rng_state;
-    if (x == 0) {
-        x = (uint64_t)contention_clock() ^ (uint64_t)(uintptr_t)&rng_state;
-        x |= 1;
-    }
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dULL;
+    if (rng_state == 0)
+        rng_state = rand_seed((uint64_t)contention_clock() ^
+                              (uint64_t)(uintptr_t)&rng_state);
+    return rand_next(&rng_state);
 }
 
 int64_t contention_clock(void)

@@ -39,6 +39,10 @@
 #include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
+/* The uncontended lock pair's hooks keep no frame record of their own (the
+ * caller's frame pointer stays in its register; the unwind tables describe
+ * the frame): three instructions of the pair (docs/contention.md). */
+#define LOCK_FAST_PATH __attribute__((optimize("omit-frame-pointer")))
 
 typedef int (*mutex_fn)(pthread_mutex_t *);
 typedef int (*mutex_timed_fn)(pthread_mutex_t *, const struct timespec *);
@@ -250,17 +254,19 @@ static int call_rw_timed(const struct wait_op *op)
 /* Out of line, so that the fast path below needs no stack frame for op. */
 static __attribute__((noinline)) int mutex_lock_slow(pthread_mutex_t *m)
 {
+    /* The agent's own threads and the guarded agent code wait unmeasured
+     * (asked only here: the try-lock does the same for everyone). */
+    if (guard_active())
+        return real_pthread_mutex_lock(m);
     struct wait_op op = {.lock = m, .call = call_mutex, .obj = m,
                          .mutex = real_pthread_mutex_lock};
     return wait_slow(&op);
 }
 
-EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+EXPORT LOCK_FAST_PATH int pthread_mutex_lock(pthread_mutex_t *m)
 {
     int on = __atomic_load_n(&contention_on, __ATOMIC_RELAXED);
     if (unlikely(on != CONTENTION_ON) && !measure_when(on, m))
-        return real_pthread_mutex_lock(m);
-    if (unlikely(guard_active()))
         return real_pthread_mutex_lock(m);
     int r = real_pthread_mutex_trylock(m);
     if (likely(r != EBUSY))
@@ -379,7 +385,7 @@ static __attribute__((noinline)) void charge(const void *lock,
         r_;                                                                    \
     })
 
-EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+EXPORT LOCK_FAST_PATH int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     if (likely(!contention_may_charge(m)))
         return real_pthread_mutex_unlock(m);

@@ -495,212 +495,292 @@ static PPROF_SIGNAL_SAFE void counters_add(const struct cfi_walk_counters *c)
             __atomic_fetch_add(&to[i], from[i], __ATOMIC_RELAXED);
 }
 
-/* The general step, one frame each time round, which fills the rule cache
- * and hands back to rule_steps after each frame: frames the cache does not
- * step, from regs, n addresses written already. fp_ok says whether
- * regs->fp is known; scan allows find_record where it is not; sites writes
- * call sites (the address looked up: a return address minus one) instead
- * of return addresses. The caller is registered as a reader of set.
- * Returns the number of addresses written. */
-static __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
-general_walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan,
-             int sites, const struct bounds *bp, const struct cfi_set *set,
-             uintptr_t *pcs, int n, int max, int *full, int *clean)
-{
-    struct bounds b = *bp;
-    struct cfi_regs r = *regs;
-    uintptr_t top = b.lo + b.span + sizeof(uintptr_t);
-    uint64_t *rules = set && top < RULE_ADDR_LIMIT ? set->rules : NULL;
-    struct cfi_walk_counters seen = {0};
-    const struct cfi_object *o = NULL, *o2 = NULL;
+/* What a walk is asked and where it stands, for the general step: the
+ * frame's registers, what is known of them, where the addresses go, and
+ * how the walk ended. */
+struct walk_args {
+    const struct cfi_regs *regs; /* where the walk starts */
+    struct cfi_regs r;           /* the frame being stepped */
+    const struct bounds *b;
+    const struct cfi_set *set;
+    int exact; /* r.pc is the exact address (a signal's, the first frame) */
+    int fp_ok; /* r.fp is known */
+    int scan;  /* find_record may look for a frame record where it is not */
+    int sites; /* write call sites (a return address minus one) */
+    uintptr_t *pcs;
+    int n, max; /* addresses written, room */
+    int full;   /* out: the walk stopped at max */
+    int clean;  /* out: the walk reached the outermost frame */
+};
+
+/* The general step's state besides its arguments. */
+struct walk_step {
+    uint64_t *rules; /* the set's rule cache, or NULL */
+    uintptr_t top;
     /* The ucontext that frame number uc_n (counted from 1) has all its
      * registers in: the caller's (read directly) or a signal frame's on
      * the stack (read within the bounds). */
-    uintptr_t uc = (uintptr_t)r.uc;
-    int uc_n = uc ? 1 : 0, uc_direct = 1;
-    for (;;) {
-        if (rules && fp_ok && r.sp - b.lo <= top - b.lo &&
-            rule_steps(rules, b.delta, top, &r, &exact, sites, pcs, &n, max)) {
-            *clean = 1;
-            goto done;
-        }
-        if (n == max) {
-            *full = 1;
-            break;
-        }
-        seen.slow_frames++;
-        /* A return address is the instruction after the call: its frame's
-         * rules are those of the call, one byte before. */
-        uintptr_t at = exact ? r.pc : r.pc - 1;
-        pcs[n++] = sites ? at : r.pc;
-        /* Stacks go back and forth between two objects (a library and
-         * its caller): the last two are tried before the search. */
-        if (!o || at < o->lo || at >= o->hi) {
-            const struct cfi_object *t = o;
-            if (o2 && at >= o2->lo && at < o2->hi)
-                o = o2;
-            else
-                o = set ? find_object(set, at) : NULL;
-            o2 = t;
-        }
-        const struct cfi_row *row =
-            o ? find_row(o, at, &seen.cache_misses) : NULL;
-        struct cfi_row found;
-        uintptr_t sp = r.sp, cfa, ra, fp = r.fp;
-        exact = 0;
-        if (!o) {
-            seen.no_table++;
-            if (rule_of_new_code(at, &found) == 0)
-                row = &found;
-        } else if (row && rules) {
-            uint64_t e = rule_entry(row, at);
-            if (e)
-                __atomic_store_n(&rules[at & (CFI_RULES - 1)], e,
-                                 __ATOMIC_RELAXED);
-        }
-        int kind = row ? row->cfa : CFI_CFA_UNKNOWN;
-        if (scan && !fp_ok &&
-            (kind == CFI_CFA_UNKNOWN || kind == CFI_CFA_FP ||
-             kind == CFI_CFA_DEREF_FP ||
-             (kind != CFI_CFA_END && kind != CFI_CFA_SIGNAL &&
-              row->fp == CFI_FP_AT_FP))) {
-            if (find_record(&b, set, o, at, sp, &r.fp)) {
-                fp = r.fp;
-                fp_ok = 1;
-                seen.fp_found++;
-            } else {
-                seen.fp_lost++;
-                goto done;
-            }
-        }
-        if (likely(kind == CFI_CFA_SP)) {
-            cfa = sp + (intptr_t)row->cfa_off;
-            goto have_cfa;
-        }
-        if (kind == CFI_CFA_FP && fp_ok) {
-            cfa = fp + (intptr_t)row->cfa_off;
-            goto have_cfa;
-        }
-        switch (kind) {
-        case CFI_CFA_END:
-            *clean = 1;
-            goto done;
-        case CFI_CFA_SIGNAL:
-            uc = sp; /* the ucontext, on the stack: read through peek */
-            if (!from_signal_frame(&b, &r))
-                goto done;
-            exact = 1;
-            fp_ok = 1;
-            uc_n = n + 1;
-            uc_direct = 0;
-            continue;
-        case CFI_CFA_SP_RA_REG: {
-            /* The return address in a register: the ucontext has it. The
-             * stack pointer need not grow (the CFA may be sp itself); a
-             * ucontext comes only at the start or after a signal frame,
-             * whose stack pointer did. */
-            long off = uc_n == n ? cfi_arch_uc_reg((unsigned)row->fp_off)
-                                 : -1;
-            if (off < 0)
-                goto done;
-            if (uc_direct)
-                ra = *(const uintptr_t *)(uc + (uintptr_t)off);
-            else if (!peek(&b, uc + (uintptr_t)off, &ra))
-                goto done;
-            cfa = sp + (intptr_t)row->cfa_off;
-            if (cfa < sp)
-                goto done;
-            if (ra == 0) {
-                *clean = 1;
-                goto done;
-            }
-            r.pc = ra;
-            r.sp = cfa;
-            continue;
-        }
-        case CFI_CFA_UNKNOWN:
-            seen.fp_frames++;
-            if (!by_frame_pointer(&b, &r, fp_ok) || r.sp <= sp)
-                goto done;
-            if (r.pc == 0) {
-                *clean = 1;
-                goto done;
-            }
-            continue;
-        case CFI_CFA_SP: cfa = sp + (intptr_t)row->cfa_off; break;
-        case CFI_CFA_FP:
-            if (!fp_ok)
-                goto done;
-            cfa = fp + (intptr_t)row->cfa_off;
-            break;
-        case CFI_CFA_DEREF_SP:
-            if (!peek(&b, sp + (intptr_t)row->cfa_off, &cfa))
-                goto done;
-            break;
-        case CFI_CFA_DEREF_FP:
-            if (!fp_ok || !peek(&b, fp + (intptr_t)row->cfa_off, &cfa))
-                goto done;
-            break;
-        case CFI_CFA_PLT:
-            cfa = sp + 8 + ((at & 15) >= (uintptr_t)row->cfa_off ? 8 : 0);
-            break;
-        default:
-            goto done;
-        }
-    have_cfa:
-        if (cfa <= sp || !peek(&b, cfa + CFI_RA_AT_CFA, &ra))
-            goto done;
-        if (ra == 0) {
-            *clean = 1;
-            goto done;
-        }
-        /* A save slot below the stack pointer was popped in an epilogue
-         * the frame is still in (GCC does not describe the pop as a
-         * restore): the register holds that value again. libunwind reads
-         * the slot, which the kernel's red zone keeps intact; reading
-         * below the stack pointer is not allowed here. */
-        if (row->fp == CFI_FP_SAME)
-            goto have_fp;
-        if (likely(row->fp == CFI_FP_AT_CFA) && cfa + row->fp_off >= sp) {
-            if (!peek(&b, cfa + row->fp_off, &fp))
-                goto done;
-            fp_ok = 1;
-            goto have_fp;
-        }
-        switch (row->fp) {
-        case CFI_FP_AT_CFA:
-            break; /* the slot is below the stack pointer (read above) */
-        case CFI_FP_AT_SP:
-            if (sp + row->fp_off < sp)
-                break;
-            if (!peek(&b, sp + row->fp_off, &fp))
-                goto done;
-            fp_ok = 1;
-            break;
-        case CFI_FP_AT_FP:
-            if (!fp_ok || !peek(&b, fp + row->fp_off, &fp))
-                goto done;
-            break;
-        default:
-            fp_ok = 0;
-            break;
-        }
-    have_fp:
-        r.pc = ra;
-        r.sp = cfa;
-        r.fp = fp;
+    uintptr_t uc;
+    int uc_n, uc_direct;
+    /* Stacks go back and forth between two objects (a library and its
+     * caller): the last two are tried before the search. */
+    const struct cfi_object *o, *o2;
+    struct cfi_walk_counters seen;
+};
+
+/* How a frame's step ended. */
+enum { STEP_CFA, STEP_NEXT, STEP_END, STEP_STOP };
+
+/* The object holding at, the last two tried first. */
+static inline __attribute__((always_inline)) PPROF_SIGNAL_SAFE void
+object_at(const struct walk_args *w, struct walk_step *s, uintptr_t at)
+{
+    if (!s->o || at < s->o->lo || at >= s->o->hi) {
+        const struct cfi_object *t = s->o;
+        if (s->o2 && at >= s->o2->lo && at < s->o2->hi)
+            s->o = s->o2;
+        else
+            s->o = w->set ? find_object(w->set, at) : NULL;
+        s->o2 = t;
     }
-done:
+}
+
+/* The rule row for at: the object's (its rule also put in the rule cache)
+ * or, for code without a table, one worked out into *found; NULL when
+ * there is none. */
+static inline __attribute__((always_inline)) PPROF_SIGNAL_SAFE
+    const struct cfi_row *
+    row_at(struct walk_step *s, uintptr_t at, struct cfi_row *found)
+{
+    const struct cfi_row *row =
+        s->o ? find_row(s->o, at, &s->seen.cache_misses) : NULL;
+    if (!s->o) {
+        s->seen.no_table++;
+        if (rule_of_new_code(at, found) == 0)
+            row = found;
+    } else if (row && s->rules) {
+        uint64_t e = rule_entry(row, at);
+        if (e)
+            __atomic_store_n(&s->rules[at & (CFI_RULES - 1)], e,
+                             __ATOMIC_RELAXED);
+    }
+    return row;
+}
+
+/* 1 when the frame pointer is unknown and the rule needs it (or there is
+ * no rule): a frame record must be found on the stack first. */
+static inline __attribute__((always_inline)) PPROF_SIGNAL_SAFE int
+needs_record(const struct walk_args *w, const struct cfi_row *row, int kind)
+{
+    return w->scan && !w->fp_ok &&
+           (kind == CFI_CFA_UNKNOWN || kind == CFI_CFA_FP ||
+            kind == CFI_CFA_DEREF_FP ||
+            (kind != CFI_CFA_END && kind != CFI_CFA_SIGNAL &&
+             row->fp == CFI_FP_AT_FP));
+}
+
+/* A frame whose return address is in a register: the ucontext has it. The
+ * stack pointer need not grow (the CFA may be sp itself); a ucontext comes
+ * only at the start or after a signal frame, whose stack pointer did. */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+step_ra_in_register(struct walk_args *w, const struct walk_step *s,
+                    const struct cfi_row *row, uintptr_t sp)
+{
+    uintptr_t ra;
+    long off = s->uc_n == w->n ? cfi_arch_uc_reg((unsigned)row->fp_off) : -1;
+    if (off < 0)
+        return STEP_STOP;
+    if (s->uc_direct)
+        ra = *(const uintptr_t *)(s->uc + (uintptr_t)off);
+    else if (!peek(w->b, s->uc + (uintptr_t)off, &ra))
+        return STEP_STOP;
+    uintptr_t cfa = sp + (intptr_t)row->cfa_off;
+    if (cfa < sp)
+        return STEP_STOP;
+    if (ra == 0)
+        return STEP_END;
+    w->r.pc = ra;
+    w->r.sp = cfa;
+    return STEP_NEXT;
+}
+
+/* The frame's CFA into *cfa (STEP_CFA), or the frame stepped some other
+ * way (a signal frame, a return address in a register, frame pointers:
+ * STEP_NEXT), or the walk's end (STEP_END, STEP_STOP). */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+frame_cfa(struct walk_args *w, struct walk_step *s, const struct cfi_row *row,
+          int kind, uintptr_t at, uintptr_t sp, uintptr_t fp, uintptr_t *cfa)
+{
+    const struct bounds *b = w->b;
+    if (likely(kind == CFI_CFA_SP)) {
+        *cfa = sp + (intptr_t)row->cfa_off;
+        return STEP_CFA;
+    }
+    if (kind == CFI_CFA_FP && w->fp_ok) {
+        *cfa = fp + (intptr_t)row->cfa_off;
+        return STEP_CFA;
+    }
+    switch (kind) {
+    case CFI_CFA_END:
+        return STEP_END;
+    case CFI_CFA_SIGNAL:
+        s->uc = sp; /* the ucontext, on the stack: read through peek */
+        if (!from_signal_frame(b, &w->r))
+            return STEP_STOP;
+        w->exact = 1;
+        w->fp_ok = 1;
+        s->uc_n = w->n + 1;
+        s->uc_direct = 0;
+        return STEP_NEXT;
+    case CFI_CFA_SP_RA_REG:
+        return step_ra_in_register(w, s, row, sp);
+    case CFI_CFA_UNKNOWN:
+        s->seen.fp_frames++;
+        if (!by_frame_pointer(b, &w->r, w->fp_ok) || w->r.sp <= sp)
+            return STEP_STOP;
+        return w->r.pc == 0 ? STEP_END : STEP_NEXT;
+    case CFI_CFA_SP: *cfa = sp + (intptr_t)row->cfa_off; return STEP_CFA;
+    case CFI_CFA_FP:
+        if (!w->fp_ok)
+            return STEP_STOP;
+        *cfa = fp + (intptr_t)row->cfa_off;
+        return STEP_CFA;
+    case CFI_CFA_DEREF_SP:
+        return peek(b, sp + (intptr_t)row->cfa_off, cfa) ? STEP_CFA
+                                                          : STEP_STOP;
+    case CFI_CFA_DEREF_FP:
+        return w->fp_ok && peek(b, fp + (intptr_t)row->cfa_off, cfa)
+                   ? STEP_CFA
+                   : STEP_STOP;
+    case CFI_CFA_PLT:
+        *cfa = sp + 8 + ((at & 15) >= (uintptr_t)row->cfa_off ? 8 : 0);
+        return STEP_CFA;
+    default:
+        return STEP_STOP;
+    }
+}
+
+/* The caller's frame pointer into *fp (unchanged when the rule keeps it);
+ * 0 when a slot the rule names cannot be read. A save slot below the stack
+ * pointer was popped in an epilogue the frame is still in (GCC does not
+ * describe the pop as a restore): the register holds that value again.
+ * libunwind reads the slot, which the kernel's red zone keeps intact;
+ * reading below the stack pointer is not allowed here. */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+caller_fp(struct walk_args *w, const struct cfi_row *row, uintptr_t cfa,
+          uintptr_t sp, uintptr_t *fp)
+{
+    if (row->fp == CFI_FP_SAME)
+        return 1;
+    if (likely(row->fp == CFI_FP_AT_CFA) && cfa + row->fp_off >= sp) {
+        if (!peek(w->b, cfa + row->fp_off, fp))
+            return 0;
+        w->fp_ok = 1;
+        return 1;
+    }
+    switch (row->fp) {
+    case CFI_FP_AT_CFA:
+        return 1; /* the slot is below the stack pointer (read above) */
+    case CFI_FP_AT_SP:
+        if (sp + row->fp_off < sp)
+            return 1;
+        if (!peek(w->b, sp + row->fp_off, fp))
+            return 0;
+        w->fp_ok = 1;
+        return 1;
+    case CFI_FP_AT_FP:
+        return w->fp_ok && peek(w->b, *fp + row->fp_off, fp);
+    default:
+        w->fp_ok = 0;
+        return 1;
+    }
+}
+
+/* One frame through its table row: its address written, the caller's
+ * registers in w->r (STEP_NEXT), or the walk's end. */
+static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
+step_frame(struct walk_args *w, struct walk_step *s)
+{
+    s->seen.slow_frames++;
+    /* A return address is the instruction after the call: its frame's
+     * rules are those of the call, one byte before. */
+    uintptr_t at = w->exact ? w->r.pc : w->r.pc - 1;
+    w->pcs[w->n++] = w->sites ? at : w->r.pc;
+    object_at(w, s, at);
+    struct cfi_row found;
+    const struct cfi_row *row = row_at(s, at, &found);
+    uintptr_t sp = w->r.sp, cfa, ra, fp = w->r.fp;
+    w->exact = 0;
+    int kind = row ? row->cfa : CFI_CFA_UNKNOWN;
+    if (needs_record(w, row, kind)) {
+        if (!find_record(w->b, w->set, s->o, at, sp, &w->r.fp)) {
+            s->seen.fp_lost++;
+            return STEP_STOP;
+        }
+        fp = w->r.fp;
+        w->fp_ok = 1;
+        s->seen.fp_found++;
+    }
+    int how = frame_cfa(w, s, row, kind, at, sp, fp, &cfa);
+    if (how != STEP_CFA)
+        return how;
+    if (cfa <= sp || !peek(w->b, cfa + CFI_RA_AT_CFA, &ra))
+        return STEP_STOP;
+    if (ra == 0)
+        return STEP_END;
+    if (!caller_fp(w, row, cfa, sp, &fp))
+        return STEP_STOP;
+    w->r.pc = ra;
+    w->r.sp = cfa;
+    w->r.fp = fp;
+    return STEP_NEXT;
+}
+
+/* The general step, one frame each time round, which fills the rule cache
+ * and hands back to rule_steps after each frame: frames the cache does not
+ * step, from w->r, w->n addresses written already. w->fp_ok says whether
+ * w->r.fp is known; w->scan allows find_record where it is not. The caller
+ * is registered as a reader of w->set. Returns the number of addresses
+ * written (w->n), w->full and w->clean set. */
+static __attribute__((noinline)) STACK_READER PPROF_SIGNAL_SAFE int
+general_walk(struct walk_args *w)
+{
+    const struct bounds *b = w->b;
+    struct walk_step s = {0};
+    w->r = *w->regs;
+    s.top = b->lo + b->span + sizeof(uintptr_t);
+    s.rules = w->set && s.top < RULE_ADDR_LIMIT ? w->set->rules : NULL;
+    s.uc = (uintptr_t)w->r.uc;
+    s.uc_n = s.uc ? 1 : 0;
+    s.uc_direct = 1;
+    for (;;) {
+        if (s.rules && w->fp_ok && w->r.sp - b->lo <= s.top - b->lo &&
+            rule_steps(s.rules, b->delta, s.top, &w->r, &w->exact, w->sites,
+                       w->pcs, &w->n, w->max)) {
+            w->clean = 1;
+            break;
+        }
+        if (w->n == w->max) {
+            w->full = 1;
+            break;
+        }
+        int how = step_frame(w, &s);
+        if (how == STEP_NEXT)
+            continue;
+        if (how == STEP_END)
+            w->clean = 1;
+        break;
+    }
     /* Code with no table: the next capture outside locks refreshes the
      * tables, or, before their first build, counts what it cost
      * (cfi_tables_maybe_refresh). */
-    if (seen.no_table)
+    if (s.seen.no_table)
         __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
-    counters_add(&seen);
-    return n;
+    counters_add(&s.seen);
+    return w->n;
 }
 
-/* The walk, for every entry point (see general_walk for the parameters;
+/* The walk, for every entry point (see struct walk_args for the parameters;
  * copy says the stack's bytes are a copy, at b->delta, else they are read
  * where they are): registered as a reader of the published set, frames
  * through the rule cache first, and through the general step only from
@@ -725,9 +805,14 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan, int sites,
         rule_steps(set->rules, copy ? b->delta : 0, top, &r, &exact, sites,
                    pcs, &n, max))
         *clean = 1;
-    else
-        n = general_walk(&r, exact, fp_ok, scan, sites, b, set, pcs, n, max,
-                         full, clean);
+    else {
+        struct walk_args w = {.regs = &r, .b = b, .set = set, .exact = exact,
+                              .fp_ok = fp_ok, .scan = scan, .sites = sites,
+                              .pcs = pcs, .n = n, .max = max};
+        n = general_walk(&w);
+        *full = w.full;
+        *clean = w.clean;
+    }
     __atomic_fetch_sub(readers, 1, __ATOMIC_SEQ_CST);
     return n;
 }

@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "agent/proc.h"
+#include "agent/hash.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>
@@ -588,8 +589,7 @@ static size_t cache_used; /* bytes of the mapping in use, table included */
 
 static size_t addr_hash(uintptr_t a)
 {
-    return (size_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> 20) &
-           (CACHE_SLOTS - 1);
+    return hash_fib_slot((uint64_t)a, 20, CACHE_SLOTS);
 }
 
 static void cache_clear(void)

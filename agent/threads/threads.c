@@ -548,10 +548,9 @@ static int describe(struct thread_dump *d, struct thread_info *t, int sig)
     return 1;
 }
 
-int threads_dump(struct thread_dump *out)
+/* The threads of the process, sorted by id, into out (statuses zero). */
+static int list_threads(struct thread_dump *out)
 {
-    memset(out, 0, sizeof *out);
-    out->time_ns = agent_now_ns();
     size_t n;
     int *tids = threads_list_tids(&n, &out->agent_threads);
     if (!tids)
@@ -567,8 +566,14 @@ int threads_dump(struct thread_dump *out)
     free(tids);
     out->threads = th;
     out->n = n;
+    return 0;
+}
 
-    pthread_mutex_lock(&dump_lock);
+/* Installs the question's handler for n threads (dump_lock held); returns
+ * its signal, or <= 0 when there is none (every thread is then walked or
+ * left without a stack). */
+static int begin_questions(struct thread_dump *out, size_t n)
+{
     /* Libraries loaded since the last look must be in the snapshot the
      * handlers unwind with. */
     phdr_cache_refresh(0);
@@ -583,67 +588,11 @@ int threads_dump(struct thread_dump *out)
         threads_signo = sig;
         spin_unlock(&sigmask_lock);
     }
-    uint32_t gen = ++generation & 0xffff;
-    struct thread_slot *slots = threads_slots;
+    return sig;
+}
 
-    size_t asked = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct thread_info *t = &th[i];
-        if (!describe(out, t, sig))
-            continue;
-        /* The mask once more, and the question, with the thread's own mask
-         * changes held off. */
-        spin_lock(&sigmask_lock);
-        int blocked = sigmask_thread_blocks(t->tid, sig) == 1;
-        int err = 0;
-        /* And what it is doing, once more, just before the signal: a
-         * thread seen running that has entered a call the signal would
-         * cut short since is walked instead. This leaves a window of one
-         * read of /proc (microseconds), not of the whole look. */
-        struct thread_syscall st;
-        int moved = !blocked && threads_read_syscall(t->tid, &st) == 0 &&
-                    st.nr >= 0 && st.sp && st.pc && !restarts(&st, sig);
-        if (!blocked && !moved) {
-            __atomic_store_n(&slots[i].word,
-                             ((uint64_t)gen << 2) | SLOT_ASKED,
-                             __ATOMIC_SEQ_CST);
-            err = ask(t->tid, sig, gen, (uint32_t)i);
-        }
-        spin_unlock(&sigmask_lock);
-        if (blocked) {
-            t->status = THREAD_STACK_BLOCKED;
-            continue;
-        }
-        if (moved) {
-            t->syscall = st.nr;
-            t->state = proc_thread_state(t->tid, NULL, 0);
-            walk_blocked(out, t, &st);
-            continue;
-        }
-        if (err) {
-            __atomic_store_n(&slots[i].word, 0, __ATOMIC_RELAXED);
-            /* ESRCH: it ended since the listing */
-            t->status = err == -ESRCH ? -1 : THREAD_STACK_NO_SIGNAL;
-            continue;
-        }
-        t->status = THREAD_STACK_NO_ANSWER;
-        asked++;
-    }
-
-    /* Wait for the answers. */
-    int64_t deadline = mono_ms() + THREADS_WAIT_MS;
-    for (;;) {
-        size_t done = 0;
-        for (size_t i = 0; i < n; i++)
-            if (th[i].status == THREAD_STACK_NO_ANSWER &&
-                __atomic_load_n(&slots[i].word, __ATOMIC_ACQUIRE) ==
-                    (((uint64_t)gen << 2) | SLOT_DONE))
-                done++;
-        if (done == asked || mono_ms() >= deadline)
-            break;
-        struct timespec nap = {0, 200000};
-        nanosleep(&nap, NULL);
-    }
+static void end_questions(int sig)
+{
     if (sig > 0) {
         uninstall(sig, &dump_saved);
         spin_lock(&sigmask_lock);
@@ -652,47 +601,137 @@ int threads_dump(struct thread_dump *out)
         sigmask_watch_end();
     }
     dump_sig = 0;
+}
 
-    /* Collect; withdraw the questions nobody answered. A handler caught
-     * half-way (its thread stopped inside it) gets a little longer; if it
-     * still has not finished, this array is abandoned for a fresh one. */
-    int poisoned = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct thread_info *t = &th[i];
-        if (t->status != THREAD_STACK_NO_ANSWER)
-            continue;
-        uint64_t asked_word = ((uint64_t)gen << 2) | SLOT_ASKED;
-        if (__atomic_compare_exchange_n(&slots[i].word, &asked_word,
-                                        (uint64_t)gen << 2, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            continue; /* never answered */
-        int64_t until = mono_ms() + 100;
-        while (__atomic_load_n(&slots[i].word, __ATOMIC_ACQUIRE) !=
-                   (((uint64_t)gen << 2) | SLOT_DONE) &&
-               mono_ms() < until)
-            sched_yield();
-        if (__atomic_load_n(&slots[i].word, __ATOMIC_ACQUIRE) !=
-            (((uint64_t)gen << 2) | SLOT_DONE)) {
-            poisoned = 1;
-            continue;
-        }
-        uint32_t depth = slots[i].depth;
-        if (depth > THREADS_STACK_MAX)
-            depth = THREADS_STACK_MAX;
-        /* The agent's frames between host frames (the thread start
-         * wrapper, an interposer) are left out, as in every profile; a
-         * leaf inside the agent stays. */
-        int kept = 0;
-        for (uint32_t f = 0; f < depth; f++) {
-            uintptr_t pc = slots[i].pcs[f];
-            if (f > 0 && pc >= stack_self_start && pc < stack_self_end)
-                continue;
-            t->pcs[kept++] = pc;
-        }
-        t->depth = kept;
-        t->labels = slots[i].labels;
-        t->status = THREAD_STACK_OK;
+/* Looks at thread i: described from /proc, then asked for its stack by
+ * signal (1: asked, status THREAD_STACK_NO_ANSWER), or walked where it
+ * waits, or given the status that says why it has no stack (0). */
+static int ask_thread(struct thread_dump *out, size_t i, int sig,
+                      uint32_t gen, struct thread_slot *slots)
+{
+    struct thread_info *t = &out->threads[i];
+    if (!describe(out, t, sig))
+        return 0;
+    /* The mask once more, and the question, with the thread's own mask
+     * changes held off. */
+    spin_lock(&sigmask_lock);
+    int blocked = sigmask_thread_blocks(t->tid, sig) == 1;
+    int err = 0;
+    /* And what it is doing, once more, just before the signal: a
+     * thread seen running that has entered a call the signal would
+     * cut short since is walked instead. This leaves a window of one
+     * read of /proc (microseconds), not of the whole look. */
+    struct thread_syscall st;
+    int moved = !blocked && threads_read_syscall(t->tid, &st) == 0 &&
+                st.nr >= 0 && st.sp && st.pc && !restarts(&st, sig);
+    if (!blocked && !moved) {
+        __atomic_store_n(&slots[i].word, ((uint64_t)gen << 2) | SLOT_ASKED,
+                         __ATOMIC_SEQ_CST);
+        err = ask(t->tid, sig, gen, (uint32_t)i);
     }
+    spin_unlock(&sigmask_lock);
+    if (blocked) {
+        t->status = THREAD_STACK_BLOCKED;
+        return 0;
+    }
+    if (moved) {
+        t->syscall = st.nr;
+        t->state = proc_thread_state(t->tid, NULL, 0);
+        walk_blocked(out, t, &st);
+        return 0;
+    }
+    if (err) {
+        __atomic_store_n(&slots[i].word, 0, __ATOMIC_RELAXED);
+        /* ESRCH: it ended since the listing */
+        t->status = err == -ESRCH ? -1 : THREAD_STACK_NO_SIGNAL;
+        return 0;
+    }
+    t->status = THREAD_STACK_NO_ANSWER;
+    return 1;
+}
+
+/* Waits until the asked threads have answered, or THREADS_WAIT_MS. */
+static void wait_answers(const struct thread_dump *out, size_t asked,
+                         uint32_t gen, struct thread_slot *slots)
+{
+    int64_t deadline = mono_ms() + THREADS_WAIT_MS;
+    for (;;) {
+        size_t done = 0;
+        for (size_t i = 0; i < out->n; i++)
+            if (out->threads[i].status == THREAD_STACK_NO_ANSWER &&
+                __atomic_load_n(&slots[i].word, __ATOMIC_ACQUIRE) ==
+                    (((uint64_t)gen << 2) | SLOT_DONE))
+                done++;
+        if (done == asked || mono_ms() >= deadline)
+            break;
+        struct timespec nap = {0, 200000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Thread t's answer from its slot, or the question withdrawn when it never
+ * answered. A handler caught half-way (its thread stopped inside it) gets
+ * a little longer; returns 1 when it still has not finished (the slots
+ * must then be abandoned for fresh ones). */
+static int collect_answer(struct thread_info *t, struct thread_slot *slot,
+                          uint32_t gen)
+{
+    uint64_t asked_word = ((uint64_t)gen << 2) | SLOT_ASKED;
+    if (__atomic_compare_exchange_n(&slot->word, &asked_word,
+                                    (uint64_t)gen << 2, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return 0; /* never answered */
+    int64_t until = mono_ms() + 100;
+    while (__atomic_load_n(&slot->word, __ATOMIC_ACQUIRE) !=
+               (((uint64_t)gen << 2) | SLOT_DONE) &&
+           mono_ms() < until)
+        sched_yield();
+    if (__atomic_load_n(&slot->word, __ATOMIC_ACQUIRE) !=
+        (((uint64_t)gen << 2) | SLOT_DONE))
+        return 1;
+    uint32_t depth = slot->depth;
+    if (depth > THREADS_STACK_MAX)
+        depth = THREADS_STACK_MAX;
+    /* The agent's frames between host frames (the thread start
+     * wrapper, an interposer) are left out, as in every profile; a
+     * leaf inside the agent stays. */
+    int kept = 0;
+    for (uint32_t f = 0; f < depth; f++) {
+        uintptr_t pc = slot->pcs[f];
+        if (f > 0 && pc >= stack_self_start && pc < stack_self_end)
+            continue;
+        t->pcs[kept++] = pc;
+    }
+    t->depth = kept;
+    t->labels = slot->labels;
+    t->status = THREAD_STACK_OK;
+    return 0;
+}
+
+int threads_dump(struct thread_dump *out)
+{
+    memset(out, 0, sizeof *out);
+    out->time_ns = agent_now_ns();
+    if (list_threads(out) != 0)
+        return -ENOMEM;
+    size_t n = out->n;
+    struct thread_info *th = out->threads;
+
+    pthread_mutex_lock(&dump_lock);
+    int sig = begin_questions(out, n);
+    uint32_t gen = ++generation & 0xffff;
+    struct thread_slot *slots = threads_slots;
+    size_t asked = 0;
+    for (size_t i = 0; i < n; i++)
+        asked += (size_t)ask_thread(out, i, sig, gen, slots);
+    wait_answers(out, asked, gen, slots);
+    end_questions(sig);
+
+    /* Collect; withdraw the questions nobody answered. */
+    int poisoned = 0;
+    for (size_t i = 0; i < n; i++)
+        if (th[i].status == THREAD_STACK_NO_ANSWER)
+            poisoned |= collect_answer(&th[i], &slots[i], gen);
     if (poisoned) {
         __atomic_store_n(&threads_slots, NULL, __ATOMIC_SEQ_CST);
         slots_cap = 0;

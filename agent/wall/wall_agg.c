@@ -15,22 +15,17 @@
 #include <string.h>
 
 struct wall_agg {
-    struct group_table groups; /* of struct wall_group */
+    struct group_table groups; /* of struct wall_group; first */
 };
 
 struct wall_agg *wall_agg_new(void)
 {
-    struct wall_agg *a = calloc(1, sizeof *a);
-    if (a)
-        a->groups.size = sizeof(struct wall_group);
-    return a;
+    return group_owner_new(sizeof(struct wall_agg), sizeof(struct wall_group));
 }
 
 void wall_agg_free(struct wall_agg *a)
 {
-    if (a)
-        group_table_free(&a->groups);
-    free(a);
+    group_owner_free(a);
 }
 
 const struct wall_group *wall_agg_groups(const struct wall_agg *a, size_t *n)

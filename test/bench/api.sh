@@ -32,6 +32,7 @@ while [ $i -lt "$runs" ]; do
     "$prog" custom "$ops" | nsop >>"$tmp/c0"
     under_agent "$prog" custom "$ops" | nsop >>"$tmp/c1"
 done
+for f in l0 l1 c0 c1; do need "api timings ($f)" $(cat "$tmp/$f"); done
 l0=$(median <"$tmp/l0"); l1=$(median <"$tmp/l1")
 c0=$(median <"$tmp/c0"); c1=$(median <"$tmp/c1")
 
@@ -53,6 +54,7 @@ il1=$(per_op labels labelled env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=qu
 ic0=$(per_op custom custom env)
 ic1=$(per_op custom custom env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet)
 
+need "the api area's callgrind counts" "$il0" "$il1" "$ic0" "$ic1"
 echo "api: $runs interleaved runs of $ops operations, medians"
 echo
 echo "| operation | without agent | with agent | instructions without / with |"

@@ -109,6 +109,9 @@ si0=$(ir syscall_loop "$prog" syscall "$n" -- valgrind)
 # shellcheck disable=SC2086
 si1=$(ir syscall_loop "$prog" syscall "$n" -- $with_agent)
 
+need "the contention area's callgrind counts" "$i0" "$i1" "$ri0" "$ri1" "$fi0" "$fi1" "$pi0" "$pi1" "$gi0" "$gi1" "$gi2" "$wi1" "$si0" "$si1"
+for f in c0 c1 u0 u1 g0 g1 g2 w1 r0 r1 f0 f1 s0 s1; do need "contention timings ($f)" $(cat "$tmp/$f"); done
+
 # ns_row LABEL WITHOUT WITH RUNS_FILE [DECIMALS]: a table row of CPU ns,
 # the difference and the noise of the runs without the agent.
 ns_row() {

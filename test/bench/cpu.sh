@@ -61,6 +61,7 @@ for r in $(seq "$rounds"); do
 done
 
 base=$(median "$work/alone")
+for c in $configs; do need "the CPU time of '$c'" $(cat "$work/$c"); done
 echo "CPU-bound program, $threads threads, fixed work; median of $rounds interleaved runs (process CPU time)"
 printf '| %-34s | %10s | %6s | %8s |\n' configuration "CPU ms" ratio "spread"
 printf '|%s|%s|%s|%s|\n' "------------------------------------" "------------" "--------" "----------"
@@ -98,27 +99,25 @@ echo "Handler cost and delivered rate (one busy thread):"
 echo "100 Hz:"; sample_run 100 5
 echo "1000 Hz:"; sample_run 1000 5
 
-# Instructions per sample in the handler (deterministic), with callgrind.
-# Under valgrind the HTTP server does not answer reliably, so the profile is
-# the whole-run one of PPROF_DUMP_DIR: it starts with the program and is
-# written at exit with its sample count, and callgrind gives the handler's
-# inclusive instruction count (unwinding included).
-set +e
-if command -v valgrind >/dev/null 2>&1; then
-    mkdir -p "$work/dumps"
-    PPROF_CPU_HZ=100 LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_DUMP_DIR="$work/dumps" PPROF_LOG=debug \
-        valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
-        "$prog" $threads 600 0 > /dev/null 2> "$work/vg.err"
-    ir=$(callgrind_annotate --inclusive=yes --threshold=100 "$work/callgrind.out" 2>/dev/null \
-        | sed -n 's/^ *\([0-9,]*\) .*agent\/cpu_signal.c:cpu_signal_handler .*/\1/p' | head -n 1 | tr -d ,)
-    # The dump's sample count, from the agent's debug line (profiles carry
-    # no comment).
-    calls=$(cat "$work/vg.err" \
-        | sed -n 's/.*pprofagent: .* \([0-9][0-9]*\) samples,.*/\1/p' | head -n 1)
-    if [ -n "$ir" ] && [ -n "$calls" ] && [ "$calls" -gt 0 ]; then
-        echo
-        echo "callgrind: $ir instructions in the handler for $calls samples = $((ir / calls)) instructions per sample"
-    else
-        echo "callgrind: no measurement (ir='$ir' samples='$calls')"
-    fi
-fi
+# Instructions per sample in the handler (deterministic), with callgrind:
+# its inclusive count (unwinding included) over the samples the run's
+# profile holds. Under valgrind the HTTP server does not
+# answer reliably, so the profile is the whole-run one of PPROF_DUMP_DIR:
+# it starts with the program. No valgrind, or no count: the area fails.
+command -v valgrind >/dev/null 2>&1 || { echo "bench cpu: valgrind is not installed" >&2; exit 1; }
+mkdir -p "$work/dumps"
+PPROF_CPU_HZ=100 LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_DUMP_DIR="$work/dumps" \
+    valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
+    "$prog" $threads 600 0 > /dev/null 2> "$work/vg.err" || true
+ir=$(callgrind_annotate --inclusive=yes --threshold=100 "$work/callgrind.out" 2>/dev/null \
+    | sed -n 's/^ *\([0-9,]*\) .*cpu_signal\.c:cpu_signal_handler .*/\1/p' | head -n 1 | tr -d ,)
+# Samples: the sum of the profile's sample counts (one a handler run that
+# recorded a stack).
+calls=$(PPROF_TMPDIR="$work/pp" go tool pprof -raw "$work"/dumps/*.cpu.pb.gz 2>/dev/null |
+    awk '/^Samples:/ {s = 1; next} /^Locations/ {s = 0}
+         s && /^ *[0-9]+ +[0-9]+:/ {n += $1} END {print n + 0}')
+need "the handler's instructions under callgrind" "$ir"
+need "the samples of the callgrind run" "$calls"
+[ "$calls" -gt 0 ] || { echo "bench: no measurement of the handler under callgrind (it never ran)" >&2; exit 1; }
+echo
+echo "callgrind: $ir instructions in the handler for $calls samples = $((ir / calls)) instructions per sample"

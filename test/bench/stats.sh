@@ -15,3 +15,25 @@ spread() {
         END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
              printf "%.1f", (m > 0) ? (v[NR] - v[1]) * 100 / m : 0}'
 }
+
+# need WHAT VALUE...: every VALUE is a number, or the area stops here with a
+# line naming WHAT and a non-zero status (test/bench/run then fails too): a
+# figure that was not measured is never printed as one.
+need() {
+    what=$1; shift
+    [ $# -gt 0 ] || { echo "bench: no measurement of $what (nothing read)" >&2; exit 1; }
+    for v in "$@"; do
+        case $v in
+            '' | *[!0-9.eE+-]* | *.*.*)
+                echo "bench: no measurement of $what (read '$v')" >&2; exit 1 ;;
+        esac
+    done
+}
+
+# stamp: the line each area's output starts with: when, on which tree
+# (BENCH_TREE names it outside a git checkout) and how loaded the machine
+# was (a figure quoted in README.md or docs/ carries it).
+stamp() {
+    rev=${BENCH_TREE:-$(git -C "$(dirname "$0")" describe --always --dirty 2>/dev/null || echo "not a git tree")}
+    echo "run of $(date -u '+%Y-%m-%d %H:%M UTC'), tree $rev, load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+}

@@ -37,6 +37,7 @@ for b in "$bin" "$agent" "$build/test/programs/deep_spin" "$build/test/programs/
 done
 have_vg=0
 command -v valgrind >/dev/null 2>&1 && have_vg=1
+[ $have_vg = 1 ] || { echo "bench unwind: valgrind is not installed (the instruction counts are this area's measure)" >&2; exit 1; }
 
 # callgrind_annotate run where no source file is found: in the source tree
 # it splits a function's entries by path.
@@ -84,7 +85,8 @@ if [ $have_vg = 1 ]; then
     if [ -n "$h" ] && [ -n "$u" ] && [ -n "$n" ] && [ "$n" -gt 0 ]; then
         echo "CPU sample, 20 frames (deep_spin 14): $((h / n)) instructions in the handler, $((u / n)) of them the walk, per sample ($n samples)"
     else
-        echo "CPU sample: no measurement"
+        echo "bench: no measurement of the CPU sample's instructions (handler '$h', walk '$u', samples '$n')" >&2
+        exit 1
     fi
 
     LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet PPROF_START_DELAY_MS=0 PPROF_HEAP_RATE=1 \
@@ -95,7 +97,8 @@ if [ $have_vg = 1 ]; then
     if [ -n "$c" ] && [ -n "$n" ] && [ "$n" -gt 0 ]; then
         echo "heap sample capture (heap_bench pairs, from the sampler's caller: 1 agent frame walked and dropped, 5 host frames kept): $((c / n)) instructions per capture ($n captures)"
     else
-        echo "heap sample capture: no measurement"
+        echo "bench: no measurement of the heap sample's capture (instructions '$c', captures '$n')" >&2
+        exit 1
     fi
 fi
 

@@ -23,7 +23,8 @@ expect_contains "$body" 'invalid value for "seconds"'
 curl -s -D "$WORK/h1" -o "$WORK/p1.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=3" &
 CURL=$!
 # On a busy machine the request can take a while to start the profile.
-for i in $(seq 50); do [ "$(timers)" = 4 ] && break; sleep 0.1; done
+four_timers() { [ "$(timers)" -ge 4 ]; }
+wait_until "4 timers (main + 3 burners) during the profile" four_timers
 n=$(timers)
 note "timers during the profile: $n"
 [ "$n" = 4 ] || fail "expected 4 timers (main + 3 burners), found $n"
@@ -38,8 +39,8 @@ expect_contains "$(cat "$WORK/h1")" 'Content-Disposition: attachment; filename="
 raw=$(pprof -raw "$WORK/p1.pb.gz")
 expect_contains "$raw" "Period: 10000000"
 printf '%s\n' "$raw" | grep -Eq '^Duration: (2\.9|3)' || fail "duration is not about 3 s"
-sleep 0.2
-[ "$(timers)" = 0 ] || fail "timers left after the profile"
+no_timers() { [ "$(timers)" = 0 ]; }
+wait_until "timers left after the profile" no_timers
 
 # A client that goes away stops the profile and frees the slot.
 curl -s --max-time 1 -o /dev/null "http://$ADDR/debug/pprof/profile?seconds=60" || true
@@ -49,7 +50,7 @@ for i in $(seq 30); do
     sleep 0.2
 done
 [ -n "$ok" ] || fail "the slot stayed taken after the client went away"
-[ "$(timers)" = 0 ] || fail "timers left after an abandoned profile"
+wait_until "timers left after an abandoned profile" no_timers
 
 index=$(fetch debug/pprof/)
 expect_contains "$index" "<a href='profile?debug=1'>profile</a>"

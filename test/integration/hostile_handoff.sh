@@ -13,24 +13,31 @@ long() { # NAME PATH
     curl -s -o "$WORK/$1" -w '%{http_code}' --max-time 60 "http://$ADDR/debug/pprof/$2" > "$WORK/$1.code" &
 }
 waits=""
-for i in 1 2 3; do long "h$i" 'heap?seconds=3'; waits="$waits $!"; done
-long p 'profile?seconds=3'; waits="$waits $!"
-long f 'flamegraph?profile=heap&seconds=3'; waits="$waits $!"
+for i in 1 2 3; do long "h$i" 'heap?seconds=8'; waits="$waits $!"; done
+long p 'profile?seconds=8'; waits="$waits $!"
+long f 'flamegraph?profile=heap&seconds=8'; waits="$waits $!"
 # While they run: each one's socket is a number in the agent's range. The
-# five clients connect in their own time (a clean-clone run once counted 5
-# at a fixed 1.5 s), so look every 0.1 s for up to 2.5 s, while the
-# requests still wait (3 s each); a socket below the range fails at once.
+# five clients connect in their own time (a run at load 27 counted 5 after
+# 2.5 s of looking), so look until the listener and all five connections
+# are seen, as long as every request still waits (8 s each from its
+# accept); a socket below the range fails at once.
+pending() { for w in $waits; do kill -0 "$w" 2>/dev/null || return 1; done; }
+count() { # below|above: sockets under or from the floor
+    ls -l "/proc/$PID/fd" 2>/dev/null | awk -v f="$floor" -v side="$1" '$NF ~ /^socket:/ &&
+        ((side == "below") == ($(NF-2) + 0 < f)) {n++} END {print n + 0}'
+}
 high=0
-for i in $(seq 25); do
-    sleep 0.1
-    low=$(ls -l "/proc/$PID/fd" 2>/dev/null | awk -v f="$floor" '$NF ~ /^socket:/ && $(NF-2) + 0 < f {n++} END {print n + 0}')
+low=0
+while pending; do
+    low=$(count below)
     [ "$low" = 0 ] || break
-    high=$(ls -l "/proc/$PID/fd" 2>/dev/null | awk -v f="$floor" '$NF ~ /^socket:/ && $(NF-2) + 0 >= f {n++} END {print n + 0}')
+    high=$(count above)
     [ "$high" -ge 6 ] && break
+    sleep 0.1
 done
 note "sockets while 5 requests wait: $high in the agent's range (from $floor), $low below"
 [ "$low" = 0 ] || fail "$low sockets below the agent's range"
-[ "$high" -ge 6 ] || fail "only $high sockets in the agent's range (the listener and 5 connections expected)"
+[ "$high" -ge 6 ] || fail "a request ended before the listener and 5 connections were seen in the agent's range (last count $high)"
 # shellcheck disable=SC2086
 wait $waits || true
 for f in h1 h2 h3 p; do

@@ -32,6 +32,18 @@ PATH="$(dirname "$GO"):$PATH"
 export GO PATH
 note "go: $GO ($("$GO" env GOVERSION 2>/dev/null || echo unknown))"
 
+# wait_until WHAT CMD...: waits for a state instead of looking once: runs
+# CMD every 0.1 s until it succeeds; after 60 s (a machine loaded far
+# beyond the suite's own load) fails with WHAT.
+wait_until() {
+    what=$1; shift
+    _w=0
+    until "$@"; do
+        _w=$((_w + 1)); [ $_w -lt 600 ] || fail "waited 60 s: $what"
+        sleep 0.1
+    done
+}
+
 # start_agent NAME CMD...: starts CMD under the agent with PPROF_ADDR on port
 # 0; sets PID and ADDR (host:port) once the server listens. Extra PPROF_*
 # variables can be exported by the caller first. stdout/stderr of the program

@@ -12,10 +12,13 @@
  *
  *   contention_truth ROUNDS
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,8 +74,44 @@ static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static sem_t sem;
 static long cond_wait_ns, rwlock_wait_ns, sem_wait_ns;
 
+/* The phase-2 thread says it is about to wait; the main thread then waits
+ * until it sleeps (its state in /proc is S) before it lets it go, so that
+ * every one of the ten waits is a wait however late the thread gets there
+ * on a loaded machine (a post before the wait was no wait at all). */
+static int waiter_tid;
+static int arriving;
+
+static void announce(void)
+{
+    __atomic_store_n(&arriving, 1, __ATOMIC_SEQ_CST);
+}
+
+static char task_state(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return '?';
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static void until_asleep(void)
+{
+    while (!__atomic_load_n(&arriving, __ATOMIC_SEQ_CST))
+        sleep_us(200);
+    while (task_state(__atomic_load_n(&waiter_tid, __ATOMIC_SEQ_CST)) != 'S')
+        sleep_us(200);
+    __atomic_store_n(&arriving, 0, __ATOMIC_SEQ_CST);
+}
+
 static __attribute__((noinline)) void cond_waiter_work(void)
 {
+    announce();
     pthread_mutex_lock(&cv_mu);
     while (!cv_ready) {
         long t0 = now_ns();
@@ -93,6 +132,7 @@ static __attribute__((noinline)) void rwlock_reader_work(void)
 
 static __attribute__((noinline)) void sem_waiter_work(void)
 {
+    announce();
     long t0 = now_ns();
     sem_wait(&sem);
     sem_wait_ns += now_ns() - t0;
@@ -101,6 +141,7 @@ static __attribute__((noinline)) void sem_waiter_work(void)
 static void *phase2_waiter(void *arg)
 {
     int rounds = *(int *)arg;
+    __atomic_store_n(&waiter_tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
     for (int i = 0; i < rounds; i++) {
         cond_waiter_work();
         rwlock_reader_work();
@@ -135,6 +176,7 @@ int main(int argc, char **argv)
         /* Write-lock before waking the waiter, so that its read lock waits
          * however late it wakes. */
         pthread_rwlock_wrlock(&rw);
+        until_asleep();
         pthread_mutex_lock(&cv_mu);
         cv_ready = 1;
         pthread_cond_signal(&cv);
@@ -142,6 +184,7 @@ int main(int argc, char **argv)
         sleep_us(10000);
         pthread_rwlock_unlock(&rw);
         sleep_us(10000);
+        until_asleep();
         sem_post(&sem);
     }
     pthread_join(t, NULL);

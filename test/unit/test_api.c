@@ -9,6 +9,7 @@
 #include "agent/pprofagent.h"
 
 #include "agent/agent.h"
+#include "agent/cfi.h"
 #include "agent/custom.h"
 #include "agent/labels.h"
 #include "harness.h"
@@ -132,8 +133,26 @@ TEST(custom_keys_exact)
     expect_int_eq(pprof_agent_profile_add(NULL, (void *)1, 0), -EINVAL);
 }
 
+/* A custom profile's adds cannot build the unwind tables (they may run
+ * inside the host's allocator), so making the profile ends their deferral:
+ * with PPROF_ADDR=off nothing else would, and every add walked each frame
+ * through its call-frame information. */
+TEST(custom_profile_ends_the_tables_deferral)
+{
+    stack_init();
+    cfi_tables_defer();
+    expect_true(cfi_current == NULL);
+    pprof_profile *p = pprof_agent_profile_new("unit.tables");
+    assert_true(p != NULL);
+    expect_true(cfi_current != NULL);
+    uint64_t before = cfi_walk_counters.no_table;
+    expect_int_eq(pprof_agent_profile_add(p, (void *)1, 0), 0);
+    expect_true(cfi_walk_counters.no_table == before);
+}
+
 int main(void)
 {
-    return run_tests(labels_intern_by_content, labels_limits, custom_names,
+    return run_tests(custom_profile_ends_the_tables_deferral,
+                     labels_intern_by_content, labels_limits, custom_names,
                      custom_keys_exact, NULL);
 }
