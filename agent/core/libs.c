@@ -26,7 +26,8 @@
  * runtime, which refuses RTLD_DEEPBIND, the libraries are loaded without it.
  *
  * Contexts: any thread outside signal handlers (the HTTP workers, the
- * dump writer, unit tests); once, under a pthread_once.
+ * dump writer, unit tests); loaded once, under a lock, and tried again by
+ * a later caller when it failed (a few tries each time).
  */
 #define PPROF_LIBS_SELF
 #include "agent/libs.h"
@@ -34,13 +35,37 @@
 #include "agent/agent.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 
 struct libs libs_fn;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* 0 once loaded; -1 until then. Written under load_lock (a spinlock: one
+ * held in the parent at fork time is taken over in the child). */
+static spinlock_t load_lock;
 static int loaded = -1;
+static int failures_said;
 
+/* Tries once; returns the handle with every function resolved, or NULL
+ * with *why set. */
+static void *try_load(int mode, const char **why)
+{
+    void *h = dlopen(LIBS_SONAME, mode);
+    if (!h) {
+        *why = dlerror();
+        return NULL;
+    }
+#define LIBS_RESOLVE(name)                                                 \
+    if (!(libs_fn.name = (__typeof__(libs_fn.name))dlsym(h, #name))) {     \
+        *why = "a function is missing: " #name;                           \
+        return NULL;                                                       \
+    }
+    LIBS_FUNCTIONS(LIBS_RESOLVE)
+#undef LIBS_RESOLVE
+    return h;
+}
+
+/* A few tries: a program that sweeps its descriptors (close_range, dup2
+ * over low numbers) can close or replace the loader's descriptor of the
+ * file while it reads it, and the next try finds it whole. */
 static void load(void)
 {
     int mode = RTLD_NOW | RTLD_LOCAL;
@@ -48,25 +73,27 @@ static void load(void)
     if (!dlsym(RTLD_DEFAULT, "__asan_init") &&
         !dlsym(RTLD_DEFAULT, "__tsan_init"))
         mode |= RTLD_DEEPBIND;
-    void *h = dlopen(LIBS_SONAME, mode);
-    if (!h) {
-        log_info("cannot load libdw.so.1 (symbols and compression): %s",
-                  dlerror());
-        return;
+    const char *why = "";
+    for (int i = 0; i < 4; i++) {
+        if (try_load(mode, &why)) {
+            libs_fn.elf_version(EV_CURRENT);
+            __atomic_store_n(&loaded, 0, __ATOMIC_RELEASE);
+            return;
+        }
     }
-#define LIBS_RESOLVE(name)                                                 \
-    if (!(libs_fn.name = (__typeof__(libs_fn.name))dlsym(h, #name))) {     \
-        log_info("libdw.so.1 and its libraries lack %s", #name);          \
-        return;                                                            \
-    }
-    LIBS_FUNCTIONS(LIBS_RESOLVE)
-#undef LIBS_RESOLVE
-    libs_fn.elf_version(EV_CURRENT);
-    loaded = 0;
+    if (!failures_said++)
+        log_info("cannot load %s (symbols and compression): %s", LIBS_SONAME,
+                 why ? why : "");
 }
 
 int libs_load(void)
 {
-    pthread_once(&once, load);
-    return loaded;
+    if (__atomic_load_n(&loaded, __ATOMIC_ACQUIRE) == 0)
+        return 0;
+    spin_lock(&load_lock);
+    if (loaded != 0)
+        load(); /* a failed load is tried again by the next caller */
+    int r = loaded;
+    spin_unlock(&load_lock);
+    return r;
 }

@@ -48,7 +48,8 @@ expect_contains "$raw" "PeriodType: space bytes"
 expect_contains "$raw" "Period: 1"
 expect_contains "$raw" "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"
 expect_contains "$raw" "bytes:[1000]" "numeric label bytes"
-expect_contains "$raw" "lost=0" "the profile's comment"
+expect_not_contains "$raw" "Comment:" "the heap profile (the agent's counters are in /debug/stats)"
+expect_contains "$(profile_note heap)" "lost=0" "the heap profile's note in /debug/stats"
 
 top=$(pprof -top "http://$ADDR/debug/pprof/heap")
 expect_contains "$top" "Type: inuse_space"
