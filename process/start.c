@@ -30,6 +30,7 @@
 
 #include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/threads.h"
 #include "http/server.h"
 #include "process/push.h"
 
@@ -221,6 +222,7 @@ static int spawn_starter(void)
 {
     starter_state = STARTER_WAITING;
     starter_pid = pid_now();
+    thread_hooks_next_unnoted();
     int err = agent_thread_spawn(starter, NULL, &starter_thread);
     if (err)
         starter_state = STARTER_NONE;

@@ -14,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/cpu.h"
 #include "agent/labels.h"
+#include "agent/threads.h"
 #include "agent/trace.h"
 #include "agent/wall.h"
 
@@ -35,6 +36,7 @@ struct start_record {
     void *(*fn)(void *);
     void *arg;
     int agent_thread;
+    int unnoted; /* an agent thread whose stack is not noted */
     const struct pprof_label_set *labels; /* the creator's, inherited */
     uint64_t trace_key; /* the creation's record in a trace, 0: none */
     uint32_t creator;   /* the creating thread's id, with trace_key */
@@ -98,6 +100,16 @@ static void thread_exit(void *unused)
     }
 }
 
+/* Set by thread_hooks_next_unnoted, taken by the next agent thread's
+ * record; the creating thread only (a race with another agent thread's
+ * creation could only move which stack goes unnoted). */
+static int next_unnoted;
+
+void thread_hooks_next_unnoted(void)
+{
+    __atomic_store_n(&next_unnoted, 1, __ATOMIC_RELAXED);
+}
+
 static void *thread_start(void *p)
 {
     struct start_record r = *(struct start_record *)p;
@@ -110,7 +122,7 @@ static void *thread_start(void *p)
         void *stack = NULL;
         size_t stack_size = 0;
         pthread_attr_t attr;
-        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (!r.unnoted && pthread_getattr_np(pthread_self(), &attr) == 0) {
             pthread_attr_getstack(&attr, &stack, &stack_size);
             pthread_attr_destroy(&attr);
         }
@@ -193,6 +205,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     r->fn = fn;
     r->arg = arg;
     r->agent_thread = agent;
+    r->unnoted = agent && __atomic_exchange_n(&next_unnoted, 0, __ATOMIC_RELAXED);
     r->labels = agent ? NULL : labels_current;
     r->trace_key = 0;
     if (unlikely(trace_on) && !agent) {
