@@ -30,8 +30,9 @@
 #ifndef PPROF_HEAP_H
 #define PPROF_HEAP_H
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
 #include "agent/hash.h"
+#include "agent/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -80,7 +80,7 @@ void threads_fork_child(void);
 
 /* The signal the dump under way asks with, 0 between dumps. Written by
  * the dumping worker and read by the mask interposers, both under
- * sigmask_lock (agent/agent.h). */
+ * sigmask_lock (agent/sigmask.h). */
 extern int threads_signo;
 
 /* Number of host threads now (the agent's own not counted).

@@ -20,6 +20,7 @@
 #define PPROF_ENCODER_H
 
 #include "agent/hash.h"
+#include "agent/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>

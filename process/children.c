@@ -44,8 +44,10 @@
  */
 #include "process/process.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 #include "agent/push.h"
 #include "agent/symbols.h"

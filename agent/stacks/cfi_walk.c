@@ -16,9 +16,10 @@
  */
 #include "agent/cfi.h"
 
-#include "agent/agent.h"
 #include "agent/cfi_arch.h"
+#include "agent/compiler.h"
 #include "agent/cpu.h"
+#include "agent/objects.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

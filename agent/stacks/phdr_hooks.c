@@ -24,8 +24,10 @@
  */
 #include "agent/cpu.h"
 
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/compiler.h"
+#include "agent/guard.h"
+#include "agent/objects.h"
 
 #include <dlfcn.h>
 #include <link.h>

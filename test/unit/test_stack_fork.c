@@ -6,9 +6,10 @@
  * and parent and child walk afterwards. A thread stopped in the middle of
  * a walk does not keep fork, or the parent's captures, waiting.
  */
-#include "agent/agent.h"
 #include "agent/cfi.h"
 #include "agent/cpu.h"
+#include "agent/fork.h"
+#include "agent/stack.h"
 #include "harness.h"
 
 #include <dlfcn.h>
