@@ -1,4 +1,4 @@
-/* Fork (core/fork.c): the one ordered list of fork handlers. */
+/* Fork (agent/fork.c): the one ordered list of fork handlers. */
 
 #ifndef PPROF_AGENT_FORK_H
 #define PPROF_AGENT_FORK_H

@@ -183,7 +183,7 @@ struct heap_live {
 /* Creates the bucket table. Returns 0 or -ENOMEM (heap sampling then stays
  * off). Not async-signal-safe. */
 int heap_table_init(void);
-/* Fork (agent/core/fork.c, when heap_buckets exists): prepare waits for
+/* Fork (agent/fork.c, when heap_buckets exists): prepare waits for
  * samplers in flight and takes every shard's lock; parent and child
  * release them (the child keeps the parent's samples). */
 void heap_table_fork_prepare(void);

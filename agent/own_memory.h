@@ -1,4 +1,4 @@
-/* The agent's own memory (heap/own_memory.c). */
+/* The agent's own memory (core/own_memory.c). */
 
 #ifndef PPROF_AGENT_OWN_MEMORY_H
 #define PPROF_AGENT_OWN_MEMORY_H

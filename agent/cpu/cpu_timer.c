@@ -41,6 +41,7 @@
 #include "agent/hash.h"
 #include "agent/fds.h"
 #include "agent/log.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/signals.h"

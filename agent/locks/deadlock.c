@@ -34,6 +34,7 @@
 #include "agent/guard.h"
 #include "agent/objects.h"
 #include "agent/own_memory.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/stack.h"
 #include "agent/threads.h"

@@ -20,6 +20,7 @@
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/objects.h"
+#include "agent/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

@@ -28,6 +28,7 @@
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/objects.h"
+#include "agent/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -45,6 +45,7 @@
 #include "agent/fds.h"
 #include "agent/log.h"
 #include "agent/own_memory.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/cpu.h"
 #include "agent/sigmask.h"

@@ -37,6 +37,7 @@
 #include "agent/cpu.h"
 #include "agent/log.h"
 #include "agent/own_memory.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/signals.h"

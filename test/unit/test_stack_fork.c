@@ -1,5 +1,5 @@
 /*
- * The stack walker across fork (agent/core/fork.c): a child forked while
+ * The stack walker across fork (agent/fork.c): a child forked while
  * another thread of the parent was walking (registered as a reader of the
  * unwind tables) or reading the program-header snapshot can still refresh
  * both (it would otherwise wait for ever for a thread it does not have),
@@ -9,6 +9,7 @@
 #include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/fork.h"
+#include "agent/phdr_cache.h"
 #include "agent/stack.h"
 #include "harness.h"
 

@@ -29,6 +29,7 @@
 #include "agent/cpu.h"
 #include "agent/log.h"
 #include "agent/objects.h"
+#include "agent/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <errno.h>

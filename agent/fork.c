@@ -47,6 +47,7 @@
 #include "agent/fds.h"
 #include "agent/guard.h"
 #include "agent/heap.h"
+#include "agent/phdr_cache.h"
 #include "agent/sigmask.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
