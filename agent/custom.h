@@ -1,7 +1,8 @@
 /*
  * Custom profiles (pprofagent.h's pprof_profile_*), as Go's pprof.NewProfile:
  * a named set of keys, each with the stack that added it. Owned by
- * agent/core/custom.c; read by http/custom.c (serving) and http/index.c (rows).
+ * agent/custom/custom.c; read by http/custom.c (serving) and http/index.c
+ * (rows).
  *
  * Host threads add and remove keys in normal context; HTTP workers read the
  * registry and snapshot a profile's stack table. Profiles are never freed.
@@ -10,6 +11,7 @@
 #define PPROF_CUSTOM_H
 
 #include <stddef.h>
+#include "agent/stack_table.h"
 
 #define CUSTOM_MAX_PROFILES 64
 #define CUSTOM_NAME_MAX 128

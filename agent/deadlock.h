@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/agent.h"
 
 /* What a noted wait waits for: the owner of each is read differently. */
 enum {

@@ -30,8 +30,9 @@
 #ifndef PPROF_HEAP_H
 #define PPROF_HEAP_H
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
 #include "agent/hash.h"
+#include "agent/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -182,7 +183,7 @@ struct heap_live {
 /* Creates the bucket table. Returns 0 or -ENOMEM (heap sampling then stays
  * off). Not async-signal-safe. */
 int heap_table_init(void);
-/* Fork (agent/core/fork.c, when heap_buckets exists): prepare waits for
+/* Fork (agent/fork.c, when heap_buckets exists): prepare waits for
  * samplers in flight and takes every shard's lock; parent and child
  * release them (the child keeps the parent's samples). */
 void heap_table_fork_prepare(void);

@@ -80,7 +80,7 @@ void threads_fork_child(void);
 
 /* The signal the dump under way asks with, 0 between dumps. Written by
  * the dumping worker and read by the mask interposers, both under
- * sigmask_lock (agent/agent.h). */
+ * sigmask_lock (agent/sigmask.h). */
 extern int threads_signo;
 
 /* Number of host threads now (the agent's own not counted).
@@ -172,13 +172,5 @@ static inline uint64_t threads_value(uint32_t gen, uint32_t slot)
 
 /* The handler, for sigaction (SA_SIGINFO). Async-signal-safe. */
 void threads_signal_handler(int sig, siginfo_t *si, void *uc);
-
-/* The next thread the agent creates from this thread does not note its
- * stack in the agent's memory figures: the deferred start's thread, which
- * nearly every process started by hand creates and which most end before
- * it does anything (noting calls pthread_getattr_np, whose allocation on
- * the new thread makes glibc reserve a 128 MiB malloc arena for it). Not
- * async-signal-safe. Does not allocate. */
-void thread_hooks_next_unnoted(void);
 
 #endif

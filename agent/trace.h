@@ -139,7 +139,7 @@ uint64_t trace_next_key(void);
  * called by trace_start() and trace_stop(). */
 extern void (*trace_route)(int on);
 
-/* The forked child starts with no trace (agent/core/fork.c). */
+/* The forked child starts with no trace (agent/fork.c). */
 void trace_fork_child(void);
 
 /* The value of call, timed as one record of kind on obj when a trace runs

@@ -398,7 +398,7 @@ struct wall_run {
 int wall_run(long seconds, struct wall_agg *agg, int (*gone)(void *arg),
              void *arg, struct wall_run *run);
 
-/* The fork steps (agent/core/fork.c calls them in order): prepare blocks
+/* The fork steps (agent/fork.c calls them in order): prepare blocks
  * the wall signal on the forking thread while a session runs, parent
  * restores the mask, child forgets the session (no timer and no session
  * thread came along) and gives the signal back. Not async-signal-safe. */

@@ -14,8 +14,9 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/contention.h"
+#include "agent/stack_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,9 +10,11 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/labels.h"
+#include "agent/log.h"
+#include "agent/stack.h"
 #include "agent/symbols.h"
 
 #include <errno.h>

@@ -24,6 +24,8 @@
 
 #include "agent/contention.h"
 #include "agent/deadlock.h"
+#include "agent/log.h"
+#include "agent/stack.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
 

@@ -13,12 +13,14 @@
  * Everything here runs on the agent's own threads (HTTP workers), never in a
  * signal handler and never inside an interposed call: it may allocate (the
  * caller's thread has the agent's reentrancy flag set, so its allocations go
- * straight to the host's allocator and are never sampled).
+ * straight to the host's allocator and are never sampled). So no function
+ * declared here is async-signal-safe unless its comment says it is.
  */
 #ifndef PPROF_ENCODER_H
 #define PPROF_ENCODER_H
 
 #include "agent/hash.h"
+#include "agent/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,44 +38,40 @@ struct pbuf {
     int oom;
 };
 
-/* Appends n bytes. Not async-signal-safe. */
+/* Appends n bytes. */
 void pbuf_append(struct pbuf *b, const void *p, size_t n);
-/* Appends a NUL-terminated string without its NUL. Not async-signal-safe. */
+/* Appends a NUL-terminated string without its NUL. */
 void pbuf_puts(struct pbuf *b, const char *s);
-/* Appends printf-style text. Not async-signal-safe. */
+/* Appends printf-style text. */
 void pbuf_printf(struct pbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Frees the storage and resets the buffer to empty. Not async-signal-safe. */
+/* Frees the storage and resets the buffer to empty. */
 void pbuf_free(struct pbuf *b);
 
 /* ---- protobuf wire writer (pb.c) ---------------------------------------- */
 
-/* Appends a base-128 varint. Not async-signal-safe. */
+/* Appends a base-128 varint. */
 void pb_varint(struct pbuf *b, uint64_t v);
 /* Appends field `field` as a varint; skipped when v is 0 (proto3 default).
- * Negative int64 values are written as 10-byte two's complement varints.
- * Not async-signal-safe. */
+ * Negative int64 values are written as 10-byte two's complement varints. */
 void pb_uint64(struct pbuf *b, int field, uint64_t v);
 void pb_int64(struct pbuf *b, int field, int64_t v);
 void pb_bool(struct pbuf *b, int field, int v);
-/* Appends field `field` as a little-endian fixed64; skipped when v is 0.
- * Not async-signal-safe. */
+/* Appends field `field` as a little-endian fixed64; skipped when v is 0. */
 void pb_fixed64(struct pbuf *b, int field, uint64_t v);
 /* Appends a length-delimited field (always written, even when empty, so
- * string_table[0] == "" survives). Not async-signal-safe. */
+ * string_table[0] == "" survives). */
 void pb_bytes(struct pbuf *b, int field, const void *p, size_t n);
-/* Packed repeated fields; nothing is written for n == 0.
- * Not async-signal-safe. */
+/* Packed repeated fields; nothing is written for n == 0. */
 void pb_packed_uint64(struct pbuf *b, int field, const uint64_t *v, size_t n);
 void pb_packed_int64(struct pbuf *b, int field, const int64_t *v, size_t n);
 /* Nested message: pb_begin() returns a mark; the body is written after it;
- * pb_end() moves the body right and puts its length varint in front.
- * Not async-signal-safe. */
+ * pb_end() moves the body right and puts its length varint in front. */
 size_t pb_begin(struct pbuf *b, int field);
 void pb_end(struct pbuf *b, size_t mark);
 /* Nested message whose fields are 1..n, varints v[0..n-1] (zeros skipped,
  * negative int64 values passed as their 64-bit pattern, booleans as 0 or
- * 1). Not async-signal-safe. */
+ * 1). */
 void pb_varints_message(struct pbuf *b, int field, const uint64_t *v,
                         size_t n);
 
@@ -99,24 +97,22 @@ struct profile_line {
 #define PROFILE_HAS_LINE_NUMBERS 4
 #define PROFILE_HAS_INLINE_FRAMES 8
 
-/* Creates an empty profile. Returns NULL when out of memory.
- * Not async-signal-safe. */
+/* Creates an empty profile. Returns NULL when out of memory. */
 struct profile *profile_new(void);
-/* Frees a profile and everything it owns. Not async-signal-safe. */
+/* Frees a profile and everything it owns. */
 void profile_free(struct profile *p);
 /* A profile sampled in time (CPU, wall): sample types samples/count and
  * <clock>/nanoseconds, one sample every period_ns of <clock>, covering
  * [time_nanos, time_nanos + duration_nanos), with comment when it is not
- * empty. NULL when out of memory. Not async-signal-safe. */
+ * empty. NULL when out of memory. */
 struct profile *profile_timed(const char *clock, int64_t period_ns,
                               int64_t time_nanos, int64_t duration_nanos,
                               const char *comment);
 
-/* Interns s in the string table and returns its index; "" and NULL are 0.
- * Not async-signal-safe. */
+/* Interns s in the string table and returns its index; "" and NULL are 0. */
 int64_t profile_string(struct profile *p, const char *s);
 
-/* Header fields. Strings are copied. Not async-signal-safe. */
+/* Header fields. Strings are copied. */
 void profile_sample_type(struct profile *p, const char *type, const char *unit);
 void profile_period(struct profile *p, const char *type, const char *unit,
                     int64_t period);
@@ -128,16 +124,15 @@ void profile_drop_frames(struct profile *p, const char *regex);
 
 /* Adds a mapping; ids are 1..N in the order of the calls. Mappings are not
  * deduplicated (the caller adds each object once). build_id is lowercase hex
- * or NULL. Returns the id, 0 when out of memory. Not async-signal-safe. */
+ * or NULL. Returns the id, 0 when out of memory. */
 uint64_t profile_mapping(struct profile *p, uint64_t start, uint64_t limit,
                          uint64_t offset, const char *filename,
                          const char *build_id);
-/* Sets PROFILE_HAS_* flags on a mapping. Not async-signal-safe. */
+/* Sets PROFILE_HAS_* flags on a mapping. */
 void profile_mapping_flags(struct profile *p, uint64_t mapping_id, int flags);
 
 /* Returns the id of the function with these names, file and start line,
- * adding it if it is new (ids 1..N in order of first use).
- * Not async-signal-safe. */
+ * adding it if it is new (ids 1..N in order of first use). */
 uint64_t profile_function(struct profile *p, const char *name,
                           const char *system_name, const char *filename,
                           int64_t start_line);
@@ -145,38 +140,35 @@ uint64_t profile_function(struct profile *p, const char *name,
 /* Returns the id of the location at `address` in `mapping_id` (0: none),
  * adding it with these lines (innermost inlined first) if the address is
  * new; an existing location keeps its first lines. Address 0 never
- * deduplicates (pseudo frames). Not async-signal-safe. */
+ * deduplicates (pseudo frames). */
 uint64_t profile_location(struct profile *p, uint64_t mapping_id,
                           uint64_t address, const struct profile_line *lines,
                           size_t nlines);
-/* Looks up an existing location by address; 0 when absent.
- * Not async-signal-safe. */
+/* Looks up an existing location by address; 0 when absent. */
 uint64_t profile_find_location(struct profile *p, uint64_t address);
 
 /* Adds a sample: location ids leaf first, exactly one value per sample
- * type, labels copied. Samples are not merged. Not async-signal-safe. */
+ * type, labels copied. Samples are not merged. */
 void profile_sample(struct profile *p, const uint64_t *location_ids,
                     size_t nlocs, const int64_t *values, size_t nvalues,
                     const struct profile_label *labels, size_t nlabels);
 
 /* Serializes the profile as an uncompressed profile.proto message into out.
- * Returns 0 or -ENOMEM. Not async-signal-safe. */
+ * Returns 0 or -ENOMEM. */
 int profile_serialize(struct profile *p, struct pbuf *out);
 
 /* ---- gzip (gzip.c) ------------------------------------------------------- */
 
 /* Compresses in (n bytes) as one gzip member appended to out, at zlib's
- * best-speed level as Go does. Returns 0, -ENOMEM or -EIO.
- * Not async-signal-safe. */
+ * best-speed level as Go does. Returns 0, -ENOMEM or -EIO. */
 int gzip_compress(const void *in, size_t n, struct pbuf *out);
 /* Appends the decompressed bytes of in (one or more gzip members) to out,
  * stopping with -EFBIG past max bytes of output (a bound against a hostile
  * or runaway input). Returns 0, -ENOMEM, -EFBIG or -EINVAL (not gzip, or
- * truncated). Not async-signal-safe. */
+ * truncated). */
 int gzip_decompress(const void *in, size_t n, size_t max, struct pbuf *out);
 
-/* Serializes and gzips in one step. Returns 0 or -errno.
- * Not async-signal-safe. */
+/* Serializes and gzips in one step. Returns 0 or -errno. */
 int profile_write_gzip(struct profile *p, struct pbuf *out);
 
 
@@ -221,28 +213,27 @@ struct stack_text_form {
 /* Adds every record to p (its sample types already set, nvalues of them)
  * with its labels ("bytes", "age", then the label set), symbolizing the
  * stacks, then appends p gzipped to out. p stays the caller's. Returns 0
- * or -errno. Not async-signal-safe. */
+ * or -errno. */
 int stack_records_proto(struct profile *p, const struct stack_record *recs,
                         size_t n, size_t nvalues, struct pbuf *out);
 /* Appends the records as Go's legacy text, sorted by form->order: per
  * record the headline, " @" and the return addresses, the labels line if
  * asked, one "#	0x..." line per symbolized frame and an empty line.
- * Returns 0 or -errno. Not async-signal-safe. */
+ * Returns 0 or -errno. */
 int stack_records_text(const struct stack_record *recs, size_t n,
                        const struct stack_text_form *form, struct pbuf *out);
 
 /* ---- count profiles (count.c): threadcreate, custom ---------------------- */
 
 /* Records of a count table's snapshot (one counter per stack), written to
- * out (room for snap->n), leaving out empty stacks. Returns how many.
- * Not async-signal-safe. */
+ * out (room for snap->n), leaving out empty stacks. Returns how many. */
 struct stack_snapshot;
 size_t count_records_from_snapshot(const struct stack_snapshot *snap,
                                    struct stack_record *out);
 /* Writes a count profile as Go does: proto with sample type and period
  * type "<name>/count", period 1 (values[0] is the count); or debug=1 text
  * "<name> profile: total N" and "<count> @ ..." records, most frequent
- * first. Returns 0 or -errno. Not async-signal-safe. */
+ * first. Returns 0 or -errno. */
 int count_write(const char *name, const struct stack_record *recs, size_t n,
                 const struct write_options *o, struct pbuf *out);
 
@@ -256,17 +247,15 @@ struct goroutine_snapshot {
     size_t n;
     struct thread_dump *dump; /* debug >= 2 */
 };
-/* Takes the threads now (agent/threads.c). Returns 0 or -errno.
- * Not async-signal-safe. */
+/* Takes the threads now (agent/threads.c). Returns 0 or -errno. */
 int goroutine_take(struct goroutine_snapshot *s, int debug);
 /* later -= earlier, group by group (zero groups dropped, groups only in
- * earlier negated). Returns 0 or -ENOMEM. Not async-signal-safe. */
+ * earlier negated). Returns 0 or -ENOMEM. */
 int goroutine_subtract(struct goroutine_snapshot *later,
                        const struct goroutine_snapshot *earlier);
 void goroutine_free(struct goroutine_snapshot *s);
 /* Writes Go's goroutine profile: proto goroutine/count, debug=1 text, or
- * with debug >= 2 every thread as Go's full dump. Returns 0 or -errno.
- * Not async-signal-safe. */
+ * with debug >= 2 every thread as Go's full dump. Returns 0 or -errno. */
 int goroutine_write(const struct goroutine_snapshot *s,
                     const struct write_options *o, struct pbuf *out);
 
@@ -286,15 +275,14 @@ struct wall_record {
 
 /* Encodes the wall profile (sample types samples/count and
  * wall/nanoseconds, the default; period period_ns of wall) into a gzipped
- * proto. Returns 0 or -errno. Not async-signal-safe. */
+ * proto. Returns 0 or -errno. */
 int wall_profile_proto(const struct wall_record *recs, size_t n,
                        int64_t period_ns, int64_t time_nanos,
                        int64_t duration_nanos, const char *comment,
                        struct pbuf *out);
 
 /* The wall profile of a run (agent/wall.h: wall_run) from its groups, with
- * the run's figures as its comment. Returns 0 or -errno. Not
- * async-signal-safe. */
+ * the run's figures as its comment. Returns 0 or -errno. */
 struct wall_agg;
 struct wall_run;
 int wall_write(const struct wall_agg *agg, const struct wall_run *run,
@@ -309,14 +297,14 @@ int wall_write(const struct wall_agg *agg, const struct wall_run *run,
  * the proto only. Proto: contentions/count, delay/nanoseconds, period type
  * contentions/count, period 1. Text: "--- contention:" or "--- mutex:",
  * cycles/second, "sampling period=N" for mutex, then "<delay> <count> @"
- * records, largest delay first. Returns 0 or -errno. Not async-signal-safe. */
+ * records, largest delay first. Returns 0 or -errno. */
 int contention_write(int is_mutex, const struct stack_snapshot *snap,
                      const struct write_options *o, struct pbuf *out);
 /* 1 when the waker's stack pcs (leaf first) released a lock, 0 when it
  * signalled a condition (notify, one-time initialization, channel...),
  * judged from the innermost frame whose function names either; 1 when none
  * does (wake_kind.c). Takes the symbolizer's lock: call it outside
- * stacks_begin()..stacks_end(). Not async-signal-safe. */
+ * stacks_begin()..stacks_end(). */
 int contention_wake_is_lock(const uintptr_t *pcs, int depth);
 
 /* ---- threads dump (threads.c): goroutine?debug=2 ------------------------- */
@@ -324,7 +312,7 @@ int contention_wake_is_lock(const uintptr_t *pcs, int depth);
 struct thread_dump;
 /* Every thread of d as Go's full goroutine dump: "goroutine <tid> "<name>"
  * [<state>, <syscall>]:", labels, then "func(...)\n\tfile:line +0xOFF" per
- * frame. Returns 0 or -ENOMEM. Not async-signal-safe. */
+ * frame. Returns 0 or -ENOMEM. */
 int threads_dump_text(const struct thread_dump *d, struct pbuf *out);
 
 /* ---- deadlock report (deadlock.c) ----------------------------------------- */
@@ -333,8 +321,7 @@ struct deadlock_report;
 /* Writes the cycles and stuck chains of r (agent/deadlock.h): debug=1 text,
  * or a gzipped profile with one sample per thread (threads/count,
  * blocked/nanoseconds) labelled thread, group, waits_for, held_by,
- * blocked_seconds (blocked_in for a chain's holder). Returns 0 or -errno.
- * Not async-signal-safe. */
+ * blocked_seconds (blocked_in for a chain's holder). Returns 0 or -errno. */
 int deadlock_write(const struct deadlock_report *r,
                    const struct write_options *o, struct pbuf *out);
 
@@ -342,22 +329,20 @@ int deadlock_write(const struct deadlock_report *r,
 
 struct stack_encoder;
 /* Locks the symbolizer, refreshes it, adds every mapping to p (main
- * executable first). NULL on OOM. Not async-signal-safe. */
+ * executable first). NULL on OOM. */
 struct stack_encoder *stacks_begin(struct profile *p);
 /* For the calling thread's next profiles (on: 1) or again (0): locations
  * with addresses and mappings only, no function names, which pprof
  * resolves later from the binaries the mappings name (by build ID). What
  * the memory-limit dump writes: symbolizing costs time and memory (the
- * debug information read) just when the process is short of it.
- * Not async-signal-safe. */
+ * debug information read) just when the process is short of it. */
 void stacks_addresses_only(int on);
 /* Converts n stack addresses (leaf first; already "location addresses":
  * callers' return address minus one, leaf exact; values < FRAME_PSEUDO_MAX
  * are pseudo frames named by symbols_pseudo_name) into location ids written
  * to ids[]; returns the number written. Each distinct address gets one
  * location with its symbolized Lines (inline frames innermost first),
- * function name demangled, system_name mangled, filename, start_line.
- * Not async-signal-safe. */
+ * function name demangled, system_name mangled, filename, start_line. */
 size_t stacks_locations(struct stack_encoder *se, const uintptr_t *pcs,
                         size_t n, uint64_t *ids);
 /* 1 when frame i (0 = leaf) of a stack, at pc, is one of the agent's own
@@ -370,15 +355,15 @@ int stacks_hidden(uintptr_t pc, size_t i);
  * "#\t0x<pc>\t<func>+0x<off>\t<file>:<line>" or "#\t0x<pc>" when unknown
  * (one line per inlined frame, each ending in \n). Call it between
  * stacks_begin() and stacks_end(), or stacks_text_begin() and
- * stacks_text_end(). Not async-signal-safe. */
+ * stacks_text_end(). */
 void stacks_describe(uintptr_t pc, struct pbuf *out);
 /* Lock and refresh the symbolizer for stacks_describe() alone (a text form
- * has no profile to add mappings to), then unlock it. Not async-signal-safe. */
+ * has no profile to add mappings to), then unlock it. */
 void stacks_text_begin(void);
 void stacks_text_end(void);
 /* Sets has_functions/has_filenames/has_line_numbers/has_inline_frames on
  * each mapping whose every location got them (pprof-format.md 4.6),
- * unlocks, frees. Not async-signal-safe. */
+ * unlocks, frees. */
 void stacks_end(struct stack_encoder *se);
 
 /* ---- heap profiles (heap.c): heap, allocs ------------------------------- */
@@ -410,8 +395,7 @@ struct heap_live;
  * allocation, free_objects = -in use). alloc_* series so stay cumulative
  * and in-use ones carry the age. live
  * (nlive, as heap_table_live() gives it) is sorted in place. out needs
- * room for n * (HEAP_AGE_BUCKETS + 1). Returns the number of records.
- * Not async-signal-safe. */
+ * room for n * (HEAP_AGE_BUCKETS + 1). Returns the number of records. */
 size_t heap_records_by_age(const struct heap_record *in, size_t n,
                            struct heap_live *live, size_t nlive,
                            int64_t now_ns, struct heap_record *out);
@@ -419,8 +403,7 @@ size_t heap_records_by_age(const struct heap_record *in, size_t n,
 /* Records of the live samples at least min_age_ns old at now_ns, one per
  * (bucket, age bucket) with alloc_objects = in-use objects, or one per
  * bucket without age when by_age is 0. live is sorted in place. out needs
- * room for nlive records. Returns the number of records.
- * Not async-signal-safe. */
+ * room for nlive records. Returns the number of records. */
 size_t heap_records_min_age(struct heap_live *live, size_t nlive,
                             int64_t now_ns, int64_t min_age_ns, int by_age,
                             struct heap_record *out);
@@ -428,8 +411,7 @@ size_t heap_records_min_age(struct heap_live *live, size_t nlive,
 /* later -= earlier, record by record matched on bucket (both as
  * heap_records_min_age gives them with by_age 0); records of earlier
  * missing from later are appended negated (later needs room for
- * nlater + nearlier). Returns the new number of records of later.
- * Not async-signal-safe. */
+ * nlater + nearlier). Returns the new number of records of later. */
 size_t heap_records_subtract(struct heap_record *later, size_t nlater,
                              const struct heap_record *earlier,
                              size_t nearlier);
@@ -438,8 +420,7 @@ size_t heap_records_subtract(struct heap_record *later, size_t nlater,
  * to out (room for snap->n): the size and labels come from each bucket's
  * key; buckets with nothing in them are left out. In a full profile
  * (delta == 0) a free counted after its allocation was read is not allowed
- * to show as a negative in-use count. Returns the number of records.
- * Not async-signal-safe. */
+ * to show as a negative in-use count. Returns the number of records. */
 struct stack_snapshot;
 size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
                                   int delta, struct heap_record *out);
@@ -447,33 +428,31 @@ size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
 /* Records of a heap snapshot (agent/heap.h) into *out (malloc'd, the
  * caller frees it): heap_records_from_snapshot(), then, when by_age, split
  * by the age of the live samples (heap_records_by_age, live sorted in
- * place). Returns 0 or -ENOMEM. Not async-signal-safe. */
+ * place). Returns 0 or -ENOMEM. */
 int heap_records_of(const struct stack_snapshot *snap, int delta, int by_age,
                     struct heap_live *live, size_t nlive, int64_t now_ns,
                     struct heap_record **out, size_t *n);
 /* Takes the heap now, as a full profile shows it: the live samples (when
  * by_age) then the bucket counters into snap, and their records into *out.
  * The caller frees *out and snap (the records point into it). Returns 0
- * or -ENOMEM. Not async-signal-safe. */
+ * or -ENOMEM. */
 int heap_records_take(int by_age, struct heap_record **out, size_t *n,
                       struct stack_snapshot *snap);
 
 /* Records of the live samples at least min_age_ns old now
  * (heap_records_min_age over the table's live copy), into *out (malloc'd,
- * room for a delta's leftovers). Returns 0 or -ENOMEM.
- * Not async-signal-safe. */
+ * room for a delta's leftovers). Returns 0 or -ENOMEM. */
 int heap_records_take_min_age(int64_t min_age_ns, int by_age,
                               struct heap_record **out, size_t *n);
 /* *later -= earlier (heap_records_subtract), growing *later for the
- * records only in earlier. Returns 0 or -ENOMEM. Not async-signal-safe. */
+ * records only in earlier. Returns 0 or -ENOMEM. */
 int heap_records_delta(struct heap_record **later, size_t *nlater,
                        const struct heap_record *earlier, size_t nearlier);
 /* The heap at the high-water mark of the in-use estimate (agent/
  * heap_peak.c; reset starts a new period after this copy): the counters
  * into snap, their records into *out (malloc'd; the caller frees both),
  * *time_ns when the peak was reached (0: never), and the peak's figures
- * as words for the comment in extra. Returns 0 or -ENOMEM.
- * Not async-signal-safe. */
+ * as words for the comment in extra. Returns 0 or -ENOMEM. */
 int heap_records_take_peak(int reset, struct heap_record **out, size_t *n,
                            struct stack_snapshot *snap, int64_t *time_ns,
                            char *extra, size_t extra_size);
@@ -485,12 +464,12 @@ int heap_records_take_peak(int reset, struct heap_record **out, size_t *n,
  * alloc_space for allocs; or debug=1 text "heap profile: ... @
  * heap/<2*rate>" with raw counts, largest in-use bytes first. The table's
  * statistics and extra (NULL: none) go in the comment or the text's "# "
- * trailer. Returns 0 or -errno. Not async-signal-safe. */
+ * trailer. Returns 0 or -errno. */
 int heap_write(const char *name, const struct heap_record *recs, size_t n,
                const char *extra, const struct write_options *o,
                struct pbuf *out);
 /* The in-use totals of records as the proto shows them (unsampled, each
- * record rounded as its sample is). Returns 0. Not async-signal-safe. */
+ * record rounded as its sample is). Returns 0. */
 int heap_totals(const struct heap_record *recs, size_t n, long rate,
                 int64_t *inuse_bytes, int64_t *inuse_objects);
 
@@ -500,53 +479,50 @@ struct memory_report;
 /* Writes the report as JSON: "rss", "parts" (non-overlapping bytes that
  * sum to rss), "parts_sum", and the details beside them ("sampled_heap"
  * with its standard error, "allocator", "smaps", "agent"). Returns 0 or
- * -ENOMEM. Not async-signal-safe. */
+ * -ENOMEM. */
 int memory_report_json(const struct memory_report *r, struct pbuf *b);
 
 /* ---- CPU profile (cpu.c) ------------------------------------------------- */
 
 struct cpu_agg;
 struct cpu_sample;
-/* An empty aggregate of CPU samples; NULL when out of memory.
- * Not async-signal-safe. */
+/* An empty aggregate of CPU samples; NULL when out of memory. */
 struct cpu_agg *cpu_agg_new(void);
 void cpu_agg_free(struct cpu_agg *a);
 /* Adds one drained sample (arg is the struct cpu_agg *); the shape of a
- * cpu_ringbuf_drain() callback. Not async-signal-safe. */
+ * cpu_ringbuf_drain() callback. */
 void cpu_agg_add(const struct cpu_sample *s, void *arg);
-/* Sum of the weights added so far. Not async-signal-safe. */
+/* Sum of the weights added so far. */
 int64_t cpu_agg_total(const struct cpu_agg *a);
 /* Writes Go's CPU profile of the samples in a (samples/count,
  * cpu/nanoseconds, period cpu/nanoseconds) with a "thread" label per
  * sample and lost samples under a [lost samples] frame, gzipped, with the
  * profiler's counters (agent/cpu.h) in its comment: those of one request,
  * or, with whole_run, of a whole-run profile (the dumps). o gives the
- * start and the length. Returns 0 or -errno. Not async-signal-safe. */
+ * start and the length. Returns 0 or -errno. */
 int cpu_write(const struct cpu_agg *a, int whole_run,
               const struct write_options *o, struct pbuf *out);
 
 /* ---- labels (labels.c) ---------------------------------------------------- */
 
 /* Appends the pairs of label set id (agent/labels.h; 0: none) to out as
- * string labels (room for LABELS_MAX_PAIRS) and returns how many.
- * Not async-signal-safe. */
+ * string labels (room for LABELS_MAX_PAIRS) and returns how many. */
 size_t labels_to_profile(uint32_t id, struct profile_label *out);
 /* Writes prefix and Go's text form of label set id, {"k":"v", ...}, and a
- * newline; nothing when the id has no set. Returns 1 when written.
- * Not async-signal-safe. */
+ * newline; nothing when the id has no set. Returns 1 when written. */
 int labels_put_text(struct pbuf *out, const char *prefix, uint32_t id);
 /* Writes s Go-quoted: quotes and backslashes escaped, control bytes as
- * \xNN. Not async-signal-safe. */
+ * \xNN. */
 void labels_put_quoted(struct pbuf *out, const char *s);
 
 /* ---- the agent's notes on its last profiles (notes.c) -------------------- */
 
 /* Keeps text as the note of the last profile of kind ("cpu", "wall",
  * "heap", "peak"): the agent's counters, which Go's profiles do not carry. Up to
- * six kinds. Not async-signal-safe. */
+ * six kinds. */
 void notes_set(const char *kind, const char *text);
 /* Calls fn with each kind's last note, in the order first set; returns how
- * many. fn runs without the lock. Not async-signal-safe. */
+ * many. fn runs without the lock. */
 size_t notes_each(void (*fn)(void *arg, const char *kind, const char *text),
                   void *arg);
 /* ---- the execution trace (encoder/trace.c) ---- */
@@ -561,7 +537,7 @@ struct trace_sample {
 
 /* The last trace (agent/trace.h, between trace_stop and trace_release)
  * with samples, in Go's execution-trace format, into *out (the caller
- * frees it). Returns 0, or -1 when memory ran out. Not async-signal-safe. */
+ * frees it). Returns 0, or -1 when memory ran out. */
 int trace_write(const struct trace_sample *samples, size_t nsamples,
                 struct pbuf *out);
 

@@ -14,9 +14,11 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/fmath.h"
 #include "agent/heap.h"
+#include "agent/log.h"
+#include "agent/stack_table.h"
 
 #include <errno.h>
 #include <math.h>

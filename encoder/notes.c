@@ -11,7 +11,8 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
+#include "agent/spinlock.h"
 
 #include <string.h>
 

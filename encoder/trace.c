@@ -23,7 +23,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 #include "agent/trace.h"
 #include "encoder/trace_wire.h"

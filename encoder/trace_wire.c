@@ -13,7 +13,8 @@
 #include "encoder/trace_wire.h"
 
 #include "agent/hash.h"
-#include "agent/agent.h"
+#include "agent/log.h"
+#include "agent/stack_table.h"
 #include "agent/symbols.h"
 
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
 #include "agent/threads.h"
 #include "agent/wall.h"
 

@@ -12,7 +12,8 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/cpu.h"
 #include "encoder/encoder.h"
 

@@ -1,6 +1,6 @@
 /*
  * /debug/pprof/<name> for custom profiles (pprofagent.h,
- * agent/core/custom.c): the keys' stacks as a count profile "<name>/count",
+ * agent/custom/custom.c): the keys' stacks as a count profile "<name>/count",
  * proto or debug=1 text, as Go serves a pprof.NewProfile. Like Go, no
  * deltas: the route has no ROUTE_DELTA, so ?seconds=N is answered 400.
  * The routes of custom profiles are made in routes.c. Runs on an HTTP

@@ -16,13 +16,14 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 #include "encoder/encoder.h"
 #include "encoder/flamegraph.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A gzipped profile never inflates to more than this for the agent's own
  * tables; anything larger is a bug, not a picture. */

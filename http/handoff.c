@@ -26,7 +26,7 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/guard.h"
 #include "agent/symbols.h"
 #include "agent/fds.h"
 

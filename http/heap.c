@@ -13,6 +13,9 @@
 #include "http/http.h"
 
 #include "agent/heap.h"
+#include "agent/clock.h"
+#include "agent/log.h"
+#include "agent/stack_table.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

@@ -6,9 +6,10 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/custom.h"
 #include "agent/deadlock.h"
+#include "agent/log.h"
 #include "agent/symbols.h"
 #include "encoder/encoder.h"
 

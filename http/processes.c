@@ -12,7 +12,6 @@
 #include "http/http.h"
 #include "http/server.h"
 
-#include "agent/agent.h"
 #include "agent/ops.h"
 #include "encoder/encoder.h"
 

@@ -5,7 +5,6 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
 #include "agent/push.h"
 
 #include <string.h>

@@ -5,8 +5,9 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/fds.h"
+#include "agent/log.h"
 #include "encoder/encoder.h"
 
 #include <civetweb.h>

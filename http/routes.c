@@ -3,7 +3,7 @@
  * description shown on the index page, its count and its flags (http.h:
  * listed, a profile with a flame graph, long-running, delta, beside
  * /debug/pprof/), plus one route per custom profile (pprofagent.h), made
- * on the fly from agent/core/custom.c's registry. The server, the index, the
+ * on the fly from agent/custom/custom.c's registry. The server, the index, the
  * flame graph and the fuzz targets all read it.
  * Adding an endpoint is adding a row here and a file with its handler.
  */

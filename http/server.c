@@ -23,8 +23,10 @@
  */
 #include "http/server.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "http/http.h"
 #include "agent/symbols.h"
 

@@ -15,11 +15,14 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/fds.h"
 #include "agent/heap.h"
 #include "agent/proc.h"
+#include "agent/spinlock.h"
+#include "agent/stack_table.h"
 #include "encoder/encoder.h"
 
 #include <dlfcn.h>

@@ -8,7 +8,9 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/log.h"
+#include "agent/stack_table.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>

@@ -19,8 +19,9 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/cpu.h"
+#include "agent/log.h"
 #include "agent/trace.h"
 #include "encoder/encoder.h"
 

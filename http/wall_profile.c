@@ -11,7 +11,6 @@
  */
 #include "http/http.h"
 
-#include "agent/agent.h"
 #include "agent/wall.h"
 #include "encoder/encoder.h"
 

@@ -10,7 +10,7 @@
  * directory (rundir.c): on the configured port when it is free (the parent
  * exited: a daemon's first fork), otherwise on port 0 of the same host.
  *
- * The fork child step (agent/core/fork.c) runs before the host's own child
+ * The fork child step (agent/fork.c) runs before the host's own child
  * handlers, which may still hold the host's allocator lock: it resets the
  * agent's state that a thread of the parent may have held at fork time
  * and notes that a start is due, nothing more. The after step, once the
@@ -44,8 +44,10 @@
  */
 #include "process/process.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 #include "agent/push.h"
 #include "agent/symbols.h"

@@ -24,7 +24,7 @@
  * in POSIX; a call from a signal handler, or on a thread inside the
  * agent, goes straight to the C library.
  */
-#include "agent/agent.h"
+#include "agent/guard.h"
 #include "process/process.h"
 
 #include <dlfcn.h>

@@ -23,7 +23,12 @@
  */
 #include "process/process.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
+#include "agent/guard.h"
+#include "agent/log.h"
+#include "agent/spinlock.h"
+#include "agent/stack_table.h"
 #include "agent/symbols.h"
 #include "agent/fds.h"
 #include "agent/cpu.h"

@@ -8,7 +8,7 @@
  */
 #include "process/process.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
 
 #include <errno.h>
 #include <unistd.h>

@@ -4,11 +4,18 @@
  * host's main thread, before main() (or inside dlopen). It must never exit, abort or change what the host
  * sees: every failure is one line on stderr and the host goes on.
  */
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/contention.h"
+#include "agent/fork.h"
+#include "agent/guard.h"
 #include "agent/heap.h"
+#include "agent/log.h"
+#include "agent/stack.h"
+#include "agent/stack_table.h"
+#include "agent/thread_hooks.h"
 #include "agent/trace.h"
 #include "agent/push.h"
 #include "process/process.h"

@@ -28,7 +28,7 @@
 /* Reads the family id and registers the exit hook. Called once by the
  * constructor. Not async-signal-safe. */
 void children_init(void);
-/* The shell's fork steps (in agent/core/fork.c's list, through fork_init):
+/* The shell's fork steps (in agent/fork.c's list, through fork_init):
  * prepare notes the forking pid; child marks this process forked, resets
  * the dumper and the server, lets the parent's listening socket go and
  * notes that the child's own start is due (PPROF_CHILDREN): no

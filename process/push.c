@@ -33,7 +33,9 @@
  */
 #include "process/push.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "agent/push.h"
 
 #include <errno.h>

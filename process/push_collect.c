@@ -23,12 +23,15 @@
  */
 #include "process/push.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/contention.h"
 #include "agent/cpu.h"
 #include "agent/custom.h"
 #include "agent/heap.h"
+#include "agent/log.h"
 #include "agent/push.h"
+#include "agent/stack_table.h"
 #include "encoder/encoder.h"
 #include "encoder/otlp.h"
 

@@ -12,7 +12,6 @@
  */
 #include "process/push.h"
 
-#include "agent/agent.h"
 #include "agent/fds.h"
 #include "agent/push.h"
 #include "encoder/otlp.h"

@@ -8,8 +8,8 @@
  */
 #include "process/push.h"
 
-#include "agent/agent.h"
 #include "agent/hash.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 #include "agent/push.h"
 

@@ -13,7 +13,7 @@
  */
 #include "process/push.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
 #include "agent/push.h"
 
 #include <arpa/inet.h>

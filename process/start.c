@@ -28,9 +28,11 @@
  */
 #include "process/process.h"
 
-#include "agent/agent.h"
 #include "agent/cfi.h"
-#include "agent/threads.h"
+#include "agent/thread_hooks.h"
+#include "agent/config.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "http/server.h"
 #include "process/push.h"
 

@@ -22,8 +22,11 @@
  */
 #include "process/process.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/deadlock.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "agent/memory.h"
 
 #include <pthread.h>

@@ -5,7 +5,9 @@
  * allocator. Entered from interposed calls on any host thread; not from
  * signal handlers (mmap is not on the async-signal-safe list).
  */
-#include "agent/agent.h"
+#include "agent/arena.h"
+#include "agent/own_memory.h"
+#include "agent/spinlock.h"
 
 #include <sys/mman.h>
 

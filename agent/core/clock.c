@@ -1,6 +1,6 @@
 /* Wall-clock time for profiles' time_nanos and file names; the monotonic
  * clock for intervals. */
-#include "agent/agent.h"
+#include "agent/clock.h"
 
 #include <time.h>
 

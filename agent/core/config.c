@@ -5,8 +5,9 @@
  * A bad value never stops the host: it is reported in one line naming the
  * variable, the value and what is accepted, and the default is used.
  */
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/deadlock.h"
+#include "agent/log.h"
 #include "agent/ops.h"
 #include "agent/push.h"
 

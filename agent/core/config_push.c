@@ -21,7 +21,8 @@
  */
 #include "agent/push.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/log.h"
 
 #include <errno.h>
 #include <stdlib.h>

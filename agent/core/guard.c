@@ -6,7 +6,9 @@
  * __tls_get_addr, which may allocate: interposed malloc and signal handlers
  * read it first thing.
  */
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/guard.h"
+#include "agent/spinlock.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -11,7 +11,7 @@
  */
 #include "agent/hash.h"
 
-#include "agent/agent.h"
+#include "agent/array.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,10 @@
  */
 #include "agent/labels.h"
 
-#include "agent/agent.h"
+#include "agent/arena.h"
+#include "agent/compiler.h"
+#include "agent/guard.h"
+#include "agent/spinlock.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 

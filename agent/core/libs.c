@@ -32,7 +32,8 @@
 #define PPROF_LIBS_SELF
 #include "agent/libs.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
+#include "agent/spinlock.h"
 
 #include <dlfcn.h>
 

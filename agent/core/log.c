@@ -5,9 +5,12 @@
  * so it has its own small formatter: it never calls stdio or malloc, keeps
  * errno as it found it, and writes each line with a single write(2).
  */
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/config.h"
+#include "agent/log.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 

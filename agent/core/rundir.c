@@ -31,8 +31,10 @@
  */
 #include "agent/ops.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 
 #include <dirent.h>

@@ -15,7 +15,8 @@
  */
 #include "agent/cpu.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/own_memory.h"
 
 #include <errno.h>
 #include <sys/mman.h>

@@ -20,8 +20,10 @@
  */
 #include "agent/cpu.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <time.h>

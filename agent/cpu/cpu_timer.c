@@ -36,10 +36,17 @@
 
 #include "agent/cfi.h"
 
-#include "agent/agent.h"
+#include "agent/arena.h"
+#include "agent/clock.h"
 #include "agent/hash.h"
 #include "agent/fds.h"
+#include "agent/log.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
+#include "agent/sigmask.h"
+#include "agent/signals.h"
+#include "agent/spinlock.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <fcntl.h>

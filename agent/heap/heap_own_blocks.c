@@ -15,6 +15,8 @@
  * signal handler.
  */
 #include "agent/heap.h"
+#include "agent/own_memory.h"
+#include "agent/spinlock.h"
 
 #include <string.h>
 #include <sys/mman.h>

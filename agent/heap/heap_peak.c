@@ -11,7 +11,9 @@
  * heap_peak_apply(). No lock, no allocation, no thread. Never entered from
  * a signal handler.
  */
+#include "agent/clock.h"
 #include "agent/heap.h"
+#include "agent/stack_table.h"
 
 /* Starts at 1: a new bucket (its values zeroed) has not seen it. Raised
  * by the sample that makes a new high and by a reset. */

@@ -10,6 +10,7 @@
  * logarithm is computed here), because it runs before anything else in the
  * slow path and before the constructor.
  */
+#include "agent/config.h"
 #include "agent/heap.h"
 
 #include <time.h>

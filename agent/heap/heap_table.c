@@ -14,7 +14,13 @@
 #include "agent/heap.h"
 #include "agent/fmath.h"
 
+#include "agent/array.h"
+#include "agent/config.h"
 #include "agent/labels.h"
+#include "agent/own_memory.h"
+#include "agent/spinlock.h"
+#include "agent/stack.h"
+#include "agent/stack_table.h"
 #include "agent/symbols.h"
 
 #include <errno.h>

@@ -21,7 +21,11 @@
  * Never: allocate through the host allocator, log, or take a lock on the
  * fast path.
  */
+#include "agent/compiler.h"
+#include "agent/config.h"
+#include "agent/guard.h"
 #include "agent/heap.h"
+#include "agent/log.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -12,9 +12,11 @@
  */
 #include "agent/memory.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/fmath.h"
 #include "agent/heap.h"
+#include "agent/own_memory.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
  */
 #include "agent/memory.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 
 #include <errno.h>

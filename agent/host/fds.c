@@ -25,7 +25,10 @@
  */
 #include "agent/fds.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/guard.h"
+#include "agent/log.h"
+#include "agent/objects.h"
 #include "agent/trace.h"
 
 #include <dlfcn.h>

@@ -27,7 +27,7 @@
  */
 #include "agent/fds.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
 
 #include <errno.h>
 #include <fcntl.h>

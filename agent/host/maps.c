@@ -8,6 +8,7 @@
  */
 #include "agent/symbols.h"
 
+#include "agent/array.h"
 #include "agent/memory.h"
 #include "agent/proc.h"
 

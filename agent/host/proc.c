@@ -5,8 +5,10 @@
  */
 #include "agent/proc.h"
 
-#include "agent/agent.h"
+#include "agent/array.h"
+#include "agent/config.h"
 #include "agent/fds.h"
+#include "agent/log.h"
 
 #include <dirent.h>
 #include <errno.h>

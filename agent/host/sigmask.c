@@ -28,8 +28,10 @@
  * entered (a host handler that changes its mask inside that section goes
  * straight to the C library). Never in the agent's own signal handlers.
  */
-#include "agent/agent.h"
+#include "agent/compiler.h"
 #include "agent/proc.h"
+#include "agent/sigmask.h"
+#include "agent/spinlock.h"
 
 #include <dlfcn.h>
 #include <errno.h>

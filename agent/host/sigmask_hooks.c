@@ -20,8 +20,11 @@
  * calls. A thread left blocked that way keeps its timer until its next
  * interposed change.
  */
-#include "agent/agent.h"
+#include "agent/compiler.h"
 #include "agent/cpu.h"
+#include "agent/guard.h"
+#include "agent/sigmask.h"
+#include "agent/spinlock.h"
 #include "agent/threads.h"
 #include "agent/wall.h"
 

@@ -9,7 +9,9 @@
  * clone(): on kernels that signal from inside the call it restarts for
  * ever). Never in a signal handler.
  */
-#include "agent/agent.h"
+#include "agent/sigmask.h"
+#include "agent/signals.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -12,7 +12,9 @@
  */
 #include "agent/contention.h"
 
-#include "agent/agent.h"
+#include "agent/guard.h"
+#include "agent/objects.h"
+#include "agent/spinlock.h"
 
 #include <dlfcn.h>
 #include <link.h>

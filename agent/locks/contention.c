@@ -32,7 +32,13 @@
  */
 #include "agent/contention.h"
 
+#include "agent/arena.h"
+#include "agent/config.h"
+#include "agent/guard.h"
 #include "agent/hash.h"
+#include "agent/spinlock.h"
+#include "agent/stack.h"
+#include "agent/stack_table.h"
 
 #include <sys/single_threaded.h>
 #include <time.h>

@@ -27,12 +27,20 @@
 #include "agent/deadlock.h"
 
 #include "agent/cfi.h"
+#include "agent/clock.h"
+#include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/cpu.h"
+#include "agent/guard.h"
+#include "agent/objects.h"
+#include "agent/own_memory.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
+#include "agent/stack.h"
 #include "agent/threads.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,6 +16,7 @@
 #include "agent/deadlock.h"
 
 #include "agent/contention.h"
+#include "agent/log.h"
 #include "agent/symbols.h"
 
 #include <string.h>

@@ -27,8 +27,10 @@
  * same blocking; the agent's own threads and calls made with the guard
  * entered are only forwarded.
  */
+#include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/deadlock.h"
+#include "agent/guard.h"
 #include "agent/trace.h"
 
 #include <dlfcn.h>
@@ -249,7 +251,7 @@ static inline long dispatch(long nr, long a1, long a2, long a3, long a4,
     if (unlikely(nr == SYS_futex_waitv) && !pass_through())
         return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
     /* A system-call filter (strict mode or a filter; not the queries):
-     * the agent makes no optional system call from now on (agent.h). */
+     * the agent makes no optional system call from now on (agent/guard.h). */
     if (unlikely(nr == SYS_seccomp) && (a1 == 0 || a1 == 1))
         agent_sandboxed = 1;
     return real_syscall(nr, a1, a2, a3, a4, a5, a6);

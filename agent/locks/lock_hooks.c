@@ -27,8 +27,10 @@
  * object asked for, from that object's own relocations and version needs
  * (cached per object), and forwards to that version with dlvsym.
  */
+#include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/deadlock.h"
+#include "agent/guard.h"
 #include "agent/trace.h"
 
 #include <dlfcn.h>

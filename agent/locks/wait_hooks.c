@@ -20,7 +20,9 @@
  * same blocking; the agent's own threads and calls made with the guard
  * entered are only forwarded.
  */
+#include "agent/compiler.h"
 #include "agent/contention.h"
+#include "agent/guard.h"
 #include "agent/trace.h"
 
 #include <dlfcn.h>

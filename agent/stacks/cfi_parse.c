@@ -16,8 +16,8 @@
  */
 #include "agent/cfi.h"
 
-#include "agent/agent.h"
 #include "agent/cfi_arch.h"
+#include "agent/compiler.h"
 
 #include <string.h>
 

@@ -23,7 +23,7 @@
  */
 #include "agent/cfi.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,9 +16,11 @@
  */
 #include "agent/cfi.h"
 
-#include "agent/agent.h"
 #include "agent/cfi_arch.h"
+#include "agent/compiler.h"
 #include "agent/cpu.h"
+#include "agent/objects.h"
+#include "agent/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

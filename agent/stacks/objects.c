@@ -10,7 +10,8 @@
  * operations, async-signal-safe. object_range_of() is not (the loader's
  * lock): it serves set-up paths.
  */
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/objects.h"
 
 #include <dlfcn.h>
 #include <link.h>

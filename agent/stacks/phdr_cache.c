@@ -22,10 +22,14 @@
  * still loaded before it is handed on. An object unloaded between that
  * check and libunwind's read of its unwind tables is the window left.
  */
-#include "agent/cpu.h"
+#include "agent/phdr_cache.h"
 
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/compiler.h"
+#include "agent/cpu.h"
+#include "agent/guard.h"
+#include "agent/objects.h"
+#include "agent/spinlock.h"
 
 #include <dlfcn.h>
 #include <errno.h>

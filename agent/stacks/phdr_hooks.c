@@ -24,8 +24,11 @@
  */
 #include "agent/cpu.h"
 
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/compiler.h"
+#include "agent/guard.h"
+#include "agent/objects.h"
+#include "agent/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <link.h>

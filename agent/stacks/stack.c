@@ -10,9 +10,11 @@
  * stack starts at the host's caller, and every frame is a return address
  * turned into the call site (minus one), as pprof expects of a proto.
  */
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/compiler.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
+#include "agent/stack.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

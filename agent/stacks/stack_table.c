@@ -8,8 +8,10 @@
  * removed or moved. Inserts take the table's spinlock. Memory comes from the
  * arena (mmap), never from the host allocator.
  */
-#include "agent/agent.h"
+#include "agent/arena.h"
 #include "agent/hash.h"
+#include "agent/spinlock.h"
+#include "agent/stack_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,8 +5,9 @@
  */
 #include "agent/unwinder.h"
 
-#include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/log.h"
+#include "agent/objects.h"
 
 #include <dlfcn.h>
 

@@ -12,9 +12,13 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/agent.h"
+#include "agent/guard.h"
+#include "agent/log.h"
+#include "agent/objects.h"
+#include "agent/own_memory.h"
 #include "agent/proc.h"
 #include "agent/hash.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>

@@ -34,9 +34,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/fds.h"
 #include "agent/libs.h"
+#include "agent/log.h"
 
 /* Overridable at build time to test machines without debug packages. */
 #ifndef SYSTEM_DEBUG_DIR

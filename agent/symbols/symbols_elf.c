@@ -13,6 +13,7 @@
  */
 #include "agent/symbols.h"
 
+#include "agent/array.h"
 #include "agent/cfi.h"
 #include "agent/fds.h"
 #include "agent/libs.h"

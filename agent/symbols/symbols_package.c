@@ -14,8 +14,8 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/agent.h"
 #include "agent/fds.h"
+#include "agent/log.h"
 #include "agent/proc.h"
 
 #include <dirent.h>

@@ -17,7 +17,7 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/agent.h"
+#include "agent/log.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,10 +11,14 @@
  * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
  * own threads are recorded so the profiler never samples them.
  */
-#include "agent/agent.h"
+#include "agent/compiler.h"
 #include "agent/cpu.h"
+#include "agent/guard.h"
 #include "agent/labels.h"
-#include "agent/threads.h"
+#include "agent/own_memory.h"
+#include "agent/stack.h"
+#include "agent/stack_table.h"
+#include "agent/thread_hooks.h"
 #include "agent/trace.h"
 #include "agent/wall.h"
 

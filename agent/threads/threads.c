@@ -40,11 +40,18 @@
  */
 #include "agent/threads.h"
 
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/clock.h"
 #include "agent/fds.h"
+#include "agent/log.h"
+#include "agent/own_memory.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/cpu.h"
+#include "agent/sigmask.h"
+#include "agent/signals.h"
+#include "agent/spinlock.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,9 +16,11 @@
  */
 #include "agent/threads.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
 #include "agent/cpu.h"
+#include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <ucontext.h>

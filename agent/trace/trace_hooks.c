@@ -24,7 +24,7 @@
  */
 #include "agent/trace.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
 
 #include <dlfcn.h>
 #include <errno.h>

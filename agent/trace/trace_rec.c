@@ -17,9 +17,13 @@
  */
 #include "agent/trace.h"
 
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/cpu.h"
+#include "agent/guard.h"
+#include "agent/log.h"
 #include "agent/proc.h"
+#include "agent/signals.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -10,7 +10,8 @@
  */
 #include "agent/trace.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/config.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 

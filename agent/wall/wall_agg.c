@@ -7,7 +7,6 @@
  */
 #include "agent/wall.h"
 
-#include "agent/agent.h"
 #include "agent/hash.h"
 
 #include <errno.h>

@@ -59,10 +59,13 @@
  */
 #include "agent/wall.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/fds.h"
 #include "agent/hash.h"
+#include "agent/own_memory.h"
 #include "agent/proc.h"
+#include "agent/stack.h"
 #include "agent/threads.h"
 
 #include <errno.h>

@@ -14,7 +14,8 @@
  */
 #include "agent/wall.h"
 
-#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/hash.h"
 
 #include <errno.h>

@@ -16,8 +16,10 @@
  */
 #include "agent/wall.h"
 
-#include "agent/agent.h"
+#include "agent/compiler.h"
+#include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/stack.h"
 
 #include <errno.h>
 #include <string.h>

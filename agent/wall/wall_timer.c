@@ -33,10 +33,15 @@
  */
 #include "agent/wall.h"
 
-#include "agent/agent.h"
 #include "agent/cfi.h"
 #include "agent/cpu.h"
+#include "agent/log.h"
+#include "agent/own_memory.h"
+#include "agent/phdr_cache.h"
 #include "agent/proc.h"
+#include "agent/sigmask.h"
+#include "agent/signals.h"
+#include "agent/spinlock.h"
 
 #include <errno.h>
 #include <stdlib.h>

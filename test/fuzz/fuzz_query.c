@@ -8,7 +8,7 @@
  * [1, 3600]; config_parse_long never accepts outside its bounds and agrees
  * with strtol on what it accepts.
  */
-#include "agent/agent.h"
+#include "agent/config.h"
 #include "http/http.h"
 #include "test/fuzz/input.h"
 

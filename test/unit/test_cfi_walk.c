@@ -11,8 +11,8 @@
  * one, with libunwind as the control that does make some), or fault on a
  * garbage stack.
  */
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/objects.h"
 #include "agent/unwinder.h"
 #include "harness.h"
 #include "in_use.h"

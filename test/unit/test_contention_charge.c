@@ -4,7 +4,9 @@
  * share of its delay; the captures must follow the delay, not the number
  * of unlocks, and the recorded totals must stay the true ones on average.
  */
+#include "agent/config.h"
 #include "agent/contention.h"
+#include "agent/stack.h"
 
 #include "harness.h"
 

@@ -5,7 +5,9 @@
  * nothing). The library is built by this test with cc, objcopy and xz, as
  * the integration test builds its executables.
  */
-#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/log.h"
+#include "agent/objects.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>

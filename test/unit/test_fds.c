@@ -4,7 +4,6 @@
  * dup3 (linked in from the agent's objects), made by a thread that is not
  * the agent's.
  */
-#include "agent/agent.h"
 #include "agent/fds.h"
 #include "harness.h"
 

@@ -6,7 +6,6 @@
  * This program declares itself one of the agent's libraries, so that its
  * shutdown calls stand for civetweb's.
  */
-#include "agent/agent.h"
 #include "agent/fds.h"
 #include "harness.h"
 

@@ -6,7 +6,10 @@
  * back to zero at the end); the samples' ages and the in-use estimate, and
  * the records min_age and the age labels are built from.
  */
+#include "agent/config.h"
 #include "agent/heap.h"
+#include "agent/stack.h"
+#include "agent/stack_table.h"
 #include "encoder/encoder.h"
 #include "harness.h"
 

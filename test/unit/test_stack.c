@@ -6,8 +6,9 @@
  * a thread that never learnt them gets no stack there. Every walk gives
  * the same stack.
  */
-#include "agent/agent.h"
 #include "agent/cfi.h"
+#include "agent/objects.h"
+#include "agent/stack.h"
 #include "harness.h"
 #include "in_use.h"
 

@@ -1,14 +1,16 @@
 /*
- * The stack walker across fork (agent/core/fork.c): a child forked while
+ * The stack walker across fork (agent/fork.c): a child forked while
  * another thread of the parent was walking (registered as a reader of the
  * unwind tables) or reading the program-header snapshot can still refresh
  * both (it would otherwise wait for ever for a thread it does not have),
  * and parent and child walk afterwards. A thread stopped in the middle of
  * a walk does not keep fork, or the parent's captures, waiting.
  */
-#include "agent/agent.h"
 #include "agent/cfi.h"
 #include "agent/cpu.h"
+#include "agent/fork.h"
+#include "agent/phdr_cache.h"
+#include "agent/stack.h"
 #include "harness.h"
 
 #include <dlfcn.h>

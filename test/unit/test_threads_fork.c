@@ -9,7 +9,8 @@
  * answer, so the dump waits THREADS_WAIT_MS for it; the fork lands well
  * inside that window, once the dump has borrowed its signal.
  */
-#include "agent/agent.h"
+#include "agent/guard.h"
+#include "agent/stack.h"
 #include "agent/threads.h"
 #include "harness.h"
 

@@ -41,11 +41,14 @@
  * only guard_fork_child() runs. Contexts: prepare and parent on the
  * forking thread, child and after on the child's only thread.
  */
-#include "agent/agent.h"
+#include "agent/fork.h"
 #include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
 #include "agent/heap.h"
+#include "agent/phdr_cache.h"
+#include "agent/sigmask.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
 #include "agent/trace.h"

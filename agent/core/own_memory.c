@@ -9,8 +9,10 @@
  * any host thread, the agent's threads) and read by /debug/memory on HTTP
  * workers. Never allocates; never entered from a signal handler.
  */
-#include "agent/agent.h"
+#include "agent/own_memory.h"
+#include "agent/spinlock.h"
 
+#include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

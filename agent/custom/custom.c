@@ -14,9 +14,14 @@
  */
 #include "agent/custom.h"
 
-#include "agent/agent.h"
+#include "agent/arena.h"
 #include "agent/cfi.h"
+#include "agent/config.h"
+#include "agent/guard.h"
 #include "agent/hash.h"
+#include "agent/spinlock.h"
+#include "agent/stack.h"
+#include "agent/stack_table.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 

@@ -1,0 +1,21 @@
+/*
+ * What every file of agent/ may use: the branch hints, and the marker of
+ * code that runs in signal context.
+ *
+ * Contexts: interposed calls run on the host's threads (hot paths: never
+ * block, never allocate through the hooks, never log in a loop); signal
+ * handlers run anywhere (only functions marked Async-signal-safe); the
+ * agent's own threads (HTTP workers) keep the reentrancy flag set so every
+ * call they make goes straight to the real C library.
+ */
+
+#ifndef PPROF_AGENT_COMPILER_H
+#define PPROF_AGENT_COMPILER_H
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Marks code that runs in signal context; see the file comments. */
+#define PPROF_SIGNAL_SAFE
+
+#endif

@@ -1,0 +1,91 @@
+/* The reentrancy guard (core/guard.c). */
+
+#ifndef PPROF_AGENT_GUARD_H
+#define PPROF_AGENT_GUARD_H
+
+#include <pthread.h>
+
+/*
+ * Per-thread state in initial-exec TLS (never allocates). in_agent > 0 means
+ * "this thread is inside the agent": every interposer then forwards straight
+ * to the real function, and signal handlers drop their sample. The agent's
+ * own threads keep agent_thread set for their whole life.
+ */
+struct agent_tls {
+    int in_agent;
+    int agent_thread;
+    int cancel_state; /* the host's cancel state while in_agent > 0 */
+    int tid; /* this thread's id, 0 until spin_lock first needs it */
+    int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
+    int phdr_busy; /* this thread's share of cpu_phdr_busy (phdr_cache.c) */
+};
+extern __thread struct agent_tls agent_tls
+    __attribute__((tls_model("initial-exec")));
+
+static inline int guard_active(void)
+{
+    return agent_tls.in_agent | agent_tls.agent_thread;
+}
+
+/*
+ * The guard also keeps the agent's work out of the host's thread
+ * cancellation. An interposed call is a cancellation point exactly when the
+ * C library's function is one; but the work the agent does inside it (a
+ * stack capture, whose unwinder may read() a pipe; a log line, which
+ * write()s; opening a file) reaches real cancellation points, where a
+ * pending deferred pthread_cancel would act: inside pthread_mutex_lock
+ * after the mutex was taken and before the host's cleanup handler exists,
+ * leaving the mutex held for ever. So the outermost guard_enter() disables
+ * cancellation and the matching guard_leave() puts the host's state back.
+ * Re-enabling never acts on a cancel that arrived meanwhile under deferred
+ * cancellation (the host's next cancellation point does); in asynchronous
+ * mode it acts at once, as the cancel signal would have, so a guard region
+ * ends where the agent's state is settled (the signal handlers leave it
+ * last). Every agent path that may reach a cancellation point runs inside
+ * the guard; the fast paths of the interposers never enter it and pay
+ * nothing.
+ *
+ * Async-signal-safe in practice: glibc's pthread_setcancelstate is a
+ * compare-and-swap loop on the calling thread's own descriptor (not on
+ * POSIX's list). A handler entering while the interrupted code is between
+ * the decrement and the restore of guard_leave() saves and restores the
+ * disabled state itself; the interrupted code restores from the copy it
+ * read before the decrement.
+ */
+static inline void guard_enter(void)
+{
+    if (agent_tls.in_agent++ == 0) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        int old = PTHREAD_CANCEL_ENABLE;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+        agent_tls.cancel_state = old;
+    }
+}
+static inline void guard_leave(void)
+{
+    int old = agent_tls.cancel_state;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (--agent_tls.in_agent == 0 && old != PTHREAD_CANCEL_DISABLE)
+        pthread_setcancelstate(old, NULL);
+}
+
+/* 1 once the constructor has finished and the agent is enabled. */
+extern volatile int agent_ready;
+/* 1 once the host asked for a system-call filter (seccomp, through prctl
+ * or syscall()): from then on the agent makes no system call it can do
+ * without (a sandbox kills the caller of one it does not allow). Set by
+ * the interposers, read anywhere. */
+extern volatile int agent_sandboxed;
+
+/* In a fork child: forgets the forking thread's cached thread id (guard.c).
+ * Async-signal-safe. */
+void guard_fork_child(void);
+
+/* Starts fn(arg) on a new thread of the agent's own: created with the
+ * guard entered (thread_hooks.c marks it the agent's, never sampled) and
+ * every signal blocked (it inherits that mask), as civetweb's threads.
+ * Detached, or joinable with its id in *joinable when that is not NULL.
+ * Returns 0 or -errno. Not async-signal-safe. */
+int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable);
+
+#endif
