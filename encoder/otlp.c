@@ -202,7 +202,9 @@ static int64_t location_of(struct otlp_batch *b, struct loc_key *k)
             b->oom = 1;
             e->n = 0;
         } else {
-            memcpy(b->lines + b->nlines, k->lines, k->e.n * sizeof *k->lines);
+            if (k->e.n) /* both may be NULL then */
+                memcpy(b->lines + b->nlines, k->lines,
+                       k->e.n * sizeof *k->lines);
             b->nlines += k->e.n;
         }
     }
@@ -241,7 +243,8 @@ static int64_t stack_of(struct otlp_batch *b, const int64_t *locs, size_t n)
             b->oom = 1;
             e->n = 0;
         } else {
-            memcpy(b->stack_locs + b->nstack_locs, locs, n * sizeof *locs);
+            if (n) /* both may be NULL then */
+                memcpy(b->stack_locs + b->nstack_locs, locs, n * sizeof *locs);
             b->nstack_locs += n;
         }
     }

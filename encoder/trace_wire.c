@@ -168,7 +168,8 @@ uint64_t tw_stack(struct tw *w, const uintptr_t *pcs, size_t n)
     if (!v)
         return 0;
     w->frames = v;
-    memcpy(w->frames + w->nframes, pcs, n * sizeof *pcs);
+    if (n) /* pcs may be NULL then */
+        memcpy(w->frames + w->nframes, pcs, n * sizeof *pcs);
     w->stacks[w->nstacks] = (struct tw_stack){.first = w->nframes, .n = n};
     w->nframes += n;
     for (size_t i = 0; i < n; i++)

@@ -195,7 +195,8 @@ static void record(int kind, uint64_t obj, int64_t t0, int64_t t1,
         r->t1 = t1;
         r->obj = obj;
         r->text_len = (uint16_t)len;
-        memcpy(r->pcs, pcs, (size_t)depth * sizeof(uintptr_t));
+        if (depth) /* pcs may be NULL then */
+            memcpy(r->pcs, pcs, (size_t)depth * sizeof(uintptr_t));
         if (len)
             memcpy((char *)(r->pcs + depth), text, len);
         __atomic_store_n(&c->used, c->used + (uint32_t)size, __ATOMIC_RELEASE);
