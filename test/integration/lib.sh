@@ -32,6 +32,14 @@ PATH="$(dirname "$GO"):$PATH"
 export GO PATH
 note "go: $GO ($("$GO" env GOVERSION 2>/dev/null || echo unknown))"
 
+# need_go MINOR: fails unless $GO is Go 1.MINOR or later (go tool trace
+# reads only its own release's trace format).
+need_go() {
+    _v=$("$GO" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+    [ -n "$_v" ] && [ "$_v" -ge "$1" ] ||
+        fail "no Go 1.$1 or later found (the trace is in Go 1.$1's format; Debian's go 1.19 reads only the old one): install /usr/local/go"
+}
+
 # wait_until WHAT CMD...: waits for a state instead of looking once: runs
 # CMD every 0.1 s until it succeeds; after 60 s (a machine loaded far
 # beyond the suite's own load) fails with WHAT.

@@ -7,14 +7,8 @@
 # (PPROF_DUMP_SIGNAL) writes the recorder's trace beside the profiles.
 . "$TOP/test/integration/lib.sh"
 
-GO=
-for g in /usr/local/go/bin/go "$(command -v go || true)"; do
-    [ -x "$g" ] || continue
-    v=$("$g" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
-    if [ -n "$v" ] && [ "$v" -ge 26 ]; then GO=$g; break; fi
-done
-[ -n "$GO" ] || fail "no Go 1.26 or later found (the trace is in Go 1.26's format; Debian's go 1.19 reads only the old one): install /usr/local/go"
-note "go: $GO ($("$GO" version))"
+# The trace is in Go 1.26's format.
+need_go 26
 
 mkdir -p "$WORK/dumps"
 PPROF_TRACE_FLIGHT=1 PPROF_TRACE_MB=32 PPROF_DUMP_DIR="$WORK/dumps" PPROF_DUMP_SIGNAL=USR2 \

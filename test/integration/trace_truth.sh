@@ -11,15 +11,8 @@
 # 500, past the limit 400, and a client that goes away frees the slot.
 . "$TOP/test/integration/lib.sh"
 
-# The Go toolchain that reads the trace's format (Go 1.26's).
-GO=
-for g in /usr/local/go/bin/go "$(command -v go || true)"; do
-    [ -x "$g" ] || continue
-    v=$("$g" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
-    if [ -n "$v" ] && [ "$v" -ge 26 ]; then GO=$g; break; fi
-done
-[ -n "$GO" ] || fail "no Go 1.26 or later found (the trace is in Go 1.26's format; Debian's go 1.19 reads only the old one): install /usr/local/go"
-note "go: $GO ($("$GO" version))"
+# The trace is in Go 1.26's format.
+need_go 26
 
 prog="$BUILD/test/programs/trace_truth"
 start_agent truth "$prog"
