@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reap.h"
+
 /* ---- the program's own allocator ---------------------------------------- */
 
 /* A bump allocator on a static arena, one lock, a 16-byte header holding
@@ -111,43 +113,6 @@ int posix_memalign(void **out, size_t align, size_t size)
         return ENOMEM;
     *out = p;
     return 0;
-}
-
-/* ---- helpers -------------------------------------------------------------- */
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* Waits for child pid (30 s at most, then kills it); prints how it ended
- * as "WHAT: exited N", "WHAT: killed by signal N" or "WHAT: stuck".
- * Returns the exit status, or -1. */
-static int reap(pid_t pid, const char *what)
-{
-    int st = 0;
-    for (int i = 0; i < 3000; i++) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid) {
-            if (WIFEXITED(st)) {
-                printf("%s: exited %d\n", what, WEXITSTATUS(st));
-                return WEXITSTATUS(st);
-            }
-            printf("%s: killed by signal %d\n", what, WTERMSIG(st));
-            return -1;
-        }
-        if (r < 0) {
-            printf("%s: waitpid: %s\n", what, strerror(errno));
-            return -1;
-        }
-        sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    printf("%s: stuck\n", what);
-    return -1;
 }
 
 /* ---- the fork handlers and the forks ------------------------------------ */

@@ -47,42 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- helpers -------------------------------------------------------------- */
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* Waits for child pid (30 s at most, then kills it); prints how it ended
- * as "WHAT: exited N", "WHAT: killed by signal N" or "WHAT: stuck".
- * Returns the exit status, or -1. */
-static int reap(pid_t pid, const char *what)
-{
-    int st = 0;
-    for (int i = 0; i < 3000; i++) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid) {
-            if (WIFEXITED(st)) {
-                printf("%s: exited %d\n", what, WEXITSTATUS(st));
-                return WEXITSTATUS(st);
-            }
-            printf("%s: killed by signal %d\n", what, WTERMSIG(st));
-            return -1;
-        }
-        if (r < 0) {
-            printf("%s: waitpid: %s\n", what, strerror(errno));
-            return -1;
-        }
-        sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    printf("%s: stuck\n", what);
-    return -1;
-}
+#include "reap.h"
 
 /* ---- modes ---------------------------------------------------------------- */
 
@@ -121,7 +86,7 @@ static int threads_now(void)
 
 static int mode_threads(long ms)
 {
-    sleep_ms(ms);
+    sleep_us(ms * 1000L);
     int n = threads_now();
     printf("exec'd child: threads=%d\n", n);
     return n == 1 ? 0 : 3;
@@ -132,7 +97,7 @@ static int mode_exec_threads(const char *self, const char *ms)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        sleep_ms(300); /* a worker that execs a moment after the fork */
+        sleep_us(300000); /* a worker that execs a moment after the fork */
         execl(self, self, "threads", ms, (char *)NULL);
         _exit(127);
     }
@@ -145,7 +110,7 @@ static int mode_seccomp(long ms)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        sleep_ms(ms);
+        sleep_us(ms * 1000L);
         struct sock_filter code[] = {
             BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                      offsetof(struct seccomp_data, nr)),
@@ -171,7 +136,7 @@ static int mode_thread_exit(long ms)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        sleep_ms(ms);
+        sleep_us(ms * 1000L);
         printf("child: thread exit\n");
         fflush(stdout);
         for (;;)
