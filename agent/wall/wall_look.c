@@ -239,6 +239,12 @@ static uint64_t walk_key(const struct thread_syscall *st)
     return h ? h : 1;
 }
 
+/* 1 when the thread's walk of the call it waited in is kept. */
+static int walk_kept(const struct wall_thread *t)
+{
+    return t->walk_key && t->walk_status == THREAD_STACK_OK;
+}
+
 /* ---- charges ------------------------------------------------------------- */
 
 typedef int (*charge_fn)(const struct wall_charge *c, void *arg);
@@ -288,7 +294,7 @@ static int settle_later(struct wall_looker *l, struct wall_thread *t,
 {
     int err = 0;
     if (t->owed_count[1]) {
-        int walked = t->walk_key && t->walk_status == THREAD_STACK_OK;
+        int walked = walk_kept(t);
         if (!walked)
             l->c.no_stack += t->owed_count[1];
         err = charge(fn, arg, t, walked ? t->walk_pcs : NULL,
@@ -386,12 +392,265 @@ static int settle_owed(struct wall_looker *l, int64_t now, int all,
 
 /* ---- one look ------------------------------------------------------------ */
 
+/* One look at one thread: its entry, the wall time it is charged and its
+ * CPU clock, with what its previous look left (read before this one
+ * overwrites it). */
+struct look {
+    struct wall_looker *l;
+    struct wall_thread *t;
+    uint32_t e;           /* t's index in wall_threads and wall_slots */
+    int tid;
+    int64_t now;          /* the tick's monotonic time */
+    int64_t ns;           /* the wall time the look stands for */
+    int64_t cpu0;         /* the thread's CPU clock at the look's start */
+    int64_t prev_cpu;     /* and at its previous look */
+    int64_t prev_look;    /* when its previous look was */
+    int prev_blocked;     /* its previous look found it blocked (walked) */
+    charge_fn fn;
+    void *arg;
+};
+
+static int charge_look(const struct look *k, const uintptr_t *pcs, int depth,
+                       int state, long nr)
+{
+    return charge(k->fn, k->arg, k->t, pcs, depth, state, nr, k->ns, 1);
+}
+
+/* Charged where the thread is, its address alone (none when pc is 0). */
+static int charge_at(const struct look *k, uintptr_t pc, int state, long nr)
+{
+    return charge_look(k, &pc, pc ? 1 : 0, state, nr);
+}
+
+static void disarm(struct wall_looker *l, struct wall_thread *t)
+{
+    wall_thread_disarm(t);
+    l->c.disarms++;
+}
+
+/* Its owed looks' run ended before its timer took a stack ("Bursts"):
+ * counted as missed, settled without a stack. */
+static int settle_missed(const struct look *k)
+{
+    count_run(k->t, 0);
+    return settle(k->l, k->t, NULL, 0, k->fn, k->arg);
+}
+
 static int blocked_state(char letter)
 {
     return letter == 'D'   ? WALL_DISK
            : letter == 'T' || letter == 't' || letter == 'Z' || letter == 'X'
                ? WALL_OTHER
                : WALL_SLEEPING;
+}
+
+/* Not on a CPU since a look found it blocked in a call at least
+ * UNMOVED_MIN_NS ago: it is still in that call, or woken from it and
+ * waiting for a CPU, which only its syscall file could tell apart
+ * ("running"). */
+static int unmoved(const struct look *k)
+{
+    return k->prev_blocked && k->cpu0 == k->prev_cpu &&
+           k->now - k->prev_look >= UNMOVED_MIN_NS && walk_kept(k->t) &&
+           !k->t->owing;
+}
+
+/* An unmoved thread is charged as that look found it, without reading
+ * /proc. */
+static int look_unmoved(const struct look *k)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    l->c.looks++;
+    l->c.unmoved++;
+    if (t->prev_state == WALL_RUNNABLE)
+        l->c.runnable++;
+    else
+        l->c.blocked++;
+    if (t->armed)
+        disarm(l, t);
+    return charge_look(k, t->walk_pcs, t->walk_depth, t->prev_state,
+                       t->walk_nr);
+}
+
+/* The thread's system call into st (nr -1: running), or nr -2 when its
+ * file cannot be read (*unreadable set). -ESRCH when it ended. */
+static int read_call(const struct look *k, struct thread_syscall *st,
+                     int *unreadable)
+{
+    *unreadable = 0;
+    if (read_syscall(k->l, k->tid, st) == 0)
+        return 0;
+    /* Ended (a file that cannot be read of a thread that is still there
+     * does not make the list stale). */
+    if (threads_cpu_ns(k->tid) < 0) {
+        k->l->gone = 1;
+        return -ESRCH;
+    }
+    /* Alive, but its syscall file cannot be read: a process that changed
+     * its user is not dumpable, and its /proc files are then root's (or
+     * /proc is missing after a chroot). The state letter (stat is
+     * everyone's) still tells running from blocked; a blocked thread gets
+     * no stack. */
+    memset(st, 0, sizeof *st);
+    st->nr = -2;
+    *unreadable = 1;
+    k->l->c.unreadable++;
+    return 0;
+}
+
+/* Name and state letter (t->letter): read again unless the thread waits
+ * where it waited at its previous look (its walk kept) or runs (the
+ * letter is not used), and at least every STAT_EVERY looks for a name it
+ * may have changed. -ESRCH when its stat cannot be read. */
+static int read_letter(const struct look *k, const struct thread_syscall *st)
+{
+    struct wall_thread *t = k->t;
+    int parked = st->nr >= 0 && t->walk_key && walk_key(st) == t->walk_key;
+    if (t->letter && (parked || st->nr == -1) && t->stat_age < STAT_EVERY) {
+        t->stat_age++;
+        return 0;
+    }
+    if ((t->letter = read_stat(k->l, t)) == '?') {
+        k->l->gone |= threads_cpu_ns(k->tid) < 0;
+        return -ESRCH;
+    }
+    t->stat_age = 0;
+    return 0;
+}
+
+/* A running look with a stack of the thread's current run (it has not
+ * slept since the stack was taken, at nv_cap voluntary switches): charged
+ * with it. What it owes from an earlier run gets none, unless it runs in
+ * bursts ("Bursts"). */
+static int charge_this_run(const struct look *k, const uintptr_t *pcs,
+                           int depth, uint64_t nv_cap, int state)
+{
+    struct wall_thread *t = k->t;
+    int err = 0;
+    if (t->owing) {
+        int same = same_run(t->owed_nvcsw, nv_cap);
+        count_run(t, same);
+        err = same        ? settle(k->l, t, pcs, depth, k->fn, k->arg)
+              : bursty(t) ? settle_later(k->l, t, pcs, depth, k->fn, k->arg)
+                          : settle(k->l, t, NULL, 0, k->fn, k->arg);
+    }
+    return err ? err : charge_look(k, pcs, depth, state, -1);
+}
+
+/* A running look without a stack of this run: slept since its last stack
+ * (on its way out of a call no look saw, or running for less than a
+ * timer period since), or none yet. Owed to its next stack (seq: the
+ * newest it has, 0 none), if taken before it sleeps again (nv_now
+ * voluntary switches). */
+static int owe(const struct look *k, int state, uint32_t seq, uint64_t nv_now)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    if (t->owing && !same_run(t->owed_nvcsw, nv_now) && !bursty(t)) {
+        int err = settle_missed(k);
+        if (err)
+            return err;
+    }
+    if (!t->armed) {
+        if (!wall_thread_arm(t, k->now))
+            /* It blocks the signal: no stack to be had. */
+            return charge_look(k, NULL, 0, state, -1);
+        l->c.arms++;
+    }
+    if (!t->owing) {
+        if (l->nowed == WALL_OWED_MAX)
+            return charge_look(k, NULL, 0, state, -1);
+        l->owed[l->nowed++] = k->e;
+        t->owing = 1;
+        t->owed_since = k->now;
+        t->owed_seq = seq ? seq : t->armed_seq;
+        t->owed_nvcsw = nv_now;
+    }
+    int i = state == WALL_RUNNABLE;
+    t->owed_ns[i] += k->ns;
+    t->owed_count[i]++;
+    l->c.owed++;
+    return 0;
+}
+
+/* "running" in its syscall file (on a CPU or waiting for one); cpu1 is
+ * its CPU clock after that read. */
+static int look_running(const struct look *k, int64_t cpu1)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    int state = on_cpu_state(l, t, k->tid,
+                             cpu1 > k->cpu0 ? WALL_RUNNING : WALL_RUNNABLE);
+    if (state == WALL_RUNNING)
+        l->c.running++;
+    else
+        l->c.runnable++;
+    /* Not on a CPU since it was seen blocked: still on its way out of that
+     * call (woken, waiting for a CPU). */
+    if (k->prev_blocked && k->cpu0 == k->prev_cpu && walk_kept(t)) {
+        t->prev_blocked = 1;
+        t->prev_state = WALL_RUNNABLE;
+        return charge_look(k, t->walk_pcs, t->walk_depth, WALL_RUNNABLE,
+                           t->walk_nr);
+    }
+    uintptr_t pcs[WALL_STACK_MAX];
+    int depth = 0;
+    uint64_t nv_cap;
+    uint32_t seq = t->armed ? wall_slot_read(&wall_slots[k->e], t->armed_seq,
+                                             pcs, &depth, &nv_cap)
+                            : 0;
+    uint64_t nv_now = read_nvcsw(l, k->tid);
+    if (seq && same_run(nv_cap, nv_now))
+        return charge_this_run(k, pcs, depth, nv_cap, state);
+    return owe(k, state, seq, nv_now);
+}
+
+/* Blocked in system call st: walked where it stands from its stack
+ * pointer, unless it waits where its kept walk found it. */
+static int charge_walked(const struct look *k, struct thread_syscall *st,
+                         int state)
+{
+    struct wall_thread *t = k->t;
+    if (walk_key(st) != t->walk_key) {
+        t->walk_status =
+            threads_walk_blocked(&wall_tasks_fd, k->tid, st, k->cpu0,
+                                 k->l->copy, t->walk_pcs, WALL_STACK_MAX,
+                                 &t->walk_depth);
+        t->walk_nr = st->nr;
+        /* The line the walk was consistent with (st was updated). */
+        t->walk_key = t->walk_status == THREAD_STACK_OK ? walk_key(st) : 0;
+        k->l->c.walks++;
+        if (t->walk_status != THREAD_STACK_OK)
+            return charge_at(k, st->pc, state, st->nr);
+    } else {
+        k->l->c.walks_cached++;
+    }
+    t->prev_blocked = 1;
+    t->prev_state = state;
+    return charge_look(k, t->walk_pcs, t->walk_depth, state, t->walk_nr);
+}
+
+/* Blocked (or stopped). */
+static int look_blocked(const struct look *k, struct thread_syscall *st)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    l->c.blocked++;
+    int state = blocked_state(t->letter);
+    int err = 0;
+    /* It ran and slept again before its timer fired: no stack, unless it
+     * runs in bursts and waits, timer armed, for its next ("Bursts"). */
+    if (t->owing && !bursty(t))
+        err = settle_missed(k);
+    if (t->armed && k->prev_cpu == k->cpu0 && !t->owing)
+        disarm(l, t);
+    if (err)
+        return err;
+    if (st->nr < 0 || !st->sp || !st->pc)
+        /* Not in a system call (a page fault, a stop): where it is. */
+        return charge_at(k, st->pc, state, -1);
+    return charge_walked(k, st, state);
 }
 
 static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
@@ -406,181 +665,26 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         l->gone = 1; /* it ended: its time up to now was charged before */
         return 0;
     }
-    int64_t prev_cpu = t->prev_cpu;
-    int prev_blocked = t->prev_blocked;
-    int64_t prev_look = t->looked_ns;
+    struct look k = {
+        .l = l, .t = t, .e = (uint32_t)(t - wall_threads), .tid = tid,
+        .now = now, .ns = ns, .cpu0 = cpu0, .prev_cpu = t->prev_cpu,
+        .prev_look = t->looked_ns, .prev_blocked = t->prev_blocked,
+        .fn = fn, .arg = arg,
+    };
     t->looked_ns = now;
-    /* Not on a CPU since a look found it blocked in a call at least
-     * UNMOVED_MIN_NS ago: it is still in that call, or woken from it and
-     * waiting for a CPU, which only its syscall file could tell apart
-     * ("running"). Charged as that look found it, without reading /proc. */
-    if (prev_blocked && cpu0 == prev_cpu && now - prev_look >= UNMOVED_MIN_NS &&
-        t->walk_key && t->walk_status == THREAD_STACK_OK && !t->owing) {
-        l->c.looks++;
-        l->c.unmoved++;
-        if (t->prev_state == WALL_RUNNABLE)
-            l->c.runnable++;
-        else
-            l->c.blocked++;
-        if (t->armed) {
-            wall_thread_disarm(t);
-            l->c.disarms++;
-        }
-        return charge(fn, arg, t, t->walk_pcs, t->walk_depth, t->prev_state,
-                      t->walk_nr, ns, 1);
-    }
+    if (unmoved(&k))
+        return look_unmoved(&k);
     struct thread_syscall st;
-    int unreadable = 0;
-    if (read_syscall(l, tid, &st) != 0) {
-        /* Ended (a file that cannot be read of a thread that is still
-         * there does not make the list stale). */
-        if (threads_cpu_ns(tid) < 0) {
-            l->gone = 1;
-            return 0;
-        }
-        /* Alive, but its syscall file cannot be read: a process that
-         * changed its user is not dumpable, and its /proc files are then
-         * root's (or /proc is missing after a chroot). The state letter
-         * (stat is everyone's) still tells running from blocked; a
-         * blocked thread gets no stack. */
-        memset(&st, 0, sizeof st);
-        st.nr = -2;
-        unreadable = 1;
-        l->c.unreadable++;
-    }
-    /* Name and state letter: read again unless the thread waits where it
-     * waited at its previous look (its walk kept) or runs (the letter is
-     * not used), and at least every STAT_EVERY looks for a name it may
-     * have changed. */
-    int parked = st.nr >= 0 && t->walk_key && walk_key(&st) == t->walk_key;
-    if (t->letter && (parked || st.nr == -1) && t->stat_age < STAT_EVERY) {
-        t->stat_age++;
-    } else {
-        if ((t->letter = read_stat(l, t)) == '?') {
-            l->gone |= threads_cpu_ns(tid) < 0;
-            return 0;
-        }
-        t->stat_age = 0;
-    }
-    char letter = t->letter;
-    if (unreadable && letter == 'R')
+    int unreadable;
+    if (read_call(&k, &st, &unreadable) != 0 || read_letter(&k, &st) != 0)
+        return 0;
+    if (unreadable && t->letter == 'R')
         st.nr = -1;
     int64_t cpu1 = st.nr == -1 ? threads_cpu_ns(tid) : cpu0;
     t->prev_cpu = cpu1 >= 0 ? cpu1 : cpu0;
     t->prev_blocked = 0;
     l->c.looks++;
-    uint32_t e = (uint32_t)(t - wall_threads);
-
-    if (st.nr == -1) {
-        int state = on_cpu_state(l, t, tid,
-                                 cpu1 > cpu0 ? WALL_RUNNING : WALL_RUNNABLE);
-        if (state == WALL_RUNNING)
-            l->c.running++;
-        else
-            l->c.runnable++;
-        /* Not on a CPU since it was seen blocked: still on its way out of
-         * that call (woken, waiting for a CPU). */
-        if (prev_blocked && cpu0 == prev_cpu && t->walk_key &&
-            t->walk_status == THREAD_STACK_OK) {
-            t->prev_blocked = 1;
-            t->prev_state = WALL_RUNNABLE;
-            return charge(fn, arg, t, t->walk_pcs, t->walk_depth,
-                          WALL_RUNNABLE, t->walk_nr, ns, 1);
-        }
-        uintptr_t pcs[WALL_STACK_MAX];
-        int depth = 0;
-        uint64_t nv_cap;
-        uint32_t seq = t->armed
-                           ? wall_slot_read(&wall_slots[e], t->armed_seq, pcs,
-                                            &depth, &nv_cap)
-                           : 0;
-        uint64_t nv_now = read_nvcsw(l, tid);
-        if (seq && same_run(nv_cap, nv_now)) {
-            /* Its stack of this run (it has not slept since); what it
-             * owes from an earlier run gets none. */
-            int err = 0;
-            if (t->owing) {
-                int same = same_run(t->owed_nvcsw, nv_cap);
-                count_run(t, same);
-                err = same        ? settle(l, t, pcs, depth, fn, arg)
-                      : bursty(t) ? settle_later(l, t, pcs, depth, fn, arg)
-                                  : settle(l, t, NULL, 0, fn, arg);
-            }
-            return err ? err : charge(fn, arg, t, pcs, depth, state, -1, ns, 1);
-        }
-        /* Slept since its last stack (on its way out of a call no look
-         * saw, or running for less than a timer period since), or none
-         * yet: owed to its next stack, if taken before it sleeps again. */
-        if (t->owing && !same_run(t->owed_nvcsw, nv_now) && !bursty(t)) {
-            count_run(t, 0);
-            int err = settle(l, t, NULL, 0, fn, arg);
-            if (err)
-                return err;
-        }
-        if (!t->armed) {
-            if (!wall_thread_arm(t, now))
-                /* It blocks the signal: no stack to be had. */
-                return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
-            l->c.arms++;
-        }
-        /* Owed until its timer's next stack. */
-        if (!t->owing) {
-            if (l->nowed == WALL_OWED_MAX)
-                return charge(fn, arg, t, NULL, 0, state, -1, ns, 1);
-            l->owed[l->nowed++] = e;
-            t->owing = 1;
-            t->owed_since = now;
-            t->owed_seq = seq ? seq : t->armed_seq;
-            t->owed_nvcsw = nv_now;
-        }
-        int i = state == WALL_RUNNABLE;
-        t->owed_ns[i] += ns;
-        t->owed_count[i]++;
-        l->c.owed++;
-        return 0;
-    }
-
-    /* Blocked (or stopped). */
-    l->c.blocked++;
-    int state = blocked_state(letter);
-    int err = 0;
-    /* It ran and slept again before its timer fired: no stack, unless it
-     * runs in bursts and waits, timer armed, for its next ("Bursts"). */
-    if (t->owing && !bursty(t)) {
-        count_run(t, 0);
-        err = settle(l, t, NULL, 0, fn, arg);
-    }
-    if (t->armed && prev_cpu == cpu0 && !t->owing) {
-        wall_thread_disarm(t);
-        l->c.disarms++;
-    }
-    if (err)
-        return err;
-    if (st.nr < 0 || !st.sp || !st.pc) {
-        /* Not in a system call (a page fault, a stop): where it is. */
-        uintptr_t pc = st.pc;
-        return charge(fn, arg, t, &pc, pc ? 1 : 0, state, -1, ns, 1);
-    }
-    uint64_t key = walk_key(&st);
-    if (key != t->walk_key) {
-        t->walk_status =
-            threads_walk_blocked(&wall_tasks_fd, tid, &st, cpu0, l->copy,
-                                 t->walk_pcs, WALL_STACK_MAX, &t->walk_depth);
-        t->walk_nr = st.nr;
-        /* The line the walk was consistent with (st was updated). */
-        t->walk_key = t->walk_status == THREAD_STACK_OK ? walk_key(&st) : 0;
-        l->c.walks++;
-        if (t->walk_status != THREAD_STACK_OK) {
-            uintptr_t pc = st.pc;
-            return charge(fn, arg, t, &pc, pc ? 1 : 0, state, st.nr, ns, 1);
-        }
-    } else {
-        l->c.walks_cached++;
-    }
-    t->prev_blocked = 1;
-    t->prev_state = state;
-    return charge(fn, arg, t, t->walk_pcs, t->walk_depth, state, t->walk_nr,
-                  ns, 1);
+    return st.nr == -1 ? look_running(&k, cpu1) : look_blocked(&k, &st);
 }
 
 /* ---- the tick ------------------------------------------------------------ */
