@@ -23,7 +23,8 @@ extern long opt_block_rate;      /* PPROF_BLOCK_RATE, ns; 0 = off */
 extern char opt_debug_dir[4096]; /* PPROF_DEBUG_DIR: absolute dirs, ':' */
 
 /* Reads and validates every PPROF_* variable; a bad value is reported in
- * one line and replaced by its default. Not async-signal-safe. */
+ * one line and replaced by its default. The default log level is quiet
+ * when config_exec_child (agent/ops.h) is set. Not async-signal-safe. */
 void config_load(void);
 
 /* Parses a decimal integer in [min, max] from s (whole string).

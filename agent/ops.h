@@ -5,7 +5,7 @@
  *
  * - The configuration of the shell (config.c): run directory, children,
  *   dumps, start delay.
- * - The run directory (core/rundir.c): one small file per serving process
+ * - The run directory (host/rundir.c): one small file per serving process
  *   ("pid ppid program address"), so that every worker of a multi-process
  *   service can be found, and the index page can link to all of them.
  *
@@ -26,7 +26,8 @@ extern char opt_run_dir[1024];   /* PPROF_RUN_DIR, "" = off */
 extern int opt_children;         /* PPROF_CHILDREN */
 extern int opt_exec_children;    /* PPROF_EXEC_CHILDREN (default off) */
 /* 1 when this process was exec'd by another one under the agent
- * (rundir_env_from_ancestor). Its default log level is quiet. */
+ * (rundir_env_from_ancestor, set by the constructor before config_load()).
+ * Its default log level is quiet. */
 extern int config_exec_child;
 extern char opt_dump_dir[1024];  /* PPROF_DUMP_DIR, "" = off */
 extern int opt_dump_signal;      /* PPROF_DUMP_SIGNAL, 0 = none */
@@ -89,7 +90,8 @@ int rundir_family_inherited(void);
 /* 1 when PPROF_FAMILY names a process other than this one: an ancestor
  * under the agent exec'd this process (or one it came from); 0 without
  * it, or when it names this process, which exec'd itself into a new image
- * (a wrapper). Called by config_load(). Not async-signal-safe. */
+ * (a wrapper). Called by the constructor, before config_load(). Not
+ * async-signal-safe. */
 int rundir_env_from_ancestor(void);
 
 /* Writes "pid ppid starttime program host:port family\n" into this

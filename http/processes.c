@@ -1,6 +1,6 @@
 /*
  * The processes of a multi-process service: every live process of this
- * process's family announced in the run directory (agent/core/rundir.c), this
+ * process's family announced in the run directory (agent/host/rundir.c), this
  * one included, so that the workers of nginx or PostgreSQL can be found
  * from any of them, and other programs of the same user are not.
  *

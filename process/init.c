@@ -26,6 +26,9 @@
 __attribute__((constructor)) static void agent_init(void)
 {
     guard_enter();
+    /* Known before the configuration is read: it sets the default log
+     * level (PPROF_FAMILY names another process, agent/host/rundir.c). */
+    config_exec_child = rundir_env_from_ancestor();
     config_load();
     /* An exec'd descendant (children.c) that nobody asked to serve or to
      * dump is a pass-through, as with the agent off: what it would record

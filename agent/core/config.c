@@ -291,10 +291,10 @@ void config_load(void)
     static const struct word log_words[] = {
         {"quiet", LOG_QUIET}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {0}};
     static const struct word enable_words[] = {{"0", 0}, {"1", 1}, {0}};
-    /* An exec'd descendant of a process under the agent (PPROF_FAMILY
-     * names another process, rundir.c) says nothing unless PPROF_LOG
-     * asks: a shell in every tmux pane, each process of a build. */
-    config_exec_child = rundir_env_from_ancestor();
+    /* An exec'd descendant of a process under the agent
+     * (config_exec_child, set by the constructor before it calls this)
+     * says nothing unless PPROF_LOG asks: a shell in every tmux pane,
+     * each process of a build. */
     if (config_exec_child)
         opt_log_level = LOG_QUIET;
     load_word("PPROF_LOG", &opt_log_level, log_words);

@@ -62,12 +62,3 @@ int fds_next(int after, enum fds_kind kind)
     (void)kind;
     return -1;
 }
-
-#include "agent/ops.h"
-
-/* config.c asks whether an ancestor under the agent exec'd this process
- * (agent/core/rundir.c): not for a fuzz target. */
-int rundir_env_from_ancestor(void)
-{
-    return 0;
-}

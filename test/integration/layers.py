@@ -16,8 +16,7 @@ fault; exits 1 on any fault:
   Names the agent interposes (agent/exports.map) are C-library calls,
   not arrows: a call to malloc from agent/ goes to the C library's name.
 - with BUILD: an object of agent/core/, the ground floor of agent/, that
-  calls one outside agent/core/ (CORE_KNOWN lists the one left: the run
-  directory's use of the descriptor registry and the /proc reader).
+  calls one outside agent/core/.
 """
 import os
 import re
@@ -26,8 +25,6 @@ import sys
 
 LAYERS = {"agent": 0, "encoder": 1, "http": 2, "process": 3}
 CORE = "agent/core"
-CORE_KNOWN = {("agent/core/rundir.c", "agent/host/fds.c"),
-              ("agent/core/rundir.c", "agent/host/proc.c")}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -186,9 +183,6 @@ def main():
         for f in sorted(calls):
             for g in calls[f]:
                 if folder(f) != CORE or folder(g) == CORE:
-                    continue
-                if (f, g) in CORE_KNOWN:
-                    print("  core calls up (known):", f, "->", g)
                     continue
                 print("core calls up: %s calls into %s" % (f, g))
                 faults += 1

@@ -1,5 +1,5 @@
 /*
- * Who exec'd this process (agent/core/rundir.c): an exec'd descendant is
+ * Who exec'd this process (agent/host/rundir.c): an exec'd descendant is
  * told by a PPROF_FAMILY the agent made ("pid.starttime") that names
  * another process; the process itself after an exec in place (a wrapper),
  * an operator's own family and a bad value are not descendants.
