@@ -3,6 +3,7 @@
 #ifndef PPROF_AGENT_STACK_H
 #define PPROF_AGENT_STACK_H
 
+#include <signal.h>
 #include <stdint.h>
 
 /* Pseudo frames: stack entries below 4096 are never code addresses. The
@@ -61,10 +62,26 @@ void stack_thread_prepare(void);
  */
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max);
 /* The context the agent's signal handler running on this thread
- * interrupted (set and restored by each handler), so that a signal landing
- * inside that handler is charged to the host (stack_unwind_signal). */
+ * interrupted (set and restored by stack_signal_run), so that a signal
+ * landing inside that handler is charged to the host
+ * (stack_unwind_signal). */
 extern __thread const void *stack_signal_outer
     __attribute__((tls_model("initial-exec")));
+
+/* The body of each of the agent's signal handlers: take(sig, si, ucv), the
+ * sample itself, with the interrupted context published for a signal of
+ * the agent's that lands inside (stack_signal_outer): the outermost
+ * handler's is the host's. Inline, so take is called directly.
+ * Async-signal-safe. */
+static inline void stack_signal_run(void (*take)(int, siginfo_t *, void *),
+                                    int sig, siginfo_t *si, void *ucv)
+{
+    const void *outer = stack_signal_outer;
+    if (!outer)
+        stack_signal_outer = ucv;
+    take(sig, si, ucv);
+    stack_signal_outer = outer;
+}
 
 /* Records the signal-return trampoline of the handler just installed for
  * sig (its sa_restorer), so that a sample that interrupts one of the

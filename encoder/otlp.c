@@ -324,13 +324,33 @@ struct remap {
     int64_t *locations; /* per location, sorted by id */
 };
 
-static int64_t str_at(struct otlp_batch *b, const struct remap *r, int64_t i)
+#define NONE ((size_t)-1)
+
+/* The dictionary index of the message's entry i, memo[i] once known (-1:
+ * not yet): add writes the entry into the dictionary on its first use and
+ * returns its index (-1: out of memory). 0, the zero entry, for an entry
+ * the message lacks (i == NONE) or that could not be added. */
+static int64_t remapped(struct otlp_batch *b, struct remap *r, size_t i,
+                        int64_t *memo,
+                        int64_t (*add)(struct otlp_batch *, struct remap *,
+                                       size_t))
 {
-    if (i <= 0 || (uint64_t)i >= r->p->nstrings)
+    if (i == NONE)
         return 0;
-    if (r->strings[i] < 0)
-        r->strings[i] = string_of(b, r->p->strings[i]);
-    return r->strings[i] < 0 ? 0 : r->strings[i];
+    if (memo[i] < 0)
+        memo[i] = add(b, r, i);
+    return memo[i] < 0 ? 0 : memo[i];
+}
+
+static int64_t add_string(struct otlp_batch *b, struct remap *r, size_t i)
+{
+    return string_of(b, r->p->strings[i]);
+}
+
+static int64_t str_at(struct otlp_batch *b, struct remap *r, int64_t i)
+{
+    int known = i > 0 && (uint64_t)i < r->p->nstrings;
+    return remapped(b, r, known ? (size_t)i : NONE, r->strings, add_string);
 }
 
 static int64_t attr_str(struct otlp_batch *b, const char *key,
@@ -342,11 +362,11 @@ static int64_t attr_str(struct otlp_batch *b, const char *key,
     return a.key < 0 || a.str < 0 ? 0 : flat_of(&b->attributes, &a);
 }
 
-/* Binary search of a sorted id. */
+/* Binary search of a sorted id: its index into out, NONE when absent. */
 #define FIND_ID(arr, n, want, out)                                             \
     do {                                                                       \
         size_t lo_ = 0, hi_ = (n);                                             \
-        (out) = (size_t)-1;                                                    \
+        (out) = NONE;                                                          \
         while (lo_ < hi_) {                                                    \
             size_t mid_ = (lo_ + hi_) / 2;                                     \
             if ((arr)[mid_].id == (want)) {                                    \
@@ -360,68 +380,67 @@ static int64_t attr_str(struct otlp_batch *b, const char *key,
         }                                                                      \
     } while (0)
 
+static int64_t add_mapping(struct otlp_batch *b, struct remap *r, size_t i)
+{
+    const struct decoded_mapping *m = &r->p->mappings[i];
+    struct map_entry e = {0};
+    e.start = m->start;
+    e.limit = m->limit;
+    e.offset = m->offset;
+    e.file = str_at(b, r, m->filename);
+    if (m->build_id > 0)
+        e.attr = attr_str(b, "process.executable.build_id.gnu",
+                          decoded_string(r->p, m->build_id));
+    return flat_of(&b->mappings, &e);
+}
+
+/* Mappings are in the message's order, not sorted by id. */
 static int64_t mapping_at(struct otlp_batch *b, struct remap *r, uint64_t id)
 {
     const struct decoded_profile *p = r->p;
-    for (size_t i = 0; i < p->nmappings; i++) {
-        if (p->mappings[i].id != id)
-            continue;
-        if (r->mappings[i] < 0) {
-            const struct decoded_mapping *m = &p->mappings[i];
-            struct map_entry e = {0};
-            e.start = m->start;
-            e.limit = m->limit;
-            e.offset = m->offset;
-            e.file = str_at(b, r, m->filename);
-            if (m->build_id > 0)
-                e.attr = attr_str(b, "process.executable.build_id.gnu",
-                                  decoded_string(p, m->build_id));
-            r->mappings[i] = flat_of(&b->mappings, &e);
-        }
-        return r->mappings[i] < 0 ? 0 : r->mappings[i];
-    }
-    return 0;
+    size_t i = 0;
+    while (i < p->nmappings && p->mappings[i].id != id)
+        i++;
+    return remapped(b, r, i < p->nmappings ? i : NONE, r->mappings,
+                    add_mapping);
+}
+
+static int64_t add_function(struct otlp_batch *b, struct remap *r, size_t i)
+{
+    const struct decoded_function *f = &r->p->functions[i];
+    struct fn_entry e = {str_at(b, r, f->name), str_at(b, r, f->system_name),
+                         str_at(b, r, f->filename), f->start_line};
+    return flat_of(&b->functions, &e);
 }
 
 static int64_t function_at(struct otlp_batch *b, struct remap *r, uint64_t id)
 {
-    const struct decoded_profile *p = r->p;
     size_t i;
-    FIND_ID(p->functions, p->nfunctions, id, i);
-    if (i == (size_t)-1)
-        return 0;
-    if (r->functions[i] < 0) {
-        const struct decoded_function *f = &p->functions[i];
-        struct fn_entry e = {str_at(b, r, f->name),
-                             str_at(b, r, f->system_name),
-                             str_at(b, r, f->filename), f->start_line};
-        r->functions[i] = flat_of(&b->functions, &e);
+    FIND_ID(r->p->functions, r->p->nfunctions, id, i);
+    return remapped(b, r, i, r->functions, add_function);
+}
+
+static int64_t add_location(struct otlp_batch *b, struct remap *r, size_t i)
+{
+    const struct decoded_location *l = &r->p->locations[i];
+    struct line_entry lines[64];
+    size_t n = l->nfunctions < 64 ? l->nfunctions : 64;
+    for (size_t j = 0; j < n; j++) {
+        lines[j].function = function_at(b, r, l->functions[j]);
+        lines[j].line = l->lines[j];
     }
-    return r->functions[i] < 0 ? 0 : r->functions[i];
+    struct loc_key k = {{0}, lines};
+    k.e.mapping = mapping_at(b, r, l->mapping_id);
+    k.e.address = l->address;
+    k.e.n = n;
+    return location_of(b, &k);
 }
 
 static int64_t location_at(struct otlp_batch *b, struct remap *r, uint64_t id)
 {
-    const struct decoded_profile *p = r->p;
     size_t i;
-    FIND_ID(p->locations, p->nlocations, id, i);
-    if (i == (size_t)-1)
-        return 0;
-    if (r->locations[i] < 0) {
-        const struct decoded_location *l = &p->locations[i];
-        struct line_entry lines[64];
-        size_t n = l->nfunctions < 64 ? l->nfunctions : 64;
-        for (size_t j = 0; j < n; j++) {
-            lines[j].function = function_at(b, r, l->functions[j]);
-            lines[j].line = l->lines[j];
-        }
-        struct loc_key k = {{0}, lines};
-        k.e.mapping = mapping_at(b, r, l->mapping_id);
-        k.e.address = l->address;
-        k.e.n = n;
-        r->locations[i] = location_of(b, &k);
-    }
-    return r->locations[i] < 0 ? 0 : r->locations[i];
+    FIND_ID(r->p->locations, r->p->nlocations, id, i);
+    return remapped(b, r, i, r->locations, add_location);
 }
 
 /* The attributes of a sample's labels into out (room for n). */

@@ -116,14 +116,7 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
     errno = saved_errno;
 }
 
-/* The sample itself, with the interrupted context published for a signal
- * of the agent's that lands inside (stack_signal_outer): the outermost
- * handler's is the host's. */
 PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
-    const void *outer = stack_signal_outer;
-    if (!outer)
-        stack_signal_outer = ucv;
-    cpu_signal_take(sig, si, ucv);
-    stack_signal_outer = outer;
+    stack_signal_run(cpu_signal_take, sig, si, ucv);
 }

@@ -90,6 +90,20 @@ static long reg_full; /* threads not profiled: registry full */
 static int unseen;
 static long timer_failures;
 
+/* The situations (threads blocking the signal, the signal) the log has
+ * told at the default level: each is told once a process. Every profile
+ * would fill a long-lived service's log with the same line, and telling
+ * each change would still repeat it whenever a count moves to and fro (a
+ * pool of workers); PPROF_LOG=debug prints every one. The profile's
+ * comment, the index and /debug/stats say it every time. A forked child keeps what its parent told (as a forked
+ * worker keeps quiet about its address when its parent printed its own).
+ * Touched by the slot's holder only (cpu_profile_stop). */
+#define TOLD_MAX 16
+static struct {
+    int n, sig;
+} told[TOLD_MAX];
+static int ntold;
+
 #define AGENT_TIDS 64
 static int agent_tids[AGENT_TIDS];
 
@@ -541,6 +555,21 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
     cfi_tables_refresh();
 }
 
+/* Whether (n, sig) was told before; remembers it when not. Past TOLD_MAX
+ * situations, every new one counts as told (debug only). */
+static int unseen_told(int n, int sig)
+{
+    for (int i = 0; i < ntold; i++)
+        if (told[i].n == n && told[i].sig == sig)
+            return 1;
+    if (ntold == TOLD_MAX)
+        return 1;
+    told[ntold].n = n;
+    told[ntold].sig = sig;
+    ntold++;
+    return 0;
+}
+
 void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
                       void *arg)
 {
@@ -557,9 +586,10 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
 
     int n = cpu_profile_unseen();
     if (n > 0)
-        log_info("cpu profile: %d threads block signal %d: their CPU is not "
-                 "in the profile",
-                 n, cpu_signo);
+        log_msg(unseen_told(n, cpu_signo) ? LOG_DEBUG : LOG_INFO,
+                "cpu profile: %d threads block signal %d: their CPU is not "
+                "in the profile",
+                n, cpu_signo);
     if (handler_installed)
         signals_give_back(cpu_signo, cpu_signal_handler, &saved_action);
     handler_installed = 0;

@@ -685,6 +685,26 @@ static struct dbg_fde *debug_fdes(const uint8_t *sec, size_t size,
     return NULL;
 }
 
+/* .eh_frame_hdr read from its start (c at hdr, bounding every read):
+ * version 1, the encodings, .eh_frame's address (passed over), the
+ * count. Returns the search table and its number of pairs in *count, or
+ * NULL when there is none the lookups can read: (initial location, FDE
+ * address) pairs, sorted, both 4-byte offsets from the header (encoding
+ * 0x3b, what the GNU linkers and lld write). The caller bounds the count.
+ * Reads only: in signal context too (cfi_parse_lookup). */
+static inline const uint8_t *hdr_table(struct cursor *c, const uint8_t *hdr,
+                                       uintptr_t *count)
+{
+    if (fixed(c, 1) != 1)
+        return NULL;
+    uint8_t ptr_enc = (uint8_t)fixed(c, 1);
+    uint8_t count_enc = (uint8_t)fixed(c, 1);
+    uint8_t table_enc = (uint8_t)fixed(c, 1);
+    encoded(c, ptr_enc, (uintptr_t)hdr);
+    *count = encoded(c, count_enc, (uintptr_t)hdr);
+    return c->bad || table_enc != 0x3b || *count == 0 ? NULL : c->p;
+}
+
 int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
                      uintptr_t base, uintptr_t text_lo, uintptr_t text_hi,
                      struct cfi_out *out)
@@ -696,19 +716,10 @@ int cfi_parse_tables(const uint8_t *hdr, const uint8_t *dbg, size_t dbg_size,
          * table's reads and .eh_frame's (sizes are checked field by
          * field). */
         struct cursor c = {hdr, hdr + (16u << 20), 0};
-        if (fixed(&c, 1) == 1) {
-            uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
-            uint8_t count_enc = (uint8_t)fixed(&c, 1);
-            uint8_t table_enc = (uint8_t)fixed(&c, 1);
-            encoded(&c, ptr_enc, (uintptr_t)hdr);
-            count = encoded(&c, count_enc, (uintptr_t)hdr);
-            /* The search table: (initial location, FDE address) pairs,
-             * sorted, both relative to the header (what the GNU linkers
-             * and lld write). */
-            if (!c.bad && table_enc == 0x3b && count > 0 && count <= (1u << 24))
-                table = (const int32_t *)c.p;
-        }
-        if (!table)
+        const uint8_t *t = hdr_table(&c, hdr, &count);
+        if (t && count <= (1u << 24))
+            table = (const int32_t *)t;
+        else
             count = 0;
     }
     size_t ndbg = 0, dbg_bytes = 0;
@@ -763,16 +774,10 @@ PPROF_SIGNAL_SAFE int cfi_parse_lookup(const uint8_t *hdr, uintptr_t text_lo,
 {
     const uint8_t *limit = hdr + (16u << 20);
     struct cursor c = {hdr, limit, 0};
-    if (fixed(&c, 1) != 1)
+    uintptr_t count;
+    const int32_t *table = (const int32_t *)hdr_table(&c, hdr, &count);
+    if (!table || count > (1u << 24))
         return -1;
-    uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
-    uint8_t count_enc = (uint8_t)fixed(&c, 1);
-    uint8_t table_enc = (uint8_t)fixed(&c, 1);
-    encoded(&c, ptr_enc, (uintptr_t)hdr);
-    uintptr_t count = encoded(&c, count_enc, (uintptr_t)hdr);
-    if (c.bad || table_enc != 0x3b || count == 0 || count > (1u << 24))
-        return -1;
-    const int32_t *table = (const int32_t *)c.p;
     /* The last description starting at or before pc. */
     uintptr_t lo = 0, hi = count;
     while (lo < hi) {
@@ -806,17 +811,10 @@ int cfi_parse_function_start(const uint8_t *hdr, const uint8_t *lo,
     if (hdr < lo || hdr >= hi)
         return -1;
     struct cursor c = {hdr, hi, 0};
-    if (fixed(&c, 1) != 1)
+    uintptr_t count;
+    const uint8_t *table = hdr_table(&c, hdr, &count);
+    if (!table || count > (uintptr_t)(hi - c.p) / 8)
         return -1;
-    uint8_t ptr_enc = (uint8_t)fixed(&c, 1);
-    uint8_t count_enc = (uint8_t)fixed(&c, 1);
-    uint8_t table_enc = (uint8_t)fixed(&c, 1);
-    encoded(&c, ptr_enc, (uintptr_t)hdr);
-    uintptr_t count = encoded(&c, count_enc, (uintptr_t)hdr);
-    if (c.bad || table_enc != 0x3b || count == 0 ||
-        count > (uintptr_t)(hi - c.p) / 8)
-        return -1;
-    const uint8_t *table = c.p;
     uintptr_t a = 0, b = count;
     while (a < b) {
         uintptr_t mid = a + (b - a) / 2;

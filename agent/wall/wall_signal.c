@@ -80,16 +80,9 @@ static PPROF_SIGNAL_SAFE void wall_signal_take(int sig, siginfo_t *si, void *ucv
     errno = saved_errno;
 }
 
-/* The sample itself, with the interrupted context published for a signal
- * of the agent's that lands inside (stack_signal_outer): the outermost
- * handler's is the host's. */
 PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
-    const void *outer = stack_signal_outer;
-    if (!outer)
-        stack_signal_outer = ucv;
-    wall_signal_take(sig, si, ucv);
-    stack_signal_outer = outer;
+    stack_signal_run(wall_signal_take, sig, si, ucv);
 }
 
 uint32_t wall_slot_read(const struct wall_slot *s, uint32_t after,

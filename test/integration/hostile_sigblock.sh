@@ -27,8 +27,10 @@ wait_line() {
 }
 
 # 1. One thread, every signal blocked before the profile, read by signalfd
-#    and by sigtimedwait; the threads dump meanwhile.
+#    (at the default log level) and by sigtimedwait (at PPROF_LOG=debug);
+#    the threads dump meanwhile.
 for reader in signalfd sigwait; do
+    if [ "$reader" = sigwait ]; then export PPROF_LOG=debug; told=2; else unset PPROF_LOG; told=1; fi
     start_agent "single_$reader" "$H" single "$reader"
     wait_line "single_$reader" blocked
     fetch 'debug/pprof/profile?seconds=2' > "$WORK/single.pb.gz"
@@ -38,10 +40,18 @@ for reader in signalfd sigwait; do
     expect_contains "$(pprof -comments "$WORK/single.pb.gz")" "1 threads block signal" "the profile's comments"
     expect_contains "$(fetch debug/stats)" '"cpu_profile_threads_unseen": 1' "/debug/stats"
     grep -q "1 threads block signal .*not in the profile" "$WORK/single_$reader.err" || fail "log: $(cat "$WORK/single_$reader.err")"
+    # A second profile in the same situation says it again in its comments;
+    # the log said it once for the process, and repeats it only at
+    # PPROF_LOG=debug (a long-lived service's log is not one line a profile).
+    fetch 'debug/pprof/profile?seconds=1' > "$WORK/single2.pb.gz"
+    expect_contains "$(pprof -comments "$WORK/single2.pb.gz")" "1 threads block signal" "the second profile's comments"
+    n=$(grep -c "1 threads block signal .*not in the profile" "$WORK/single_$reader.err")
+    [ "$n" = "$told" ] || fail "log (PPROF_LOG=${PPROF_LOG:-unset}): said $n times over two profiles, not $told: $(grep 'block signal' "$WORK/single_$reader.err")"
     fetch 'debug/pprof/goroutine?debug=2' > "$WORK/single.threads"
     grep -q 'sigblock_host' "$WORK/single.threads" || fail "threads dump: $(head -c 400 "$WORK/single.threads")"
     end_host "single_$reader"
 done
+unset PPROF_LOG
 
 # 2. Blocked during the profile: the main thread burns 1.5 s unblocked, then
 #    blocks everything while the profile keeps running.
