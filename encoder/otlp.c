@@ -127,8 +127,10 @@ static int64_t text_of(struct otlp_batch *b, struct table *t, const char *s)
     int added = 0;
     struct str_entry *e = group_find_or_add(
         &t->g, htab_hash_bytes(s, k.n, 0), str_eq, &k, &added);
-    if (!e)
+    if (!e) {
+        b->oom = 1;
         return -1;
+    }
     if (added) {
         e->s = malloc(k.n + 1);
         if (!e->s) {
@@ -154,14 +156,16 @@ static int bytes_eq(const void *ctx, size_t idx, const void *key)
 }
 
 /* The index of a flat entry (compared byte for byte, padding zeroed by the
- * caller), added when new; -1 when out of memory. */
+ * caller), added when new; -1 when out of memory, which fails the batch. */
 static int64_t flat_of(struct table *t, const void *key)
 {
     int added = 0;
     void *e = group_find_or_add(&t->g, htab_hash_bytes(key, t->g.size, 0),
                                 bytes_eq, key, &added);
-    if (!e)
+    if (!e) {
+        t->b->oom = 1;
         return -1;
+    }
     if (added)
         memcpy(e, key, t->g.size);
     return (int64_t)(((char *)e - (char *)t->g.v) / t->g.size);
