@@ -65,6 +65,7 @@ struct thread_dump {
     uint64_t fp_found;    /* their frames whose frame pointer was found */
     uint64_t fp_lost;     /* their walks that ended for want of one */
     int64_t time_ns;      /* when the dump was taken */
+    int64_t patience_end_ns; /* extra tries of moving threads end then */
 };
 
 /* Lists every host thread and takes its stack (at most THREADS_WAIT_MS).

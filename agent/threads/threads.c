@@ -466,6 +466,22 @@ static void *stack_copy;
  * short waits moves often; a dump is asked for rarely and worth a few
  * more copies (the wall profile's looks, many a second, try once). */
 #define WALK_TRIES 16
+/* Beyond those, on a busy machine: the worker copying is descheduled in
+ * the middle of a copy often enough that an event loop waking every 250
+ * us moved under 16 copies in a row (1 dump in 20 at load 15). Such a
+ * thread is tried again after a pause that puts the copy at another
+ * moment of its cycle, until the dump has spent WALK_PATIENCE_MS on these
+ * extra tries in all (a process of many busy loops is not held up long). */
+#define WALK_PATIENCE_MS 100
+
+/* 1 while the dump may still spend time on extra tries. */
+static int patience_left(struct thread_dump *d)
+{
+    int64_t now = agent_now_ns();
+    if (!d->patience_end_ns)
+        d->patience_end_ns = now + WALK_PATIENCE_MS * 1000000LL;
+    return now < d->patience_end_ns;
+}
 
 static void walk_blocked(struct thread_dump *d, struct thread_info *t,
                          struct thread_syscall *st)
@@ -481,10 +497,20 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
     }
     uint64_t found = cfi_walk_counters.fp_found;
     uint64_t lost = cfi_walk_counters.fp_lost;
-    for (int i = 0; i < WALK_TRIES; i++) {
+    for (int i = 0;; i++) {
+        int64_t cpu = -1;
         if (i > 0) {
+            if (i >= WALK_TRIES) {
+                if (!patience_left(d))
+                    break;
+                struct timespec pause = {0, 100000};
+                nanosleep(&pause, NULL);
+            }
             /* From where it is now; between two calls it runs, and is
-             * left a moment to reach the next one. */
+             * left a moment to reach the next one. Its CPU clock first:
+             * unchanged after the copy, the copy is of a thread that did
+             * not run meanwhile (no second read of /proc). */
+            cpu = threads_cpu_ns(t->tid);
             if (threads_read_syscall(t->tid, st) != 0)
                 break;
             if (st->nr < 0 || !st->sp || !st->pc) {
@@ -492,7 +518,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
                 continue;
             }
         }
-        t->status = threads_walk_blocked(NULL, t->tid, st, -1, stack_copy,
+        t->status = threads_walk_blocked(NULL, t->tid, st, cpu, stack_copy,
                                          t->pcs, THREADS_STACK_MAX,
                                          &t->depth);
         if (t->status != THREAD_STACK_MOVED)
