@@ -3,7 +3,12 @@
 # EINTR. test/programs/uring_wait alternates 0.5 ms of CPU with a 1 ms wait
 # in io_uring_enter (raw system calls) and counts the EINTRs (retrying).
 # A threads dump never signals a thread blocked in a call the kernel does
-# not restart (it walks it from /proc): up to 150 dumps, 0 EINTR. A CPU profile
+# not restart (it walks it from /proc): up to 150 dumps, at most 2 EINTR.
+# Not 0: a thread seen running may enter the wait between the dump's last
+# look and its signal, a window of microseconds that grows when the
+# dumping thread is descheduled in it (1 EINTR in 3,657 waits over 150
+# dumps at load 8); a dump that signalled blocked threads interrupts
+# dozens. A CPU profile
 # (1000 Hz) and a wall profile can interrupt a wait whose thread's CPU
 # timer expires in the kernel on its way into the wait: counted and
 # printed, documented in docs/signals-and-cancellation.md, not asserted.
@@ -32,7 +37,7 @@ run() {
 
 "$P" 0 > "$WORK/probe.out" || { cat "$WORK/probe.out"; note "skipped: the kernel refuses io_uring"; echo ok; exit 0; }
 run dump
-[ "$EINTR" = 0 ] || fail "threads dumps interrupted io_uring_enter $EINTR times"
+[ "$EINTR" -le 2 ] || fail "threads dumps interrupted io_uring_enter $EINTR times"
 run cpu
 run wall
 echo ok
