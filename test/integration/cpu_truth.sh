@@ -20,8 +20,12 @@ measured() { host_figures burn a; } # prints "a b" (ns) as the host measured the
 # the periods it missed (weight 1 + the timer's overrun), and beside other
 # CPU-bound work a signal often stands for 2 or 3 periods, so 4000 samples
 # could be 1500 places the threads were seen at, and the shares' error
-# grows accordingly. The profile's comment counts the signals.
-for secs in 16 30 50 90; do
+# grows accordingly. The profile's comment counts the signals. The first
+# profile is 12 s (2 threads x 250 Hz: 6000 signals when each has most of
+# a core); a shorter one is followed by one long enough, at the rate it
+# saw, for 4000 x 1.25 (at least 16 s, at most 90 s), up to three times.
+secs=12
+for try in 1 2 3 4; do
     set -- $(measured); a0=$1; b0=$2
     t0=$(cpu_ticks)
     fetch "debug/pprof/profile?seconds=$secs" > "$WORK/cpu.pb.gz"
@@ -32,6 +36,9 @@ for secs in 16 30 50 90; do
     note "$secs s profile: $n samples from $signals signals"
     [ -f "$WORK/first.pb.gz" ] || cp "$WORK/cpu.pb.gz" "$WORK/first.pb.gz"
     [ "$signals" -ge 4000 ] && break
+    secs=$(awk -v n="$signals" -v s="$secs" 'BEGIN {
+        t = int(5000 * s / (n > 0 ? n : 1)) + 1
+        print (t < 16 ? 16 : (t > 90 ? 90 : t)) }')
 done
 
 grep -q 'late started' "$WORK/burn.out" || fail "the late thread never started"

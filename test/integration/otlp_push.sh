@@ -260,8 +260,13 @@ if pid == 0:
     time.sleep(8)
     os._exit(0)
 os.waitpid(pid, 0)'
+# Both at once: each its own process, its requests told apart by pid.
 for policy in serve off; do
     PPROF_CHILDREN=$policy PPROF_PUSH_INTERVAL=1 start_agent "fork_$policy" python3 -c "$fork_prog"
+    eval "pid_$policy=\$PID"
+done
+for policy in serve off; do
+    eval "PID=\$pid_$policy"
     wait_exit "$PID" 30
     child=$(sed -n 's/^child //p' "$WORK/fork_$policy.out")
     [ -n "$child" ] || fail "the python child did not start"

@@ -106,15 +106,21 @@ import hashlib
 print(len(out), hashlib.sha1(b"|".join(out)).hexdigest())
 PYSRC
 user=""; [ "$(id -u)" = 0 ] && user="-u nobody"
-port=$(free_port)
-memcached -l 127.0.0.1 -p "$port" -U 0 -t 2 -m 64 $user > "$WORK/mc-plain.log" 2>&1 &
-M=$!; PIDS="$PIDS $M"; sleep 0.5
-$PY "$WORK/mc.py" "$port" 20000 > "$WORK/mc-plain.answers"
-kill "$M"; wait "$M" 2>/dev/null || true
+# The same client against a plain memcached and, at the same time, one
+# under the agent (each its own port and answers file).
+pport=$(free_port)
+memcached -l 127.0.0.1 -p "$pport" -U 0 -t 2 -m 64 $user > "$WORK/mc-plain.log" 2>&1 &
+M=$!; PIDS="$PIDS $M"
 port=$(free_port)
 start_agent mc memcached -l 127.0.0.1 -p "$port" -U 0 -t 2 -m 64 $user
-sleep 0.3
+listens() { bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+wait_until "the plain memcached to listen" listens "$pport"
+wait_until "memcached under the agent to listen" listens "$port"
+$PY "$WORK/mc.py" "$pport" 20000 > "$WORK/mc-plain.answers" &
+MC=$!
 $PY "$WORK/mc.py" "$port" 20000 > "$WORK/mc-agent.answers"
+wait "$MC" || fail "the client of the plain memcached failed"
+kill "$M"; wait "$M" 2>/dev/null || true
 cmp "$WORK/mc-plain.answers" "$WORK/mc-agent.answers" || fail "memcached answers changed"
 LOAD=""
 for j in 1 2 3; do $PY "$WORK/mc.py" "$port" 200000 > /dev/null & LOAD="$LOAD $!"; done
@@ -130,19 +136,23 @@ heap_ok "$WORK/mc-heap.pb.gz"
 kill -0 "$PID" || fail "memcached died"
 stop "$PID"
 
-# same_under_agent NAME WHAT PAUSE CMD...: runs CMD alone, then under the
-# agent as NAME, taking a 2 s CPU profile ($WORK/NAME.pb.gz) and a heap
-# profile ($WORK/NAME-heap.pb.gz) after PAUSE seconds; WHAT's exit status and
+# same_under_agent NAME WHAT PAUSE CMD...: runs CMD alone and, at the same
+# time (two cores; neither shares a file with the other), under the agent
+# as NAME, taking a 2 s CPU profile ($WORK/NAME.pb.gz) and a heap profile
+# ($WORK/NAME-heap.pb.gz) after PAUSE seconds; WHAT's exit status and
 # output must be the same as without the agent.
 same_under_agent() {
     name=$1 what=$2 pause=$3
     shift 3
-    if "$@" > "$WORK/$name-plain.out" 2>&1; then plain=0; else plain=$?; fi
+    "$@" > "$WORK/$name-plain.out" 2>&1 &
+    alone=$!
+    PIDS="$PIDS $alone"
     start_agent "$name" "$@"
     sleep "$pause"
     fetch 'debug/pprof/profile?seconds=2' > "$WORK/$name.pb.gz"
     fetch debug/pprof/heap > "$WORK/$name-heap.pb.gz"
     if wait "$PID"; then agent=0; else agent=$?; fi
+    if wait "$alone"; then plain=0; else plain=$?; fi
     [ "$agent" = "$plain" ] || fail "$what status $agent, expected $plain"
     cmp "$WORK/$name-plain.out" "$WORK/$name.out" || fail "$what output changed"
 }
