@@ -25,9 +25,15 @@ endif
 
 # Every agent object: hidden by default, initial-exec TLS (no __tls_get_addr,
 # which can allocate), no builtin malloc folding (gcc would turn malloc+memset
-# into calloc inside the calloc interposer), frame pointers kept.
+# into calloc inside the calloc interposer), frame pointers kept. Each
+# variable in a section of its own, which the link orders by alignment
+# (LDFLAGS_AGENT): the small ones (the C library's functions found at load,
+# flags, settings) then share a few pages instead of lying between large
+# tables, and every page a process touches while the agent loads is a page
+# fault in every process it is preloaded into (about five fewer in each
+# of a build's processes).
 CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
-        -fvisibility=hidden -ftls-model=initial-exec \
+        -fvisibility=hidden -ftls-model=initial-exec -fdata-sections \
         -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc \
         -fno-builtin-free -D_GNU_SOURCE -pthread -I. $(WARN) $(EXTRA_CFLAGS) \
         $(CPPFLAGS) $(CFLAGS)
@@ -37,8 +43,10 @@ CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
 # instructions under the agent). The code that runs in the agent's signal
 # handlers (SIGNAL_OBJS) calls the C library through the GOT (-fno-plt),
 # which the loader fills at load time: a handler never enters the lazy
-# resolver (test/integration/signal_safety.sh checks it).
-LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,nodelete \
+# resolver (test/integration/signal_safety.sh checks it). So does the
+# lookup of the C library's functions (next_symbol.c), which an interposer's
+# first call may run in the host's own signal handler.
+LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,nodelete -Wl,--sort-section=alignment \
         -Wl,--version-script=agent/exports.map $(LDFLAGS)
 # The user's CPPFLAGS, CFLAGS and LDFLAGS (packagers' hardening flags) come
 # after the agent's own, so that they win where they overlap.
@@ -119,7 +127,8 @@ $(BUILD)/%.o: %.c
 SIGNAL_OBJS := $(addprefix $(BUILD)/,agent/cpu/cpu_signal.o \
         agent/threads/threads_signal.o agent/stacks/stack_signal.o \
         agent/stacks/cfi_walk.o agent/stacks/cfi_parse.o \
-        process/dump_signal.o agent/wall/wall_signal.o agent/core/log.o)
+        process/dump_signal.o agent/wall/wall_signal.o agent/core/log.o \
+        agent/core/next_symbol.o)
 $(SIGNAL_OBJS): CFLAGS_AGENT += -fno-plt
 
 $(BUILD)/%.o: %.S

@@ -27,6 +27,11 @@ extern char opt_debug_dir[4096]; /* PPROF_DEBUG_DIR: absolute dirs, ':' */
  * when config_exec_child (agent/ops.h) is set. Not async-signal-safe. */
 void config_load(void);
 
+/* getenv(name), from the entries config_load gathered while it runs (the
+ * environment cannot change under a constructor), from getenv otherwise.
+ * Not async-signal-safe. */
+const char *config_env(const char *name);
+
 /* Parses a decimal integer in [min, max] from s (whole string).
  * Returns 0 or -EINVAL. Async-signal-safe. Does not allocate. */
 int config_parse_long(const char *s, long min, long max, long *out);

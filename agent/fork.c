@@ -47,6 +47,7 @@
 #include "agent/fds.h"
 #include "agent/guard.h"
 #include "agent/heap.h"
+#include "agent/next_symbol.h"
 #include "agent/phdr_cache.h"
 #include "agent/sigmask.h"
 #include "agent/symbols.h"
@@ -54,7 +55,6 @@
 #include "agent/trace.h"
 #include "agent/wall.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -108,9 +108,17 @@ static void fork_child(void)
     cfi_tables_fork_child();
 }
 
+/* What pthread_atfork does (a static copy from libc_nonshared.a, linked at
+ * the far end of the agent's code, where it cost every process one more
+ * page fault to run once): the C library's registration, with the
+ * agent's own handle. */
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void),
+                             void *);
+extern void *__dso_handle;
+
 __attribute__((constructor(101))) static void fork_register(void)
 {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    __register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
 }
 
 void fork_init(void (*prepare)(void), void (*child)(void),
@@ -140,7 +148,7 @@ static void *next(void **slot, const char *name)
 {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!f) {
-        f = dlsym(RTLD_NEXT, name);
+        f = next_symbol(name);
         __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     }
     return f;

@@ -120,6 +120,15 @@ double heap_sampler_log(double x);
 #define HEAP_FILTER_FULL 255
 extern uint8_t heap_filter[1u << HEAP_FILTER_BITS];
 
+/* The filter free reads: until a cell is first raised, 64 KiB of zeros in
+ * the agent's read-only data, which the kernel maps a whole 64 KiB window
+ * at a time from the file; from then on heap_filter. The writable filter
+ * is a fresh page of zeros at each of its 16 pages a process first reads:
+ * touch, exec'd under a build, paid 16 page faults in free for a filter
+ * nothing had been raised in. A pointer load where the array's address
+ * was an lea: the same instruction count. */
+extern const uint8_t *heap_filter_read __attribute__((visibility("hidden")));
+
 static inline uint64_t heap_hash(const void *p)
 {
     return (uint64_t)(uintptr_t)p * HASH_GOLDEN;
@@ -139,7 +148,8 @@ static inline uint32_t heap_filter_index(const void *p)
  * means it certainly is not. Async-signal-safe. Does not allocate. */
 static inline uint8_t heap_filter_maybe(const void *p)
 {
-    return __atomic_load_n(&heap_filter[heap_filter_index(p)], __ATOMIC_RELAXED);
+    return __atomic_load_n(&heap_filter_read[heap_filter_index(p)],
+                           __ATOMIC_RELAXED);
 }
 
 /* Raises or lowers p's filter cell, for pointers the free path must look at

@@ -25,9 +25,9 @@
  * agent, goes straight to the C library.
  */
 #include "agent/guard.h"
+#include "agent/next_symbol.h"
 #include "process/process.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
 #include <sched.h>
@@ -59,7 +59,7 @@ static void before_change(void)
     {                                                                      \
         static int (*real) params;                                         \
         if (!real)                                                         \
-            real = (int (*) params)dlsym(RTLD_NEXT, #name);                 \
+            real = (int (*) params)next_symbol(#name);                     \
         before_change();                                                   \
         int paused = start_pause();                                        \
         int ret = real args;                                               \
@@ -93,7 +93,7 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
 {
     static int (*real)(int, ...);
     if (!real)
-        real = (int (*)(int, ...))dlsym(RTLD_NEXT, "prctl");
+        real = (int (*)(int, ...))next_symbol("prctl");
     va_list ap;
     va_start(ap, option);
     unsigned long a2 = va_arg(ap, unsigned long);

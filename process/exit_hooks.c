@@ -12,10 +12,10 @@
  * then the C library's _exit. Safe in a vfork child: it shares its
  * parent's memory but not its pid, so it never removes the parent's file.
  */
+#include "agent/next_symbol.h"
 #include "agent/ops.h"
 #include "process/process.h"
 
-#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,7 +26,7 @@ static exit_fn real_exit;
 
 void exit_hooks_init(void)
 {
-    real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    real_exit = (exit_fn)next_symbol("_exit");
 }
 
 static __attribute__((noreturn)) void leave(int status)

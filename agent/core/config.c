@@ -1,10 +1,11 @@
 /*
  * Configuration: every PPROF_* environment variable, read once by the
- * constructor into opt_* globals. Nothing else in the agent calls getenv.
+ * constructor into opt_* globals, through config_env.
  *
  * A bad value never stops the host: it is reported in one line naming the
  * variable, the value and what is accepted, and the default is used.
  */
+#include "agent/compiler.h"
 #include "agent/config.h"
 #include "agent/deadlock.h"
 #include "agent/log.h"
@@ -42,6 +43,47 @@ char opt_debug_dir[4096];
  * 1.03 limit; 20 and 100000 ns keep it near 1.02. */
 long opt_mutex_fraction = 20;
 long opt_block_rate = 100000;
+
+/* The environment's PPROF_, OTEL_ and XDG_ entries, gathered in one pass
+ * when the configuration is read: each of the ~40 settings is then looked
+ * for among these few rather than by a getenv through the whole
+ * environment, in every process the agent is preloaded into (9,000
+ * instructions of a short-lived process's 200,000 before). */
+enum { ENV_MAX = 64 };
+static const char *env_seen[ENV_MAX];
+static int env_count = -1; /* -1: not gathered, ask getenv */
+
+static int env_relevant(const char *e)
+{
+    return (e[0] == 'P' && strncmp(e, "PPROF_", 6) == 0) ||
+           (e[0] == 'O' && strncmp(e, "OTEL_", 5) == 0) ||
+           (e[0] == 'X' && strncmp(e, "XDG_", 4) == 0);
+}
+
+STARTUP static void env_gather(void)
+{
+    int n = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (!env_relevant(*e))
+            continue;
+        if (n == ENV_MAX)
+            return; /* more than expected: getenv answers */
+        env_seen[n++] = *e;
+    }
+    env_count = n;
+}
+
+const char *config_env(const char *name)
+{
+    if (env_count < 0 || !env_relevant(name))
+        return getenv(name);
+    size_t len = strlen(name);
+    for (int i = 0; i < env_count; i++)
+        if (strncmp(env_seen[i], name, len) == 0 && env_seen[i][len] == '=')
+            return env_seen[i] + len + 1;
+    return NULL;
+}
+
 /* Five seconds: far beyond any healthy lock wait, soon enough for an
  * operator looking at a hung service. */
 long opt_deadlock_seconds = 5;
@@ -55,7 +97,7 @@ int config_copy_prefix(char *dst, size_t size, const char *s, size_t n)
     return 0;
 }
 
-int config_parse_long(const char *s, long min, long max, long *out)
+STARTUP int config_parse_long(const char *s, long min, long max, long *out)
 {
     if (!s || !*s)
         return -EINVAL;
@@ -94,9 +136,9 @@ static void copy_str(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
-static void load_long(const char *name, long *opt, long min, long max)
+STARTUP static void load_long(const char *name, long *opt, long min, long max)
 {
-    const char *s = getenv(name);
+    const char *s = config_env(name);
     if (!s)
         return;
     long v;
@@ -119,9 +161,9 @@ struct word {
 /* *opt becomes the value of the word the variable names; any other text
  * is said in one line ("is not a, b or c; using <the word *opt holds>")
  * and leaves *opt as it is. */
-static void load_word(const char *name, int *opt, const struct word *words)
+STARTUP static void load_word(const char *name, int *opt, const struct word *words)
 {
-    const char *s = getenv(name);
+    const char *s = config_env(name);
     if (!s)
         return;
     const char *keep = "";
@@ -160,7 +202,7 @@ static int good_file(const char *s)
 static void load_text(const char *name, char *dst, size_t size,
                       int (*ok)(const char *), const char *why)
 {
-    const char *s = getenv(name);
+    const char *s = config_env(name);
     if (!s)
         return;
     if (ok(s) && strlen(s) < size)
@@ -234,9 +276,9 @@ static int parse_addr(const char *s, char *civet, size_t size, int *loopback,
 /* A PPROF_ADDR that cannot be read turns the endpoints off: serving on the
  * default instead would put a server where the user did not ask for one
  * (a mistyped "OFF" meant none at all). */
-static void load_addr(void)
+STARTUP static void load_addr(void)
 {
-    const char *s = getenv("PPROF_ADDR");
+    const char *s = config_env("PPROF_ADDR");
     if (!s)
         return;
     if (strcmp(s, "off") == 0) {
@@ -271,7 +313,7 @@ static void load_addr(void)
  * for separate debug files before /usr/lib/debug (empty entries skipped). */
 static void load_debug_dir(void)
 {
-    const char *s = getenv("PPROF_DEBUG_DIR");
+    const char *s = config_env("PPROF_DEBUG_DIR");
     if (!s)
         return;
     int ok = strlen(s) < sizeof opt_debug_dir;
@@ -286,11 +328,12 @@ static void load_debug_dir(void)
                  s, sizeof opt_debug_dir);
 }
 
-void config_load(void)
+STARTUP void config_load(void)
 {
     static const struct word log_words[] = {
         {"quiet", LOG_QUIET}, {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {0}};
     static const struct word enable_words[] = {{"0", 0}, {"1", 1}, {0}};
+    env_gather();
     /* An exec'd descendant of a process under the agent
      * (config_exec_child, set by the constructor before it calls this)
      * says nothing unless PPROF_LOG asks: a shell in every tmux pane,
@@ -306,7 +349,7 @@ void config_load(void)
     load_text("PPROF_PORT_FILE", opt_port_file, sizeof opt_port_file,
               good_file, "is empty or too long; not writing the port");
 
-    s = getenv("PPROF_TOKEN");
+    s = config_env("PPROF_TOKEN");
     if (s) {
         size_t n = strlen(s);
         int printable = 1;
@@ -343,6 +386,7 @@ void config_load(void)
     load_debug_dir();
     config_load_ops();
     config_load_push();
+    env_count = -1; /* the host may change its environment from now on */
 }
 
 /* ---- operations: run directory, children, dumps (agent/ops.h) ------------ */
@@ -365,7 +409,7 @@ long opt_memory_dump_gap = 60;
  * an optional K, M or G (powers of 1024). */
 static void load_memory_dump_at(void)
 {
-    const char *s = getenv("PPROF_MEMORY_DUMP_AT");
+    const char *s = config_env("PPROF_MEMORY_DUMP_AT");
     if (!s)
         return;
     char num[32];
@@ -432,9 +476,9 @@ static int parse_dump_signal(const char *s)
     return 0;
 }
 
-void config_load_ops(void)
+STARTUP void config_load_ops(void)
 {
-    const char *s = getenv("PPROF_RUN_DIR");
+    const char *s = config_env("PPROF_RUN_DIR");
     if (s && strcmp(s, "off") == 0) {
         opt_run_dir[0] = '\0';
     } else if (s && good_dir(s)) {
@@ -443,7 +487,7 @@ void config_load_ops(void)
         /* $XDG_RUNTIME_DIR is per user and cleaned at logout; root (most
          * services) uses /run, a memory file system cleaned at boot; any
          * other user gets a folder of its own in /tmp. */
-        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        const char *xdg = config_env("XDG_RUNTIME_DIR");
         if (xdg && good_dir(xdg))
             log_snprintf(opt_run_dir, sizeof opt_run_dir, "%s/pprofagent",
                          xdg);
@@ -467,7 +511,7 @@ void config_load_ops(void)
               "is not an absolute directory (under 900 characters); "
               "writing no dumps");
 
-    s = getenv("PPROF_DUMP_SIGNAL");
+    s = config_env("PPROF_DUMP_SIGNAL");
     if (s) {
         opt_dump_signal = parse_dump_signal(s);
         if (!opt_dump_signal)

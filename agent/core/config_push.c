@@ -19,6 +19,7 @@
  * off: a fleet's agent pushing somewhere it was not told to, or without
  * the header that authorizes it, would be worse than none.
  */
+#include "agent/compiler.h"
 #include "agent/push.h"
 
 #include "agent/config.h"
@@ -189,10 +190,10 @@ static int parse_url(const char *url, struct push_config *c)
 static const char *either(const char *specific, const char *generic,
                           const char **name)
 {
-    const char *s = getenv(specific);
+    const char *s = config_env(specific);
     *name = specific;
     if (!s) {
-        s = getenv(generic);
+        s = config_env(generic);
         *name = generic;
     }
     return s;
@@ -200,12 +201,12 @@ static const char *either(const char *specific, const char *generic,
 
 static int load_endpoint(struct push_config *c)
 {
-    const char *s = getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT");
+    const char *s = config_env("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT");
     const char *name = "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT";
     if (s) {
         if (config_copy_prefix(c->url, sizeof c->url, s, strlen(s)) != 0)
             goto bad;
-    } else if ((s = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != NULL) {
+    } else if ((s = config_env("OTEL_EXPORTER_OTLP_ENDPOINT")) != NULL) {
         name = "OTEL_EXPORTER_OTLP_ENDPOINT";
         size_t n = strlen(s);
         if (parse_url(s, c) != 0) /* the base itself, before the path */
@@ -237,14 +238,14 @@ static int load_lists(struct push_config *c)
                  name, PUSH_MAX_HEADERS);
         return -EINVAL;
     }
-    s = getenv("OTEL_RESOURCE_ATTRIBUTES");
+    s = config_env("OTEL_RESOURCE_ATTRIBUTES");
     if (s && parse_pairs(s, c->attrs, PUSH_MAX_ATTRS, &c->nattrs, 0)) {
         log_info("OTEL_RESOURCE_ATTRIBUTES=\"%s\" is not a list of key=value "
                  "(percent-encoded, at most %d); push is off",
                  s, PUSH_MAX_ATTRS);
         return -EINVAL;
     }
-    s = getenv("OTEL_SERVICE_NAME");
+    s = config_env("OTEL_SERVICE_NAME");
     if (s && (config_copy_prefix(c->service, sizeof c->service, s,
                                  strlen(s)) != 0)) {
         log_info("OTEL_SERVICE_NAME is longer than %zu characters; push is "
@@ -265,7 +266,7 @@ static int load_numbers(struct push_config *c)
                  name, s);
         return -EINVAL;
     }
-    s = getenv("PPROF_PUSH_INTERVAL");
+    s = config_env("PPROF_PUSH_INTERVAL");
     if (s && (*s == '+' || config_parse_long(s, 1, 86400, &c->interval_s))) {
         log_info("PPROF_PUSH_INTERVAL=\"%s\" is not seconds in [1, 86400]; "
                  "push is off",
@@ -283,19 +284,27 @@ static int load_numbers(struct push_config *c)
     return 0;
 }
 
-void config_load_push(void)
+/* Apart from config_load_push, whose frame every process would otherwise
+ * pay for: the settings are 34 KB, a page of stack touched in each
+ * process the agent is preloaded into, most of which never push. */
+STARTUP __attribute__((noinline)) static void load_push_settings(void)
 {
-    const char *s = getenv("PPROF_PUSH");
-    if (!s || strcmp(s, "off") == 0 || s[0] == '\0')
-        return;
-    if (strcmp(s, "otlp") != 0) {
-        log_info("PPROF_PUSH=\"%s\" is not otlp or off; push is off", s);
-        return;
-    }
     struct push_config c = {.timeout_ms = 10000, .interval_s = 15};
     if (load_endpoint(&c) != 0 || load_lists(&c) != 0 ||
         load_numbers(&c) != 0)
         return;
     c.on = 1;
     opt_push = c;
+}
+
+STARTUP void config_load_push(void)
+{
+    const char *s = config_env("PPROF_PUSH");
+    if (!s || strcmp(s, "off") == 0 || s[0] == '\0')
+        return;
+    if (strcmp(s, "otlp") != 0) {
+        log_info("PPROF_PUSH=\"%s\" is not otlp or off; push is off", s);
+        return;
+    }
+    load_push_settings();
 }

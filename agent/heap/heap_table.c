@@ -31,6 +31,8 @@
 #include <time.h>
 
 uint8_t heap_filter[1u << HEAP_FILTER_BITS];
+static const uint8_t heap_filter_zeros[1u << HEAP_FILTER_BITS];
+const uint8_t *heap_filter_read = heap_filter_zeros;
 struct stack_table *heap_buckets;
 
 #define SHARD_BITS 6
@@ -85,6 +87,10 @@ static inline uint32_t home_slot(uint64_t h, uint32_t nslots)
  * the result would leave [0, HEAP_FILTER_FULL]. */
 static void filter_add(const void *p, int delta)
 {
+    /* free reads the writable filter before any cell of it is raised: the
+     * block is not handed out yet, so no free of it can be under way. */
+    if (delta > 0 && heap_filter_read != heap_filter)
+        __atomic_store_n(&heap_filter_read, heap_filter, __ATOMIC_RELEASE);
     uint8_t *cell = &heap_filter[heap_filter_index(p)];
     uint8_t v = __atomic_load_n(cell, __ATOMIC_RELAXED);
     while (v != HEAP_FILTER_FULL && (delta > 0 || v > 0) &&

@@ -26,6 +26,7 @@
 #include "agent/guard.h"
 #include "agent/heap.h"
 #include "agent/log.h"
+#include "agent/next_symbol.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -181,9 +182,9 @@ static const void *object_of(void *addr)
 
 /* The next definition of name, if it lives in the same object as the next
  * malloc; NULL otherwise. */
-static void *next_in(const char *name, const void *base)
+STARTUP static void *next_in(const char *name, const void *base)
 {
-    void *f = dlsym(RTLD_NEXT, name);
+    void *f = next_symbol(name);
     if (!f)
         return NULL;
     const void *in = object_of(f);
@@ -197,7 +198,7 @@ static int resolve_state; /* 0 not yet, 1 under way, 2 done */
 /* Resolves every real_* pointer once. Returns 0, or -EAGAIN when called
  * again from inside the resolution on the same thread (dlsym allocating):
  * the caller then serves the request from the bootstrap buffer. */
-static int resolve(void)
+STARTUP static int resolve(void)
 {
     if (__atomic_load_n(&resolve_state, __ATOMIC_ACQUIRE) == 2)
         return 0;
@@ -211,10 +212,10 @@ static int resolve(void)
         return 0;
     }
     heap_tls.resolving = 1;
-    void *m = dlsym(RTLD_NEXT, "malloc");
-    void *f = dlsym(RTLD_NEXT, "free");
-    void *c = dlsym(RTLD_NEXT, "calloc");
-    void *r = dlsym(RTLD_NEXT, "realloc");
+    void *m = next_symbol("malloc");
+    void *f = next_symbol("free");
+    void *c = next_symbol("calloc");
+    void *r = next_symbol("realloc");
     const void *base = m ? object_of(m) : NULL;
     void *pm = next_in("posix_memalign", base);
     void *aa = next_in("aligned_alloc", base);
@@ -361,7 +362,7 @@ static inline __attribute__((always_inline)) int filter_maybe(const void *p)
 #if defined(__x86_64__)
     __asm__ goto("cmpb $0, %0\n\t"
                  "jne %l[maybe]"
-                 : : "m"(heap_filter[heap_filter_index(p)]) : "cc" : maybe);
+                 : : "m"(heap_filter_read[heap_filter_index(p)]) : "cc" : maybe);
     return 0;
 maybe:
     return 1;
@@ -583,7 +584,7 @@ EXPORT size_t malloc_usable_size(void *p)
     return real_usable_size(p);
 }
 
-void heap_init(void)
+STARTUP void heap_init(void)
 {
     malloc_hooks_init();
     if (!opt_enable || opt_heap_rate == 0) {

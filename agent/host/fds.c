@@ -28,10 +28,10 @@
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/log.h"
+#include "agent/next_symbol.h"
 #include "agent/objects.h"
 #include "agent/trace.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -96,18 +96,18 @@ static int (*real_shutdown)(int, int);
  * system calls themselves. */
 __attribute__((constructor(102))) static void fds_resolve(void)
 {
-    real_close = dlsym(RTLD_NEXT, "close");
-    real_close_range = dlsym(RTLD_NEXT, "close_range");
-    real_closefrom = dlsym(RTLD_NEXT, "closefrom");
-    real_dup2 = dlsym(RTLD_NEXT, "dup2");
-    real_dup3 = dlsym(RTLD_NEXT, "dup3");
-    real_pipe2 = dlsym(RTLD_NEXT, "pipe2");
-    real_socket = dlsym(RTLD_NEXT, "socket");
-    real_accept = dlsym(RTLD_NEXT, "accept");
-    real_accept4 = dlsym(RTLD_NEXT, "accept4");
-    real_recv = dlsym(RTLD_NEXT, "recv");
-    real_send = dlsym(RTLD_NEXT, "send");
-    real_shutdown = dlsym(RTLD_NEXT, "shutdown");
+    real_close = next_symbol("close");
+    real_close_range = next_symbol("close_range");
+    real_closefrom = next_symbol("closefrom");
+    real_dup2 = next_symbol("dup2");
+    real_dup3 = next_symbol("dup3");
+    real_pipe2 = next_symbol("pipe2");
+    real_socket = next_symbol("socket");
+    real_accept = next_symbol("accept");
+    real_accept4 = next_symbol("accept4");
+    real_recv = next_symbol("recv");
+    real_send = next_symbol("send");
+    real_shutdown = next_symbol("shutdown");
     owner_pid = (int)getpid();
 }
 

@@ -25,8 +25,8 @@ static char started[PATH_MAX];
 __attribute__((constructor(101))) static void program_copy(void)
 {
     const char *fn = (const char *)getauxval(AT_EXECFN);
-    if (fn)
-        strncpy(started, fn, sizeof started - 1);
+    if (fn) /* as far as the name goes: no page of padding touched */
+        memcpy(started, fn, strnlen(fn, sizeof started - 1));
 }
 
 const char *program_name(void)

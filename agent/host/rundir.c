@@ -29,6 +29,7 @@
  * handler (system calls only there); publish and list on the agent's
  * threads; rundir_remove() in the exit path. Nothing here takes a lock.
  */
+#include "agent/compiler.h"
 #include "agent/ops.h"
 
 #include "agent/config.h"
@@ -316,9 +317,9 @@ static void parent_family(char *out, size_t size)
         log_snprintf(out, size, "%s", e.family);
 }
 
-int rundir_env_from_ancestor(void)
+STARTUP int rundir_env_from_ancestor(void)
 {
-    const char *s = getenv("PPROF_FAMILY");
+    const char *s = config_env("PPROF_FAMILY");
     /* Only an id the agent made ("pid.starttime"): a family of the
      * operator's own names no process, and every process started with it
      * is one started by hand; a bad value starts a family, with a line. */

@@ -29,11 +29,11 @@
  * straight to the C library). Never in the agent's own signal handlers.
  */
 #include "agent/compiler.h"
+#include "agent/next_symbol.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/spinlock.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -54,7 +54,7 @@ __attribute__((constructor(101))) static void sigmask_resolve(void)
 {
     if (!real_pthread_sigmask)
         real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
-            dlsym(RTLD_NEXT, "pthread_sigmask");
+            next_symbol("pthread_sigmask");
 }
 
 int sigmask_real(int how, const sigset_t *set, sigset_t *old)

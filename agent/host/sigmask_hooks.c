@@ -23,12 +23,12 @@
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
+#include "agent/next_symbol.h"
 #include "agent/sigmask.h"
 #include "agent/spinlock.h"
 #include "agent/threads.h"
 #include "agent/wall.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -46,7 +46,7 @@ static long sigmask_discarded;
 __attribute__((constructor(101))) static void resolve(void)
 {
     if (!real_sigprocmask)
-        real_sigprocmask = (mask_fn)dlsym(RTLD_NEXT, "sigprocmask");
+        real_sigprocmask = (mask_fn)next_symbol("sigprocmask");
 }
 
 /* 1 when si is one of the agent's own signals: a CPU or wall timer's

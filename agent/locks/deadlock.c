@@ -32,6 +32,7 @@
 #include "agent/contention.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
+#include "agent/next_symbol.h"
 #include "agent/objects.h"
 #include "agent/own_memory.h"
 #include "agent/phdr_cache.h"
@@ -39,7 +40,6 @@
 #include "agent/stack.h"
 #include "agent/threads.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -459,7 +459,7 @@ static void look_prepare(void)
         }
     }
     if (!libc_hi) {
-        void *f = dlsym(RTLD_NEXT, "pthread_mutex_lock");
+        void *f = next_symbol("pthread_mutex_lock");
         if (!f || object_range_of(f, &libc_lo, &libc_hi) != 0)
             libc_lo = libc_hi = 1;
     }

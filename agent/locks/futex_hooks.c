@@ -31,9 +31,9 @@
 #include "agent/contention.h"
 #include "agent/deadlock.h"
 #include "agent/guard.h"
+#include "agent/next_symbol.h"
 #include "agent/trace.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -79,7 +79,7 @@ static long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5,
     }
     return r;
 #else
-    syscall_fn fn = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+    syscall_fn fn = (syscall_fn)next_symbol("syscall");
     if (!fn) {
         errno = ENOSYS;
         return -1;
@@ -120,12 +120,12 @@ static long stub_syscall(long nr, ...)
     return raw_syscall(nr, ARGS6(x));
 }
 
-void futex_hooks_init(void)
+STARTUP void futex_hooks_init(void)
 {
     if (real_syscall != stub_syscall)
         return;
     guard_enter();
-    syscall_fn fn = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+    syscall_fn fn = (syscall_fn)next_symbol("syscall");
     if (fn)
         __atomic_store_n(&real_syscall, fn, __ATOMIC_RELEASE);
     guard_leave();

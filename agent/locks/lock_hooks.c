@@ -31,6 +31,7 @@
 #include "agent/contention.h"
 #include "agent/deadlock.h"
 #include "agent/guard.h"
+#include "agent/next_symbol.h"
 #include "agent/trace.h"
 
 #include <dlfcn.h>
@@ -87,7 +88,7 @@ static sem_timed_fn real_sem_timedwait;
 
 static void *next(const char *name)
 {
-    return dlsym(RTLD_NEXT, name);
+    return next_symbol(name);
 }
 
 void lock_hooks_init(void)

@@ -23,9 +23,9 @@
 #include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/guard.h"
+#include "agent/next_symbol.h"
 #include "agent/trace.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <semaphore.h>
 #include <time.h>
@@ -75,7 +75,7 @@ static int resolved;
 
 static void *next(const char *name)
 {
-    return dlsym(RTLD_NEXT, name);
+    return next_symbol(name);
 }
 
 void wait_hooks_init(void)

@@ -27,6 +27,7 @@
 #include "agent/cfi.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
+#include "agent/next_symbol.h"
 #include "agent/objects.h"
 #include "agent/phdr_cache.h"
 
@@ -38,15 +39,15 @@ extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
                                    void *); /* phdr_cache.c */
 static int (*real_dlclose)(void *);
 
-static void resolve(void)
+STARTUP static void resolve(void)
 {
     if (!real_dl_iterate_phdr)
-        real_dl_iterate_phdr = dlsym(RTLD_NEXT, "dl_iterate_phdr");
+        real_dl_iterate_phdr = next_symbol("dl_iterate_phdr");
     if (!real_dlclose)
-        real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+        real_dlclose = next_symbol("dlclose");
     if (!agent_find_object)
-        agent_find_object = (int (*)(void *, struct dl_find_object *))dlsym(
-            RTLD_DEFAULT, "_dl_find_object");
+        agent_find_object = (int (*)(void *, struct dl_find_object *))
+            next_symbol("_dl_find_object");
 }
 
 __attribute__((constructor(101))) static void phdr_hooks_init(void)

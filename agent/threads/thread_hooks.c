@@ -15,6 +15,7 @@
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/next_symbol.h"
 #include "agent/own_memory.h"
 #include "agent/stack.h"
 #include "agent/stack_table.h"
@@ -22,7 +23,6 @@
 #include "agent/trace.h"
 #include "agent/wall.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +86,7 @@ static void record_give(struct start_record *r)
 void thread_hooks_init(void)
 {
     if (!real_pthread_create)
-        real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+        real_pthread_create = next_symbol("pthread_create");
 }
 
 /* Runs when a host thread ends, by return or pthread_exit/cancel. */

@@ -25,8 +25,8 @@
 #include "agent/trace.h"
 
 #include "agent/compiler.h"
+#include "agent/next_symbol.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -131,7 +131,7 @@ TRACE_HOOKS(DECLARE)
 
 #define RESOLVE(ret, name, params, args, kind, obj)                            \
     do {                                                                       \
-        void *p_ = dlsym(RTLD_NEXT, #name);                                    \
+        void *p_ = next_symbol(#name);                                         \
         if (p_)                                                                \
             __atomic_store_n((void **)&real_##name, p_, __ATOMIC_RELEASE);     \
     } while (0);
@@ -148,18 +148,33 @@ static void trace_hooks_route(int on)
     TRACE_HOOKS(ROUTE)
 }
 
-static void resolve(void)
+static int resolved;
+
+/* Every real function at once, then the routes as the trace stands.
+ * Async-signal-safe (next_symbol answers the C library's names from its
+ * hash tables): a stub may run first in a signal handler. */
+STARTUP static void resolve(void)
 {
     TRACE_HOOKS(RESOLVE)
     if (!real_setname)
-        real_setname = dlsym(RTLD_NEXT, "pthread_setname_np");
+        real_setname = next_symbol("pthread_setname_np");
+    __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
     trace_hooks_route(__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE));
 }
 
+static void trace_hooks_switch(int on)
+{
+    if (!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
+        resolve();
+    trace_hooks_route(on);
+}
+
+/* Nothing is looked up here: the first call of any hook resolves them
+ * all (its stub), or the start of a trace does, so a process that calls
+ * none of them (most short-lived ones) looks up none. */
 __attribute__((constructor(103))) static void trace_hooks_init(void)
 {
-    resolve();
-    trace_route = trace_hooks_route;
+    trace_route = trace_hooks_switch;
 }
 
 /* ---- what a descriptor is ------------------------------------------------ */

@@ -30,6 +30,7 @@ for o in agent/cpu/cpu_signal agent/threads/threads_signal agent/stacks/stack_si
     no_plt "$o"
 done
 no_plt agent/core/log # log_msg
+no_plt agent/core/next_symbol # an interposer's first call, in a host's handler
 # The agent binds lazily: no call of the C library from these files may go
 # through a PLT stub (the first call would run the loader's resolver in the
 # handler). -fno-plt (Makefile SIGNAL_OBJS) makes them GOT calls, bound at
