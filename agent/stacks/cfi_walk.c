@@ -509,6 +509,7 @@ struct walk_args {
     int fp_ok; /* r.fp is known */
     int scan;  /* find_record may look for a frame record where it is not */
     int sites; /* write call sites (a return address minus one) */
+    int trial; /* find_record's trial: a zero return address is no end */
     uintptr_t *pcs;
     int n, max; /* addresses written, room */
     int full;   /* out: the walk stopped at max */
@@ -728,8 +729,12 @@ step_frame(struct walk_args *w, struct walk_step *s)
         return how;
     if (cfa <= sp || !peek(w->b, cfa + CFI_RA_AT_CFA, &ra))
         return STEP_STOP;
+    /* A zero return address ends a stack that has no table for its
+     * outermost frame; in a trial it is more often a stale record's
+     * chain running into a zeroed word (threads_blocked, 1 run in 36:
+     * main -> a stale dlsym frame -> 0, taken over main's own record). */
     if (ra == 0)
-        return STEP_END;
+        return w->trial ? STEP_STOP : STEP_END;
     if (!caller_fp(w, row, cfa, sp, &fp))
         return STEP_STOP;
     w->r.pc = ra;
@@ -789,8 +794,8 @@ general_walk(struct walk_args *w)
  * the first frame the cache does not step. */
 static inline __attribute__((always_inline)) STACK_READER PPROF_SIGNAL_SAFE int
 walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan, int sites,
-     int copy, const struct bounds *b, uintptr_t *pcs, int max, int *full,
-     int *clean)
+     int copy, int trial, const struct bounds *b, uintptr_t *pcs, int max,
+     int *full, int *clean)
 {
     struct cfi_regs r = *regs;
     int n = 0;
@@ -810,7 +815,7 @@ walk(const struct cfi_regs *regs, int exact, int fp_ok, int scan, int sites,
     else {
         struct walk_args w = {.regs = &r, .b = b, .set = set, .exact = exact,
                               .fp_ok = fp_ok, .scan = scan, .sites = sites,
-                              .pcs = pcs, .n = n, .max = max};
+                              .trial = trial, .pcs = pcs, .n = n, .max = max};
         n = general_walk(&w);
         *full = w.full;
         *clean = w.clean;
@@ -826,7 +831,7 @@ trial_walk(const struct cfi_regs *regs, const struct bounds *b)
 {
     uintptr_t pcs[THREADS_TRIAL_MAX];
     int full, clean;
-    walk(regs, 0, 1, 0, 0, 1, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
+    walk(regs, 0, 1, 0, 0, 1, 1, b, pcs, THREADS_TRIAL_MAX, &full, &clean);
     return full || clean;
 }
 
@@ -836,7 +841,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk(const struct cfi_regs *regs, int exa
 {
     struct bounds b = make_bounds(stack_lo, stack_hi, 0);
     int clean;
-    return walk(regs, exact, 1, 0, 0, 0, &b, pcs, max, full, &clean);
+    return walk(regs, exact, 1, 0, 0, 0, 0, &b, pcs, max, full, &clean);
 }
 
 STACK_READER PPROF_SIGNAL_SAFE int
@@ -845,7 +850,7 @@ cfi_walk_sites(const struct cfi_regs *regs, int exact, uintptr_t stack_lo,
 {
     struct bounds b = make_bounds(stack_lo, stack_hi, 0);
     int clean;
-    return walk(regs, exact, 1, 0, 1, 0, &b, pcs, max, full, &clean);
+    return walk(regs, exact, 1, 0, 1, 0, 0, &b, pcs, max, full, &clean);
 }
 
 STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
@@ -858,7 +863,7 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
     struct bounds b = make_bounds(stack_lo, stack_hi,
                                   (uintptr_t)copy - stack_lo);
     int clean;
-    return walk(regs, 1, 0, 1, 0, 1, &b, pcs, max, full, &clean);
+    return walk(regs, 1, 0, 1, 0, 1, 0, &b, pcs, max, full, &clean);
 }
 
 /* The registers of the caller of the function whose frame record is
