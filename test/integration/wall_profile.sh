@@ -34,6 +34,10 @@ sigcgt() { awk '/^SigCgt:/ {print $2}' "/proc/$PID/status"; }
 cgt0=$(sigcgt)
 measured() { host_figures wall compute; } # "compute nap epoll lock eintr", ns
 set -- $(measured); c0=$1 n0=$2 e0=$3 l0=$4 cc0=$6
+# The machine's CPU time over the profile, for the time a hypervisor stole
+# (below).
+cpu_times() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $9}' /proc/stat; }
+set -- $(cpu_times); busy0=$1 steal0=$2
 fetch "debug/pprof/wall?seconds=16" > "$WORK/wall.pb.gz" &
 W=$!
 sleep 3
@@ -42,6 +46,7 @@ cpu_busy=$(curl -s -w ' %{http_code}' --max-time 60 "http://$ADDR/debug/pprof/pr
 busy=$(curl -s -w ' %{http_code}' --max-time 60 "http://$ADDR/debug/pprof/wall?seconds=1")
 wait "$W"
 set -- $(measured); c1=$1 n1=$2 e1=$3 l1=$4 eintr=$5 cc1=$6
+set -- $(cpu_times); busy1=$1 steal1=$2
 expect_contains "$busy" "wall profiling already in use
  500" "a second wall profile"
 # The wall profile runs on a thread of its own, so the CPU profile request
@@ -78,16 +83,27 @@ BEGIN {
 }' || fail "a function's share differs by more than 3 points from the measured one"
 # Running is the time on a CPU: compute's running share against the CPU
 # time the cyclers measured in it (less than its wall time when other work
-# takes the CPUs), whatever the looks' own timing.
+# takes the CPUs), whatever the looks' own timing. On a virtual machine the
+# host may take a CPU from a running thread: the guest still shows it
+# running, but its CPU clock does not count that time (steal, in
+# /proc/stat). A share s of the guest's busy time stolen makes a thread
+# that measured m appear running for about m * s / (1 - s) more: the 3
+# points allow that much more. Three runs one after another here: 24.6%
+# of the busy time stolen, 21.7% measured on a CPU against 24.2% running;
+# 5.8%, 26.9% against 26.2%; 6.7%, 26.2% against 26.0% (earlier runs of
+# the hour failed by 5 to 7.5 points with the 3 alone).
 runtop=$(pprof -top -cum -unit=ms -sample_index=wall -tagfocus=state=running "$WORK/wall.pb.gz")
 prun=$(top_cum "$runtop" compute)
 awk -v cc="$((cc1 - cc0))" -v t="$((c1 - c0 + n1 - n0 + e1 - e0 + l1 - l0))" \
-    -v c="$((c1 - c0))" -v pr="${prun:-0}" -v pt="$pt" -v pc="$pc" '
+    -v c="$((c1 - c0))" -v pr="${prun:-0}" -v pt="$pt" -v pc="$pc" \
+    -v busy="$((busy1 - busy0))" -v steal="$((steal1 - steal0))" '
 BEGIN {
-    m = cc / t * 100; p = pr / pt * 100; d = m - p; if (d < 0) d = -d
-    printf "# compute on a CPU: measured %.1f%% (of %.1f%% in compute), running %.1f%% (of %.1f%%) (%.1f points)\n", m, c / t * 100, p, pc / pt * 100, d
-    exit d > 3
-}' || fail "compute's running share differs by more than 3 points from its measured CPU time"
+    m = cc / t * 100; p = pr / pt * 100; d = p - m
+    s = busy + steal > 0 ? steal / (busy + steal) : 0
+    allow = 3 + (s < 0.5 ? m * s / (1 - s) : 100)
+    printf "# compute on a CPU: measured %.1f%% (of %.1f%% in compute), running %.1f%% (of %.1f%%) (%.1f points; %.1f%% of the busy CPU time stolen: allowed %.1f)\n", m, c / t * 100, p, pc / pt * 100, d, s * 100, allow
+    exit d > allow || -d > 3
+}' || fail "compute's running share differs from its measured CPU time by more than allowed"
 note "EINTR seen by the program: $eintr"
 [ "$eintr" = 0 ] || fail "the program saw $eintr EINTR"
 comment=$(profile_note wall)
