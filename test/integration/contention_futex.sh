@@ -25,13 +25,6 @@ total_ms() {
     printf '%s\n' "$1" | sed -n 's/.* of \([0-9.]*\)ms total.*/\1/p' | head -n 1
 }
 
-# within PERCENT GOT WANT WHAT
-within() {
-    awk -v p="$1" -v g="$2" -v w="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && w > 0 && d <= w * p / 100) }' \
-        || fail "$4: ${2:-nothing} ms, measured $3 ms (more than $1% apart)"
-    note "$4: $2 ms, measured $3 ms"
-}
-
 # at_least PERCENT PART TOTAL WHAT
 at_least() {
     awk -v p="$1" -v a="$2" -v t="$3" 'BEGIN { exit !(a != "" && t > 0 && a >= t * p / 100) }' \

@@ -16,17 +16,6 @@ wait_done() { # NAME
 }
 
 # flat_ms TOP_OUTPUT FUNCTION: the flat value (ms) of FUNCTION in -top -unit=ms.
-flat_ms() {
-    printf '%s\n' "$1" | awk -v f="$2" '$NF == f { v = $1; sub(/ms$/, "", v); print v; exit }'
-}
-
-# within PERCENT GOT WANT WHAT
-within() {
-    awk -v p="$1" -v g="$2" -v w="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && w > 0 && d <= w * p / 100) }' \
-        || fail "$4: $2 ms, measured $3 ms (more than $1% apart)"
-    note "$4: $2 ms, measured $3 ms"
-}
-
 PPROF_MUTEX_FRACTION=1 start_agent exact "$prog" 40
 wait_done exact
 measured_ms=$(sed -n 's/^mutex_wait_ns=//p' "$WORK/exact.out" | awk '{ printf "%.2f", $1 / 1e6 }')

@@ -158,6 +158,31 @@ top_cum() {
     printf '%s\n' "$1" | awk -v f="$2" '$NF == f {v = $4; sub(/[a-z]+$/, "", v); print v + 0; exit}'
 }
 
+# flat_ms TOP FUNCTION: the flat column of FUNCTION's row in `pprof -top
+# -unit=ms` output TOP, without its unit.
+flat_ms() {
+    printf '%s\n' "$1" | awk -v f="$2" '$NF == f { v = $1; sub(/ms$/, "", v); print v; exit }'
+}
+
+# within PERCENT GOT WANT WHAT: GOT (ms, from a profile) is within PERCENT
+# of WANT (ms, what the program measured of itself), or the test fails.
+within() {
+    awk -v p="$1" -v g="$2" -v w="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && w > 0 && d <= w * p / 100) }' ||
+        fail "$4: ${2:-nothing} ms in the profile, the program measured $3 ms (more than $1% apart)"
+    note "$4: $2 ms in the profile, the program measured $3 ms"
+}
+
+# trace_ui TRACE: serves TRACE with go tool trace -http; sets url, and ui
+# to its pid.
+trace_ui() {
+    "$GO" tool trace -http=127.0.0.1:0 "$1" >"$WORK/ui.log" 2>&1 &
+    ui=$!
+    PIDS="$PIDS $ui"
+    for i in $(seq 600); do grep -q 'listening on' "$WORK/ui.log" && break; sleep 0.1; done
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/ui.log")
+    [ -n "$url" ] || { cat "$WORK/ui.log"; fail "go tool trace did not serve"; }
+}
+
 # profile_seconds FILE: the profile's duration in seconds.
 profile_seconds() {
     pprof -raw "$1" | sed -n 's/^Duration: \([0-9.]*\).*/\1/p' | head -n 1

@@ -48,14 +48,6 @@ measured() {
     awk -v k="$1" -v a="$w0" -v b="$w1" '/^done/ { d++ } d == 1 && $1 == "wait" && $2 == k && $3 >= a && $4 <= b { s += $4 - $3 }
         END { printf "%.2f", s / 1e6 }' "$WORK/flight.out"
 }
-flat_ms() {
-    printf '%s\n' "$1" | awk -v f="$2" '$NF == f { v = $1; sub(/ms$/, "", v); print v; exit }'
-}
-within() {
-    awk -v p="$1" -v g="$2" -v w="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && w > 0 && d <= w * p / 100) }' ||
-        fail "$4: ${2:-nothing} ms in the trace, the program measured $3 ms (more than $1% apart)"
-    note "$4: $2 ms in the trace, the program measured $3 ms"
-}
 for case in sync:lock:lock_waiter syscall:pipe:pipe_reader net:sock:sock_reader; do
     kind=${case%%:*}; rest=${case#*:}; what=${rest%%:*}; fn=${rest#*:}
     "$GO" tool trace -pprof="$kind" "$WORK/trace" >"$WORK/$kind.pb" 2>"$WORK/$kind.err" ||

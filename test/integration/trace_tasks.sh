@@ -42,12 +42,7 @@ grep -q 'Running->NotExist' "$WORK/parsed" || fail "no thread ends in the trace"
 grep -E "^M=[0-9]+ .* GoID=$PID Waiting->Runnable" "$WORK/parsed" | grep -vq "^M=$PID " ||
     fail "no join of the main thread is unblocked from the joined thread"
 
-"$GO" tool trace -http=127.0.0.1:0 "$WORK/trace" >"$WORK/ui.log" 2>&1 &
-ui=$!
-PIDS="$PIDS $ui"
-for i in $(seq 600); do grep -q 'listening on' "$WORK/ui.log" && break; sleep 0.1; done
-url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/ui.log")
-[ -n "$url" ] || { cat "$WORK/ui.log"; fail "go tool trace did not serve"; }
+trace_ui "$WORK/trace"
 expect_not_contains "$(cat "$WORK/ui.log")" "Encountered error"
 expect_contains "$(curl -s "$url/usertasks")" "request"
 expect_contains "$(curl -s "$url/usertasks")" "handoff"

@@ -42,16 +42,6 @@ measured() {
     awk -v k="$1" -v a="$w0" -v b="$w1" '$1 == "wait" && $2 == k && $3 >= a && $4 <= b { s += $4 - $3 }
         END { printf "%.2f", s / 1e6 }' "$WORK/truth.out"
 }
-# flat_ms TOP FUNCTION: FUNCTION's flat value (ms) in -top -unit=ms output.
-flat_ms() {
-    printf '%s\n' "$1" | awk -v f="$2" '$NF == f { v = $1; sub(/ms$/, "", v); print v; exit }'
-}
-within() { # PERCENT GOT WANT WHAT
-    awk -v p="$1" -v g="$2" -v w="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && w > 0 && d <= w * p / 100) }' ||
-        fail "$4: ${2:-nothing} ms in the trace, the program measured $3 ms (more than $1% apart)"
-    note "$4: $2 ms in the trace, the program measured $3 ms"
-}
-
 for case in sync:lock:lock_waiter syscall:pipe:pipe_reader net:sock:sock_reader; do
     kind=${case%%:*}; rest=${case#*:}; what=${rest%%:*}; fn=${rest#*:}
     "$GO" tool trace -pprof="$kind" "$WORK/trace" >"$WORK/$kind.pb" 2>"$WORK/$kind.err" ||
@@ -82,12 +72,7 @@ grep -A3 "G=$burner StackSample" "$WORK/parsed" | grep -q burn_cpu ||
 note "CPU samples of the burner: $(grep -c "G=$burner StackSample" "$WORK/parsed")"
 
 # Every view of go tool trace answers, and it warns of nothing.
-"$GO" tool trace -http=127.0.0.1:0 "$WORK/trace" >"$WORK/ui.log" 2>&1 &
-ui=$!
-PIDS="$PIDS $ui"
-for i in $(seq 600); do grep -q 'listening on' "$WORK/ui.log" && break; sleep 0.1; done
-url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/ui.log")
-[ -n "$url" ] || { cat "$WORK/ui.log"; fail "go tool trace did not serve"; }
+trace_ui "$WORK/trace"
 expect_not_contains "$(cat "$WORK/ui.log")" "Encountered error"
 for page in / /goroutines "/goroutine?name=lockwaiter" /io /block /syscall /sched \
     /usertasks /userregions "/jsontrace?view=proc" "/jsontrace?view=thread" /mmu; do
