@@ -24,17 +24,6 @@ start_agent jem env LD_PRELOAD="$AGENT:$JEMALLOC" "$HOST" 90
 JEM_ADDR=$ADDR; JEM_PID=$PID
 start_agent flame "$HOST" 90
 
-# browser ARGS... URL: headless Chromium, output on stdout.
-n_browser=0
-browser() {
-    n_browser=$((n_browser + 1))
-    timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking \
-        --disable-component-update --disable-sync --disable-dev-shm-usage \
-        --user-data-dir="$WORK/chrome-$n_browser" "$@" 2>"$WORK/chrome-$n_browser.err" \
-        || { tail -n 20 "$WORK/chrome-$n_browser.err" >&2; fail "chromium $*"; }
-}
-
 # svg NAME QUERY: fetches a flame graph to $WORK/NAME.svg, checks the status,
 # the content type and that it is well-formed XML.
 svg() {

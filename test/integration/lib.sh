@@ -183,6 +183,18 @@ trace_ui() {
     [ -n "$url" ] || { cat "$WORK/ui.log"; fail "go tool trace did not serve"; }
 }
 
+# browser ARGS... URL: headless Chromium (each run with a profile of its
+# own), what it prints (the DOM after its scripts, with --dump-dom) on stdout.
+n_browser=0
+browser() {
+    n_browser=$((n_browser + 1))
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking \
+        --disable-component-update --disable-sync --disable-dev-shm-usage \
+        --user-data-dir="$WORK/chrome-$n_browser" "$@" 2>"$WORK/chrome-$n_browser.err" \
+        || { tail -n 20 "$WORK/chrome-$n_browser.err" >&2; fail "chromium $*"; }
+}
+
 # profile_seconds FILE: the profile's duration in seconds.
 profile_seconds() {
     pprof -raw "$1" | sed -n 's/^Duration: \([0-9.]*\).*/\1/p' | head -n 1

@@ -13,16 +13,6 @@
 . "$TOP/test/integration/lib.sh"
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/install-deps)"
 
-n_browser=0
-browser() { # ARGS... URL: headless Chromium, the DOM after its scripts on stdout
-    n_browser=$((n_browser + 1))
-    timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking \
-        --disable-component-update --disable-sync --disable-dev-shm-usage \
-        --user-data-dir="$WORK/chrome-$n_browser" "$@" 2>"$WORK/chrome-$n_browser.err" \
-        || { tail -n 20 "$WORK/chrome-$n_browser.err" >&2; fail "chromium $*"; }
-}
-
 export PPROF_HEAP_RATE=4096
 start_agent py /usr/bin/python3 -c 'import time
 x = [bytearray(1000) for i in range(20000)]
