@@ -183,14 +183,13 @@ STARTUP static void *fast_next(const char *name)
         return NULL;
     uint32_t h = gnu_hash(name);
     void *addr = NULL;
-    const struct link_map *l = self_map();
-    int i = 0;
-    if (n >= 0) /* the cached objects first, then the rest as below */
-        for (; i < n; i++, l = cached[i - 1].map)
-            switch (look_in(cached[i].map, &cached[i].t, name, h, &addr)) {
-            case FOUND: return addr;
-            case ASK_DLSYM: return NULL;
-            }
+    for (int i = 0; i < n; i++)
+        switch (look_in(cached[i].map, &cached[i].t, name, h, &addr)) {
+        case FOUND: return addr;
+        case ASK_DLSYM: return NULL;
+        }
+    /* Then those not cached (or all, while the cache is being read). */
+    const struct link_map *l = n > 0 ? cached[n - 1].map : self_map();
     for (l = l ? l->l_next : NULL; l; l = l->l_next) {
         struct object_tables t;
         if (tables_of(l, &t) != 0)
@@ -210,19 +209,10 @@ STARTUP static int preloaded(void)
 {
     static int answer = -1;
     int a = __atomic_load_n(&answer, __ATOMIC_RELAXED);
-    if (a >= 0)
-        return a;
-    const struct link_map *self = self_map();
-    uint32_t h = gnu_hash("__libc_start_main");
-    a = 0;
-    for (const struct link_map *l = self ? self->l_next : NULL; l && !a;
-         l = l->l_next) {
-        struct object_tables t;
-        const ElfW(Sym) *sym;
-        a = tables_of(l, &t) == 0 &&
-            pick(&t, "__libc_start_main", h, &sym) == FOUND;
+    if (a < 0) {
+        a = fast_next("__libc_start_main") != NULL;
+        __atomic_store_n(&answer, a, __ATOMIC_RELAXED);
     }
-    __atomic_store_n(&answer, a, __ATOMIC_RELAXED);
     return a;
 }
 
