@@ -57,7 +57,9 @@ LIBS_AGENT := -l:libiberty.a -ldl \
 # Unit tests take Debian's civetweb library; the agent compiles civetweb.c
 # from Debian's source package with IPv6, which that library lacks
 # (scripts/civetweb-source fetches it once per build tree). No TLS, CGI or
-# file serving: the agent serves its own handler only.
+# file serving: the agent serves its own handler only. Its Date header is
+# formatted with the agent's gmtime_r (agent/core/clock.c), not the C
+# library's, whose time zone lock a fork child would inherit held.
 LIBS_UNIT := -lcivetweb $(LIBS_AGENT) -lz -llzma -ldw -lelf -lm
 CIVETWEB_SRC ?= $(BUILD)/civetweb-src
 CIVETWEB_OBJ := $(BUILD)/civetweb/civetweb.o
@@ -70,6 +72,7 @@ endif
 CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fvisibility=hidden -ftls-model=initial-exec -D_GNU_SOURCE -pthread \
         -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
+        -DREENTRANT_TIME -Dgmtime_r=clock_gmtime_r \
         -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
 SRCS := $(wildcard agent/*.c agent/*/*.c encoder/*.c http/*.c process/*.c)

@@ -9,13 +9,16 @@
  *   forking thread's cached thread id is forgotten before any child step
  *   (or a child handler registered later, whose malloc enters the agent)
  *   takes a spinlock, which records its owner's id.
- * - prepare: the shell first (it notes the forking pid, takes no lock),
+ * - prepare: the fork gate first (loader.c: the agent's calls that take
+ *   the C library's locks fork does not reset leave, and no new one
+ *   starts; nothing of the agent's is held while it waits), then the shell
+ *   (it notes the forking pid, takes no lock),
  *   then the heap table's shard locks (after waiting for samplers in
  *   flight), then the CPU and the wall profilers block their signals last,
  *   so no timer signal interrupts the fork itself (clone() would restart
  *   for ever).
- * - parent undoes prepare in reverse: the signal mask, then the locks.
- * - child: the thread id, then the signal-mask watchers (sigmask), the CPU
+ * - parent undoes prepare in reverse: the signal mask, the locks, the gate.
+ * - child: the thread id, the fork gate, the signal-mask watchers (sigmask), the CPU
  *   and wall profile states, the heap locks; then the registries the parent's other
  *   threads may have been using: descriptors (fds), the symbolizer's lock,
  *   a threads dump in flight; then the shell (dumper, server, and a flag
@@ -47,6 +50,7 @@
 #include "agent/fds.h"
 #include "agent/guard.h"
 #include "agent/heap.h"
+#include "agent/loader.h"
 #include "agent/next_symbol.h"
 #include "agent/phdr_cache.h"
 #include "agent/sigmask.h"
@@ -70,6 +74,7 @@ static void fork_prepare(void)
 {
     if (!modules_on)
         return;
+    loader_fork_prepare();
     if (shell_prepare)
         shell_prepare();
     if (heap_buckets)
@@ -86,6 +91,7 @@ static void fork_parent(void)
     cpu_timer_fork_parent();
     if (heap_buckets)
         heap_table_fork_parent();
+    loader_fork_parent();
 }
 
 static void fork_child(void)
@@ -93,6 +99,7 @@ static void fork_child(void)
     guard_fork_child();
     if (!modules_on)
         return;
+    loader_fork_child();
     sigmask_fork_child();
     cpu_timer_fork_child();
     wall_fork_child();

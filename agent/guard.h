@@ -18,6 +18,7 @@ struct agent_tls {
     int tid; /* this thread's id, 0 until spin_lock first needs it */
     int in_loader; /* > 0 inside the real dl_iterate_phdr (loader lock) */
     int phdr_busy; /* this thread's share of cpu_phdr_busy (phdr_cache.c) */
+    int gate_depth; /* this thread's nesting in the fork gate (loader.c) */
 };
 extern __thread struct agent_tls agent_tls
     __attribute__((tls_model("initial-exec")));

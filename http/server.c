@@ -29,6 +29,7 @@
 #include "agent/log.h"
 #include "http/http.h"
 #include "agent/symbols.h"
+#include "agent/loader.h"
 
 #include <arpa/inet.h>
 #include <civetweb.h>
@@ -235,7 +236,7 @@ static int fill_reserved(const char *addr, size_t len)
     ssize_t w = pwrite(fd, addr, len, 0);
     if (w != (ssize_t)len)
         log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
-                 strerror(w < 0 ? errno : EIO));
+                 log_errtext(w < 0 ? errno : EIO));
     close(fd);
     return 0;
 }
@@ -268,14 +269,14 @@ void server_write_port_file(int port)
     int fd = fds_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
-                 strerror(errno));
+                 log_errtext(errno));
         return;
     }
     ssize_t w = write(fd, addr, len);
     fds_close(fd);
     if (w != (ssize_t)len || rename(tmp, opt_port_file) != 0) {
         log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
-                 strerror(errno));
+                 log_errtext(errno));
         unlink(tmp);
     }
 }
@@ -326,7 +327,7 @@ static void bind_error(const char *civet_text, char *out, size_t size)
         close(fd);
     }
     log_snprintf(out, size, "%s",
-                 err ? strerror(err)
+                 err ? log_errtext(err)
                      : (civet_text[0] ? civet_text : "unknown error"));
 }
 
@@ -408,6 +409,10 @@ int server_start(const struct server_listen *how)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     /* civetweb's sockets are the agent's own (agent/host/fds.c). */
     fds_own_library((const void *)mg_start2);
+    /* civetweb resolves the listening address with getaddrinfo, whose
+     * locks a fork child would inherit held: inside the fork gate
+     * (agent/core/loader.c). */
+    loader_gate_enter();
     server_ctx = mg_start2(&init, &err);
     /* The address is taken (an exec'd child of a process under the agent,
      * a second instance): the caller may give another (port 0) to try. */
@@ -416,6 +421,7 @@ int server_start(const struct server_listen *how)
         bind_error(errtext, first_error, sizeof first_error);
     if (!server_ctx && how->fallback && how->fallback(how->addr, how->addr_size))
         server_ctx = mg_start2(&init, &err);
+    loader_gate_leave();
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (!server_ctx) {

@@ -23,6 +23,7 @@
 #include "agent/proc.h"
 #include "agent/spinlock.h"
 #include "agent/stack_table.h"
+#include "agent/loader.h"
 #include "encoder/encoder.h"
 
 #include <dlfcn.h>
@@ -160,7 +161,7 @@ static void put_mallctl(struct pbuf *b, mallctl_fn mallctl, const char *name,
  * writing the epoch first. */
 static int jemalloc_stats(struct pbuf *b)
 {
-    mallctl_fn mallctl = (mallctl_fn)dlsym(RTLD_DEFAULT, "mallctl");
+    mallctl_fn mallctl = (mallctl_fn)loader_sym(RTLD_DEFAULT, "mallctl");
     if (!mallctl)
         return 0;
     uint64_t epoch = 1;
@@ -182,7 +183,7 @@ typedef int (*tc_property_fn)(const char *, size_t *);
 /* gperftools' tcmalloc, through its C interface. */
 static int tcmalloc_stats(struct pbuf *b)
 {
-    tc_property_fn get = (tc_property_fn)dlsym(
+    tc_property_fn get = (tc_property_fn)loader_sym(
         RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
     if (!get)
         return 0;
@@ -210,7 +211,7 @@ typedef struct mallinfo2 (*mallinfo2_fn)(void);
  * still loads on an older one), which sums every arena. */
 static void glibc_stats(struct pbuf *b)
 {
-    mallinfo2_fn mi2 = (mallinfo2_fn)dlsym(RTLD_DEFAULT, "mallinfo2");
+    mallinfo2_fn mi2 = (mallinfo2_fn)loader_sym(RTLD_DEFAULT, "mallinfo2");
     if (!mi2) {
         pbuf_puts(b, "{\"name\": \"glibc\", \"error\": \"no mallinfo2\"}");
         return;
@@ -304,6 +305,10 @@ void handle_stats(struct request *r)
     /* Threads the last CPU profile could not see (they block its signal). */
     pbuf_printf(&b, "\"cpu_profile_threads_unseen\": %d, ",
                 cpu_profile_unseen());
+    /* Forks that went ahead while an agent call was still in the fork
+     * gate (it did not leave within 2 s): their children may inherit a
+     * loader lock held (agent/core/loader.c). */
+    pbuf_printf(&b, "\"forks_not_gated\": %lu, ", loader_fork_gave_up());
     pbuf_printf(&b, "\"heap_sampling_rate\": %ld, \"allocator\": ",
                 opt_heap_rate);
     put_allocator(&b);

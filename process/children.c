@@ -241,7 +241,7 @@ void children_after_fork(void)
     if (err)
         log_info("forked child %d: cannot start the agent's thread (%s); "
                  "this child is not profiled",
-                 (int)getpid(), strerror(-err));
+                 (int)getpid(), log_errtext(-err));
 }
 
 static void at_exit(void)

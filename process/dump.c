@@ -99,6 +99,12 @@ static void install_signal(void)
 
 /* ---- writing files --------------------------------------------------------- */
 
+static void two_digits(char *to, int v)
+{
+    to[0] = (char)('0' + v / 10 % 10);
+    to[1] = (char)('0' + v % 10);
+}
+
 /* "<dir>/<program>-<pid>-<YYYYmmddTHHMMSS.mmmZ>" into out. */
 static void file_stem(char *out, size_t size)
 {
@@ -107,10 +113,19 @@ static void file_stem(char *out, size_t size)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    /* The agent's formatter has no field widths: strftime pads. */
+    clock_gmtime_r(&ts.tv_sec, &tm);
+    /* The agent's formatter has no field widths: the digits are placed by
+     * hand (strftime would read the time zone under its lock). */
     char when[32];
-    strftime(when, sizeof when, "%Y%m%dT%H%M%S", &tm);
+    two_digits(when, (tm.tm_year + 1900) / 100);
+    two_digits(when + 2, (tm.tm_year + 1900) % 100);
+    two_digits(when + 4, tm.tm_mon + 1);
+    two_digits(when + 6, tm.tm_mday);
+    when[8] = 'T';
+    two_digits(when + 9, tm.tm_hour);
+    two_digits(when + 11, tm.tm_min);
+    two_digits(when + 13, tm.tm_sec);
+    when[15] = '\0';
     int ms = (int)(ts.tv_nsec / 1000000);
     log_snprintf(out, size, "%s/%s-%d-%s.%c%c%cZ", opt_dump_dir, program,
                  (int)getpid(), when, '0' + ms / 100, '0' + ms / 10 % 10,
@@ -159,7 +174,7 @@ static int save_as(const char *stem, const char *suffix, const struct pbuf *gz)
     log_snprintf(path, sizeof path, "%s%s", stem, suffix);
     int err = write_atomic(path, gz);
     if (err) {
-        log_info("cannot write %s: %s", path, strerror(-err));
+        log_info("cannot write %s: %s", path, log_errtext(-err));
         return 0;
     }
     log_debug("wrote %s (%zu bytes)", path, gz->len);
@@ -293,7 +308,7 @@ static int save_plain(const char *stem, const char *name,
     log_snprintf(path, sizeof path, "%s.%s", stem, name);
     int err = data->oom ? -ENOMEM : write_atomic(path, data);
     if (err) {
-        log_info("cannot write %s: %s", path, strerror(-err));
+        log_info("cannot write %s: %s", path, log_errtext(-err));
         return 0;
     }
     log_debug("wrote %s (%zu bytes)", path, data->len);
@@ -470,10 +485,10 @@ void dump_start(void)
     guard_enter();
     if (mkdir(opt_dump_dir, 0755) != 0 && errno != EEXIST)
         log_info("cannot create PPROF_DUMP_DIR %s: %s", opt_dump_dir,
-                 strerror(errno));
+                 log_errtext(errno));
     else if (access(opt_dump_dir, W_OK) != 0)
         log_info("PPROF_DUMP_DIR %s is not writable: %s", opt_dump_dir,
-                 strerror(errno));
+                 log_errtext(errno));
 
     cpu_agg = cpu_agg_new();
     int err = cpu_agg ? cpu_profile_start(opt_cpu_hz) : -ENOMEM;
@@ -484,7 +499,7 @@ void dump_start(void)
         log_info("PPROF_DUMP_DIR: no CPU profile of the run (%s)",
                  err == -EBUSY    ? "a CPU profile is already running"
                  : err == -EAGAIN ? "no free signal"
-                                  : strerror(-err));
+                                  : log_errtext(-err));
         cpu_agg_free(cpu_agg);
         cpu_agg = NULL;
     }
@@ -517,6 +532,6 @@ void dump_start(void)
     if (err)
         log_info("PPROF_DUMP_DIR: cannot start the dump thread (%s); "
                  "profiles are written at exit only",
-                 strerror(err));
+                 log_errtext(err));
     guard_leave();
 }

@@ -184,7 +184,7 @@ static void say(int ok, int err, const struct push_answer *a, int again)
     static int failing;
     char what[128];
     if (err)
-        log_snprintf(what, sizeof what, "%s", strerror(-err));
+        log_snprintf(what, sizeof what, "%s", log_errtext(-err));
     else
         log_snprintf(what, sizeof what, "HTTP %d %s", a->status, a->why);
     if (!ok)
@@ -303,7 +303,7 @@ void push_start(void)
         err = agent_thread_spawn(collector, NULL, NULL);
     if (err) {
         log_info("push: cannot start its threads (%s); push is off",
-                 strerror(-err));
+                 log_errtext(-err));
         started = 0; /* the sender, if it runs, waits for nothing */
         return;
     }

@@ -74,7 +74,7 @@ static void cpu_attach(void)
     if (err != -EBUSY && !said) {
         said = 1;
         log_info("push: no CPU profile (%s)",
-                 err == -EAGAIN ? "no free signal" : strerror(-err));
+                 err == -EAGAIN ? "no free signal" : log_errtext(-err));
     }
 }
 

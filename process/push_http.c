@@ -14,6 +14,7 @@
 
 #include "agent/fds.h"
 #include "agent/push.h"
+#include "agent/loader.h"
 #include "encoder/otlp.h"
 
 #include <errno.h>
@@ -60,7 +61,11 @@ static int dial(struct conn *c)
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;
+    /* Inside the fork gate: the resolver's locks are not reset in a fork
+     * child (agent/core/loader.c). */
+    loader_gate_enter();
     int gai = getaddrinfo(opt_push.host, opt_push.port, &hints, &res);
+    loader_gate_leave();
     if (gai != 0)
         return -EHOSTUNREACH;
     int err = -ECONNREFUSED;

@@ -15,6 +15,7 @@
 
 #include "agent/log.h"
 #include "agent/push.h"
+#include "agent/loader.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -68,14 +69,14 @@ struct push_tls {
 };
 
 #define SYM(field, name)                                                       \
-    ((ssl.field = (__typeof__(ssl.field))dlsym(h, name)) != NULL)
+    ((ssl.field = (__typeof__(ssl.field))loader_sym(h, name)) != NULL)
 
 static int load(void)
 {
     if (loaded)
         return loaded > 0 ? 0 : -ENOSYS;
     loaded = -1;
-    void *h = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
+    void *h = loader_open("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         log_info("push: %s is https:// but OpenSSL (libssl.so.3) cannot "
                  "be loaded: %s",

@@ -322,7 +322,7 @@ void start_resume(void)
     if (starter_state == STARTER_LEAVE && (err = spawn_starter()) != 0)
         log_debug("cannot start the agent's thread again (%s); profiling "
                   "endpoints are off in this process",
-                  strerror(-err));
+                  log_errtext(-err));
     pthread_mutex_unlock(&wait_lock);
     guard_leave();
 }

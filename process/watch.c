@@ -130,5 +130,5 @@ void watch_start(void)
     if (err)
         log_info("cannot start the watch thread (%s): no deadlock watch, no "
                  "memory-limit dumps",
-                 strerror(-err));
+                 log_errtext(-err));
 }

@@ -34,6 +34,7 @@
 
 #include "agent/log.h"
 #include "agent/spinlock.h"
+#include "agent/loader.h"
 
 #include <dlfcn.h>
 
@@ -49,13 +50,13 @@ static int failures_said;
  * with *why set. */
 static void *try_load(int mode, const char **why)
 {
-    void *h = dlopen(LIBS_SONAME, mode);
+    void *h = loader_open(LIBS_SONAME, mode);
     if (!h) {
         *why = dlerror();
         return NULL;
     }
 #define LIBS_RESOLVE(name)                                                 \
-    if (!(libs_fn.name = (__typeof__(libs_fn.name))dlsym(h, #name))) {     \
+    if (!(libs_fn.name = (__typeof__(libs_fn.name))loader_sym(h, #name))) {     \
         *why = "a function is missing: " #name;                           \
         return NULL;                                                       \
     }
@@ -71,8 +72,8 @@ static void load(void)
 {
     int mode = RTLD_NOW | RTLD_LOCAL;
     /* ASan and TSan abort on RTLD_DEEPBIND. */
-    if (!dlsym(RTLD_DEFAULT, "__asan_init") &&
-        !dlsym(RTLD_DEFAULT, "__tsan_init"))
+    if (!loader_sym(RTLD_DEFAULT, "__asan_init") &&
+        !loader_sym(RTLD_DEFAULT, "__tsan_init"))
         mode |= RTLD_DEEPBIND;
     const char *why = "";
     for (int i = 0; i < 4; i++) {

@@ -155,3 +155,15 @@ void log_msg(int level, const char *fmt, ...)
     (void)r;
     errno = saved;
 }
+
+/* glibc 2.32's; weak, so that a C library without it (musl, whose
+ * strerror takes no lock) still loads the agent. */
+extern const char *strerrordesc_np(int) __attribute__((weak));
+
+const char *log_errtext(int err)
+{
+    if (!strerrordesc_np)
+        return strerror(err);
+    const char *text = strerrordesc_np(err);
+    return text ? text : "Unknown error";
+}

@@ -17,6 +17,7 @@
 #include "agent/fmath.h"
 #include "agent/heap.h"
 #include "agent/own_memory.h"
+#include "agent/loader.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -117,7 +118,7 @@ static int64_t tc_prop(tc_property_fn get, const char *name)
 static void allocator_read(struct allocator_view *a)
 {
     memset(a, 0xff, sizeof *a); /* every figure -1: not given */
-    mallctl_fn mallctl = (mallctl_fn)dlsym(RTLD_DEFAULT, "mallctl");
+    mallctl_fn mallctl = (mallctl_fn)loader_sym(RTLD_DEFAULT, "mallctl");
     if (mallctl) {
         /* Writing the epoch refreshes jemalloc's statistics. */
         uint64_t epoch = 1;
@@ -132,7 +133,7 @@ static void allocator_read(struct allocator_view *a)
         a->metadata = ctl(mallctl, "stats.metadata");
         return;
     }
-    tc_property_fn get = (tc_property_fn)dlsym(
+    tc_property_fn get = (tc_property_fn)loader_sym(
         RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
     if (get) {
         a->name = "tcmalloc";
@@ -145,7 +146,7 @@ static void allocator_read(struct allocator_view *a)
         return;
     }
     a->name = "glibc";
-    mallinfo2_fn mi2 = (mallinfo2_fn)dlsym(RTLD_DEFAULT, "mallinfo2");
+    mallinfo2_fn mi2 = (mallinfo2_fn)loader_sym(RTLD_DEFAULT, "mallinfo2");
     if (!mi2)
         return;
     struct mallinfo2 m = mi2();

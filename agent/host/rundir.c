@@ -150,7 +150,7 @@ fail:;
                  opt_run_dir,
                  err == EPERM ? "not a folder of this user's that only it "
                                 "can write to"
-                              : strerror(err));
+                              : log_errtext(err));
     own_path[0] = '\0';
     return -err;
 }
@@ -253,7 +253,7 @@ int rundir_publish(const char *addr)
     int err = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
     if (err)
         log_info("cannot announce this process in %s: %s", own_path,
-                 strerror(-err));
+                 log_errtext(-err));
     /* A few files of processes that are gone (forked children that ended
      * before serving leave theirs) go with each announcement; a listing
      * removes the rest. Bounded: this runs in the host's constructor. */

@@ -24,6 +24,7 @@
 #include "agent/cfi.h"
 
 #include "agent/log.h"
+#include "agent/loader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -388,7 +389,7 @@ static int rebuild(void)
         f.to = map(found_bytes);
         if (!f.to)
             return -ENOMEM;
-        dl_iterate_phdr(collect, &f);
+        loader_iterate_phdr(collect, &f);
         if (f.needed <= f.cap)
             break;
     }
@@ -486,7 +487,7 @@ int cfi_tables_refresh(void)
     }
     __atomic_store_n(&cfi_tables_stale, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&deferred, 0, __ATOMIC_RELAXED);
-    dl_iterate_phdr(cfi_phdr_counters, v);
+    loader_iterate_phdr(cfi_phdr_counters, v);
     int ret;
     if (cfi_current && v[0] == seen_adds && v[1] == seen_subs) {
         ret = (int)cfi_current->n;
@@ -537,7 +538,7 @@ static int lookups_paid_for_build(void)
     size_t limit = __atomic_load_n(&frames_for_build, __ATOMIC_RELAXED);
     if (!limit) {
         size_t code = 0;
-        dl_iterate_phdr(add_code_bytes, &code);
+        loader_iterate_phdr(add_code_bytes, &code);
         limit = code >> 10 ? code >> 10 : 1;
         __atomic_store_n(&frames_for_build, limit, __ATOMIC_RELAXED);
     }

@@ -12,6 +12,7 @@
  */
 #include "agent/compiler.h"
 #include "agent/objects.h"
+#include "agent/loader.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -46,10 +47,10 @@ int object_range_of(const void *addr, uintptr_t *lo, uintptr_t *hi)
 {
     Dl_info info;
     *lo = *hi = 0;
-    if (!dladdr(addr, &info) || !info.dli_fbase)
+    if (!loader_addr(addr, &info) || !info.dli_fbase)
         return -1;
     struct range_query q = {(uintptr_t)info.dli_fbase, UINTPTR_MAX, 0};
-    dl_iterate_phdr(find_base, &q);
+    loader_iterate_phdr(find_base, &q);
     if (q.lo >= q.hi)
         return -1;
     *lo = q.lo;

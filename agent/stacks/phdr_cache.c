@@ -28,6 +28,7 @@
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
+#include "agent/loader.h"
 #include "agent/objects.h"
 #include "agent/spinlock.h"
 
@@ -63,9 +64,6 @@ static size_t cache_cap;
 static size_t cache_n;
 static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
 
-/* The real dl_iterate_phdr: phdr_hooks.c resolves it. */
-int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
-                            void *);
 
 static void wait_for_readers(void)
 {
@@ -134,7 +132,7 @@ static int rebuild(void)
         return -ENOSYS;
     for (int attempt = 0; attempt < 4; attempt++) {
         struct build b = {cache, cache_cap, 0, 0};
-        real_dl_iterate_phdr(copy_one, &b);
+        loader_iterate_phdr(copy_one, &b);
         if (b.needed <= cache_cap) {
             cache_n = b.n;
             return 0;
@@ -158,7 +156,7 @@ int phdr_cache_refresh(int force)
     unsigned long long v[2] = {0, 0};
     if (!real_dl_iterate_phdr)
         return -ENOSYS;
-    real_dl_iterate_phdr(cfi_phdr_counters, v);
+    loader_iterate_phdr(cfi_phdr_counters, v);
     if (!force && v[0] == seen_adds && v[1] == seen_subs)
         return 0;
     spin_lock(&writer_lock);

@@ -27,6 +27,7 @@
 #include "agent/cfi.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
+#include "agent/loader.h"
 #include "agent/next_symbol.h"
 #include "agent/objects.h"
 #include "agent/phdr_cache.h"
@@ -34,9 +35,6 @@
 #include <dlfcn.h>
 #include <link.h>
 
-extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
-                                           void *),
-                                   void *); /* phdr_cache.c */
 static int (*real_dlclose)(void *);
 
 STARTUP static void resolve(void)
@@ -65,6 +63,10 @@ dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
         if (!real_dl_iterate_phdr)
             return 0;
     }
+    /* The agent's own calls (libunwind's, on its threads) take the fork
+     * gate (loader.c); the host's go straight through, as without it. */
+    if (guard_active())
+        return loader_iterate_phdr(cb, data);
     agent_tls.in_loader++;
     int ret = real_dl_iterate_phdr(cb, data);
     agent_tls.in_loader--;

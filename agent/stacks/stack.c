@@ -15,6 +15,7 @@
 #include "agent/fds.h"
 #include "agent/guard.h"
 #include "agent/stack.h"
+#include "agent/loader.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -61,8 +62,8 @@ void stack_init(void)
     /* The first build of the unwind tables is the process shell's to
      * schedule (init.c: now, or after the start delay). */
     Dl_info info;
-    if (dladdr((void *)stack_init, &info) && info.dli_fbase)
-        dl_iterate_phdr(find_self, info.dli_fbase);
+    if (loader_addr((void *)stack_init, &info) && info.dli_fbase)
+        loader_iterate_phdr(find_self, info.dli_fbase);
 }
 
 void stack_thread_prepare(void)

@@ -8,6 +8,7 @@
 #include "agent/fds.h"
 #include "agent/log.h"
 #include "agent/objects.h"
+#include "agent/loader.h"
 
 #include <dlfcn.h>
 
@@ -22,27 +23,27 @@ int unwinder_load(void)
     if (state)
         return state > 0 ? 0 : -1;
     state = -1;
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    void *h = loader_open("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         log_info("cannot load libunwind.so.8 (%s): stacks keep their "
                  "sampled address only", dlerror());
         return -1;
     }
     struct unwinder u;
-    u.backtrace = (int (*)(void **, int))dlsym(h, NAME_OF(unw_backtrace));
-    u.getcontext = (int (*)(unw_context_t *))dlsym(h, NAME_OF(unw_tdep_getcontext));
-    u.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(
+    u.backtrace = (int (*)(void **, int))loader_sym(h, NAME_OF(unw_backtrace));
+    u.getcontext = (int (*)(unw_context_t *))loader_sym(h, NAME_OF(unw_tdep_getcontext));
+    u.init_local = (int (*)(unw_cursor_t *, unw_context_t *))loader_sym(
         h, NAME_OF(unw_init_local));
-    u.init_local2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(
+    u.init_local2 = (int (*)(unw_cursor_t *, unw_context_t *, int))loader_sym(
         h, NAME_OF(unw_init_local2));
-    u.step = (int (*)(unw_cursor_t *))dlsym(h, NAME_OF(unw_step));
-    u.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(
+    u.step = (int (*)(unw_cursor_t *))loader_sym(h, NAME_OF(unw_step));
+    u.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))loader_sym(
         h, NAME_OF(unw_get_reg));
     u.set_caching_policy = (int (*)(unw_addr_space_t, unw_caching_policy_t))
-        dlsym(h, NAME_OF(unw_set_caching_policy));
-    u.flush_cache = (void (*)(unw_addr_space_t, unw_word_t, unw_word_t))dlsym(
+        loader_sym(h, NAME_OF(unw_set_caching_policy));
+    u.flush_cache = (void (*)(unw_addr_space_t, unw_word_t, unw_word_t))loader_sym(
         h, NAME_OF(unw_flush_cache));
-    u.local_addr_space = (unw_addr_space_t *)dlsym(
+    u.local_addr_space = (unw_addr_space_t *)loader_sym(
         h, NAME_OF(unw_local_addr_space));
     if (!u.backtrace || !u.getcontext || !u.init_local || !u.init_local2 ||
         !u.step || !u.get_reg || !u.set_caching_policy || !u.flush_cache ||
@@ -54,7 +55,7 @@ int unwinder_load(void)
     /* Its memory-validation pipe is the agent's own (agent/host/fds.c). */
     fds_own_library((const void *)u.step);
     size_t module = 0;
-    if (dlinfo(h, RTLD_DI_TLS_MODID, &module) != 0)
+    if (loader_info(h, RTLD_DI_TLS_MODID, &module) != 0)
         module = 0;
     u.tls_module = module;
     /* Not found: 0, 0, it owns nothing. */

@@ -53,6 +53,15 @@ int (*agent_find_object)(void *addr, struct dl_find_object *out);
 int cpu_phdr_readers;
 int cpu_phdr_busy;
 
+/* No fork gate here: the harness's host does not fork. */
+int loader_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *),
+                        void *data);
+int loader_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *),
+                        void *data)
+{
+    return dl_iterate_phdr(cb, data);
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
     (void)level;
