@@ -45,6 +45,7 @@
  * forking thread, child and after on the child's only thread.
  */
 #include "agent/fork.h"
+#include "agent/arm.h"
 #include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/fds.h"
@@ -100,6 +101,7 @@ static void fork_child(void)
     if (!modules_on)
         return;
     loader_fork_child();
+    arm_clear(); /* the parent's start is not the child's (after step) */
     sigmask_fork_child();
     cpu_timer_fork_child();
     wall_fork_child();

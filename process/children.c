@@ -91,6 +91,11 @@ int children_own(void)
     return own_pid == pid_now();
 }
 
+int children_own_pid(void)
+{
+    return own_pid;
+}
+
 int children_passive(void)
 {
     return exec_child && opt_exec_children != CHILDREN_SERVE;
@@ -236,12 +241,10 @@ void children_after_fork(void)
         return;
     start_pending = 0;
     /* The deferred start (start.c) starts the child's dumps and server:
-     * a child that execs or exits before the delay never binds a port. */
-    int err = start_later(start_dumps);
-    if (err)
-        log_info("forked child %d: cannot start the agent's thread (%s); "
-                 "this child is not profiled",
-                 (int)getpid(), log_errtext(-err));
+     * a child that execs or exits before it shows it lives on creates no
+     * thread, and one that execs or exits before the delay never binds a
+     * port. */
+    start_arm(start_dumps, own_pid);
 }
 
 static void at_exit(void)

@@ -19,6 +19,8 @@
 #ifndef PPROF_PROCESS_H
 #define PPROF_PROCESS_H
 
+#include <stdint.h>
+
 #include "agent/ops.h"
 
 #include <stddef.h>
@@ -47,6 +49,8 @@ void children_after_fork(void);
  * a fork child's), 0 in a process made without fork handlers (a raw
  * clone): the pid read from the kernel. Async-signal-safe. */
 int children_own(void);
+/* The pid the agent's state is for (children_own's). */
+int children_own_pid(void);
 
 /* 1 in an exec'd descendant of a process under the agent (and in the
  * children it forks) unless PPROF_EXEC_CHILDREN=serve: no thread, no
@@ -85,12 +89,17 @@ void children_announce(int port);
 
 /* ---- deferred start (start.c) ------------------------------------------- */
 
-/* Creates the agent thread that, after opt_start_delay_ms, starts the dumps
- * (when dumps is set: a forked child's) and the server (unless serving is
- * off, or this is a forked child and PPROF_CHILDREN=off). Returns 0 or
- * -errno (no thread). Not async-signal-safe; may be called in a fork
- * child handler. */
-int start_later(int dumps);
+/* Arms the deferred start (agent/arm.h) for process pid: nothing is
+ * created until a host call shows the process lives on; then
+ * start_later(dumps, now). No system call, no allocation. */
+void start_arm(int dumps, int pid);
+
+/* Creates the agent thread that, once opt_start_delay_ms have passed
+ * since from_ns (CLOCK_MONOTONIC), starts the dumps (when dumps is set: a
+ * forked child's) and the server (unless serving is off, or this is a
+ * forked child and PPROF_CHILDREN=off). Returns 0 or -errno (no thread).
+ * Not async-signal-safe. */
+int start_later(int dumps, int64_t from_ns);
 
 /* Around a host call that needs the process to have one thread, or that
  * the C library applies to every thread (user and group IDs): while the

@@ -28,7 +28,9 @@
  */
 #include "process/process.h"
 
+#include "agent/arm.h"
 #include "agent/cfi.h"
+#include "agent/clock.h"
 #include "agent/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"
@@ -231,7 +233,29 @@ static int spawn_starter(void)
     return err;
 }
 
-int start_later(int dumps)
+/* Arms the start (agent/arm.h) at the time of the call: the starter is
+ * created by the host's first call that shows the process lives on, and
+ * waits out what is left of the delay from here. */
+static int armed_dumps;
+static int64_t armed_at_ns;
+
+static void fire(void)
+{
+    int err = start_later(armed_dumps, armed_at_ns);
+    if (err)
+        log_info("cannot start the agent's thread (%s); profiling endpoints "
+                 "are off in this process",
+                 log_errtext(-err));
+}
+
+void start_arm(int dumps, int pid)
+{
+    armed_dumps = dumps;
+    armed_at_ns = agent_mono_ns();
+    arm_set(fire, armed_at_ns + opt_start_delay_ms * 1000000LL, pid);
+}
+
+int start_later(int dumps, int64_t from_ns)
 {
     /* A forked child starts afresh: the parent's state came along with
      * the fork, the parent's server and starter did not. */
@@ -244,14 +268,9 @@ int start_later(int dumps)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&wait_cond, &attr);
     pthread_condattr_destroy(&attr);
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    long ms = opt_start_delay_ms;
-    deadline.tv_sec += ms / 1000;
-    deadline.tv_nsec += (ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    int64_t at = from_ns + opt_start_delay_ms * 1000000LL;
+    deadline.tv_sec = (time_t)(at / 1000000000LL);
+    deadline.tv_nsec = (long)(at % 1000000000LL);
     starter_dumps = dumps;
     /* The host thread to watch: the one calling, when it is the process's
      * main thread (the constructor's, or a forked child's only thread). */
@@ -268,8 +287,9 @@ int start_later(int dumps)
  * may be held by a thread that is not there). Guard entered. */
 static int starter_leave(void)
 {
-    if (__atomic_load_n(&starter_pid, __ATOMIC_RELAXED) != pid_now())
-        return 0;
+    int pid = __atomic_load_n(&starter_pid, __ATOMIC_RELAXED);
+    if (pid == 0 || pid != pid_now())
+        return 0; /* never started here (no system call at such an exit) */
     pthread_mutex_lock(&wait_lock);
     int waiting = starter_state == STARTER_WAITING;
     if (waiting) {

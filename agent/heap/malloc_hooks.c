@@ -27,6 +27,7 @@
 #include "agent/heap.h"
 #include "agent/log.h"
 #include "agent/next_symbol.h"
+#include "agent/arm.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -387,6 +388,10 @@ static NOINLINE void *sample_slow(void *p, size_t n)
             heap_tls.left = OWN_BLOCK_MIN - 1;
         return p;
     }
+    /* Half a MiB allocated (by default) since the last: a process that
+     * lives past the start delay starts the agent from here if nothing
+     * else did (agent/arm.h). */
+    arm_poke(ARM_LATE, 0);
     if (heap_sampler_take(n)) {
         guard_enter();
         /* The stack from this function's caller on: the table's and

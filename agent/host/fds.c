@@ -31,6 +31,7 @@
 #include "agent/next_symbol.h"
 #include "agent/objects.h"
 #include "agent/trace.h"
+#include "agent/arm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -687,6 +688,7 @@ static __attribute__((noinline)) int traced_accept(int fd,
 __attribute__((visibility("default"))) int
 accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
+    arm_poke(ARM_WAIT, 1);
     if (likely(!from_agent_library(__builtin_return_address(0))))
         return unlikely(trace_on) ? traced_accept(fd, addr, len, -1)
                                   : (int)REAL_OR_SYSCALL(real_accept, SYS_accept,
@@ -697,6 +699,7 @@ accept(int fd, struct sockaddr *addr, socklen_t *len)
 __attribute__((visibility("default"))) int
 accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
+    arm_poke(ARM_WAIT, 1);
     if (likely(!from_agent_library(__builtin_return_address(0))))
         return unlikely(trace_on)
                    ? traced_accept(fd, addr, len, flags)
@@ -739,6 +742,7 @@ traced_transfer(int sending, int fd, void *buf, size_t n, int flags,
 __attribute__((visibility("default"))) ssize_t recv(int fd, void *buf,
                                                     size_t n, int flags)
 {
+    arm_poke(ARM_WAIT, 1);
     const void *pc = __builtin_return_address(0);
     if (unlikely(trace_on))
         return traced_transfer(0, fd, buf, n, flags, pc);

@@ -33,6 +33,7 @@
 #include "agent/guard.h"
 #include "agent/next_symbol.h"
 #include "agent/trace.h"
+#include "agent/arm.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -442,6 +443,7 @@ static int cond_block_end(int r, int64_t t0, int kind)
 
 EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
+    arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_cond_wait_new))
         lock_hooks_init();
     cond_wait_fn fn =
@@ -455,6 +457,7 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                   const struct timespec *abstime)
 {
+    arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_cond_timedwait_new))
         lock_hooks_init();
     cond_timed_fn fn =
@@ -469,6 +472,7 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 
 EXPORT int sem_wait(sem_t *s)
 {
+    arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_sem_wait))
         lock_hooks_init();
     if (pass_through())
@@ -486,6 +490,7 @@ EXPORT int sem_wait(sem_t *s)
 
 EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
 {
+    arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_sem_timedwait))
         lock_hooks_init();
     if (pass_through())

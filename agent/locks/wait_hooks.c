@@ -25,6 +25,7 @@
 #include "agent/guard.h"
 #include "agent/next_symbol.h"
 #include "agent/trace.h"
+#include "agent/arm.h"
 
 #include <errno.h>
 #include <semaphore.h>
@@ -228,6 +229,7 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                                   clockid_t clock,
                                   const struct timespec *abstime)
 {
+    arm_poke(ARM_WAIT, 0);
     if (pass_through())
         return FORWARD(real_cond_clockwait, c, m, clock, abstime);
     if (contention_may_charge(m)) {
@@ -247,6 +249,7 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
                          const struct timespec *abstime)
 {
+    arm_poke(ARM_WAIT, 0);
     if (pass_through() || !real_sem_clockwait || !real_sem_trywait)
         return FORWARD(real_sem_clockwait, s, clock, abstime);
     int saved = errno;
@@ -262,6 +265,7 @@ EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
 
 EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 {
+    arm_poke(ARM_WAIT, 0);
     if (pass_through())
         return FORWARD(real_barrier_wait, b);
     /* PTHREAD_BARRIER_SERIAL_THREAD is a success too. */
@@ -270,6 +274,7 @@ EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 
 EXPORT int pthread_join(pthread_t t, void **ret)
 {
+    arm_poke(ARM_WAIT, 0);
     if (pass_through())
         return FORWARD(real_join, t, ret);
     return JOIN_WAIT(t, 0, FORWARD(real_join, t, ret));
@@ -278,6 +283,7 @@ EXPORT int pthread_join(pthread_t t, void **ret)
 EXPORT int pthread_timedjoin_np(pthread_t t, void **ret,
                                 const struct timespec *abstime)
 {
+    arm_poke(ARM_WAIT, 0);
     if (pass_through())
         return FORWARD(real_timedjoin, t, ret, abstime);
     return JOIN_WAIT(t, 1, FORWARD(real_timedjoin, t, ret, abstime));
@@ -286,6 +292,7 @@ EXPORT int pthread_timedjoin_np(pthread_t t, void **ret,
 EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
                                 const struct timespec *abstime)
 {
+    arm_poke(ARM_WAIT, 0);
     if (pass_through())
         return FORWARD(real_clockjoin, t, ret, clock, abstime);
     return JOIN_WAIT(t, 1, FORWARD(real_clockjoin, t, ret, clock, abstime));

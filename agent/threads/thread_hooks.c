@@ -22,6 +22,7 @@
 #include "agent/thread_hooks.h"
 #include "agent/trace.h"
 #include "agent/wall.h"
+#include "agent/arm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -190,6 +191,7 @@ __attribute__((visibility("default"))) int
 pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                void *(*fn)(void *), void *arg)
 {
+    arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_pthread_create)) {
         thread_hooks_init();
         if (!real_pthread_create)

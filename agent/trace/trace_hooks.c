@@ -24,6 +24,7 @@
  */
 #include "agent/trace.h"
 
+#include "agent/arm.h"
 #include "agent/compiler.h"
 #include "agent/next_symbol.h"
 
@@ -37,6 +38,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,47 +50,68 @@
 static int fd_kind(int fd);
 
 /* Every hooked call: its return type, name, parameters, arguments, what
- * it is (FD: what its descriptor is) and the object it is on. */
+ * it is (FD: what its descriptor is), the object it is on, and what it
+ * does while the start is armed (agent/arm.h): its kind, and whether a
+ * signal handler may call it. */
 #define TRACE_HOOKS(X)                                                         \
-    X(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n), FD, fd)          \
-    X(ssize_t, write, (int fd, const void *b, size_t n), (fd, b, n), FD, fd)   \
+    X(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n), FD, fd,         \
+          ARM_LATE, 1)                                                         \
+    X(ssize_t, write, (int fd, const void *b, size_t n), (fd, b, n), FD, fd,  \
+          ARM_LATE, 1)                                                         \
     X(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), FD,  \
-          fd)                                                                  \
+          fd, ARM_LATE, 1)                                                     \
     X(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), FD, \
-          fd)                                                                  \
+          fd, ARM_LATE, 1)                                                     \
     X(ssize_t, pread, (int fd, void *b, size_t n, off_t o), (fd, b, n, o),     \
-          TRACE_SYSCALL, fd)                                                   \
+          TRACE_SYSCALL, fd, ARM_LATE, 1)                                      \
     X(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o), (fd, b, n,  \
-          o), TRACE_SYSCALL, fd)                                               \
+          o), TRACE_SYSCALL, fd, ARM_LATE, 1)                                  \
     X(ssize_t, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr    \
-          *a, socklen_t *l), (fd, b, n, f, a, l), TRACE_NET, fd)               \
+          *a, socklen_t *l), (fd, b, n, f, a, l), TRACE_NET, fd, ARM_WAIT, 1)  \
     X(ssize_t, sendto, (int fd, const void *b, size_t n, int f, const struct   \
-          sockaddr *a, socklen_t l), (fd, b, n, f, a, l), TRACE_NET, fd)       \
+          sockaddr *a, socklen_t l), (fd, b, n, f, a, l), TRACE_NET, fd,       \
+          ARM_LATE, 1)                                                         \
     X(ssize_t, recvmsg, (int fd, struct msghdr *m, int f), (fd, m, f),         \
-          TRACE_NET, fd)                                                       \
+          TRACE_NET, fd, ARM_WAIT, 1)                                          \
     X(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f), (fd, m, f),   \
-          TRACE_NET, fd)                                                       \
+          TRACE_NET, fd, ARM_LATE, 1)                                          \
     X(int, connect, (int fd, const struct sockaddr *a, socklen_t l), (fd, a,   \
-          l), TRACE_NET, fd)                                                   \
-    X(int, poll, (struct pollfd *p, nfds_t n, int t), (p, n, t), TRACE_NET, 0) \
+          l), TRACE_NET, fd, ARM_WAIT, 1)                                      \
+    X(int, poll, (struct pollfd *p, nfds_t n, int t), (p, n, t), TRACE_NET, 0, \
+          ARM_WAIT, 1)                                                         \
     X(int, ppoll, (struct pollfd *p, nfds_t n, const struct timespec *t, const \
-          sigset_t *s), (p, n, t, s), TRACE_NET, 0)                            \
+          sigset_t *s), (p, n, t, s), TRACE_NET, 0, ARM_WAIT, 1)               \
     X(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval     \
-          *t), (n, r, w, e, t), TRACE_NET, 0)                                  \
+          *t), (n, r, w, e, t), TRACE_NET, 0, ARM_WAIT, 1)                     \
     X(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct      \
-          timespec *t, const sigset_t *s), (n, r, w, e, t, s), TRACE_NET, 0)   \
+          timespec *t, const sigset_t *s), (n, r, w, e, t, s), TRACE_NET, 0,   \
+          ARM_WAIT, 1)                                                         \
     X(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int t), (fd,    \
-          ev, n, t), TRACE_NET, fd)                                            \
+          ev, n, t), TRACE_NET, fd, ARM_WAIT, 0)                               \
     X(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int t, const   \
-          sigset_t *s), (fd, ev, n, t, s), TRACE_NET, fd)                      \
+          sigset_t *s), (fd, ev, n, t, s), TRACE_NET, fd, ARM_WAIT, 0)         \
     X(int, nanosleep, (const struct timespec *r, struct timespec *m), (r, m),  \
-          TRACE_SLEEP, 0)                                                      \
+          TRACE_SLEEP, 0, ARM_WAIT, 1)                                         \
     X(int, clock_nanosleep, (clockid_t c, int f, const struct timespec *r,     \
-          struct timespec *m), (c, f, r, m), TRACE_SLEEP, 0)                   \
-    X(unsigned, sleep, (unsigned s), (s), TRACE_SLEEP, 0)                      \
-    X(int, usleep, (useconds_t u), (u), TRACE_SLEEP, 0)                        \
-    X(int, fsync, (int fd), (fd), TRACE_SYSCALL, fd)                           \
-    X(int, fdatasync, (int fd), (fd), TRACE_SYSCALL, fd)
+          struct timespec *m), (c, f, r, m), TRACE_SLEEP, 0, ARM_WAIT, 1)      \
+    X(unsigned, sleep, (unsigned s), (s), TRACE_SLEEP, 0, ARM_WAIT, 1)         \
+    X(int, usleep, (useconds_t u), (u), TRACE_SLEEP, 0, ARM_WAIT, 0)           \
+    X(int, fsync, (int fd), (fd), TRACE_SYSCALL, fd, ARM_LATE, 1)              \
+    X(int, fdatasync, (int fd), (fd), TRACE_SYSCALL, fd, ARM_LATE, 1)          \
+    X(pid_t, wait, (int *st), (st), TRACE_SYSCALL, 0, ARM_WAIT, 1)             \
+    X(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o), TRACE_SYSCALL,    \
+          0, CHILD_WAIT(o), 0)                                                 \
+    X(pid_t, wait3, (int *st, int o, struct rusage *u), (st, o, u),            \
+          TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)                                  \
+    X(pid_t, wait4, (pid_t p, int *st, int o, struct rusage *u), (p, st, o,    \
+          u), TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)                              \
+    X(int, waitid, (idtype_t t, id_t i, siginfo_t *in, int o), (t, i, in, o),  \
+          TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)
+
+/* A wait for a child fires the armed start (agent/arm.h) when it may
+ * block: a shell or a supervisor waits there for good. Signal handlers
+ * reap with WNOHANG, which does not fire it. */
+#define CHILD_WAIT(o) ((o) & WNOHANG ? ARM_NONE : ARM_WAIT)
 
 static void resolve(void);
 
@@ -96,7 +120,7 @@ static void resolve(void);
  * exported name jumps through, the stub that resolves every real function
  * on first use, the traced twin and the exported name.
  */
-#define DECLARE(ret, name, params, args, kind, obj)                            \
+#define DECLARE(ret, name, params, args, kind, obj, arm, arm_safe)             \
     static ret stub_##name params;                                             \
     static ret traced_##name params;                                           \
     static ret(*real_##name) params = stub_##name;                             \
@@ -119,6 +143,13 @@ static void resolve(void);
             trace_interval(k_, (uint64_t)(obj), t0_, 0);                       \
         return rv_;                                                            \
     }                                                                          \
+    static __attribute__((noinline)) ret armed_##name params                   \
+    {                                                                          \
+        arm_door(arm, arm_safe);                                               \
+        return (__atomic_load_n(&trace_on, __ATOMIC_RELAXED) ? traced_##name   \
+                                                             : real_##name)    \
+            args;                                                              \
+    }                                                                          \
     EXPORT FAST ret name params                                                \
     {                                                                          \
         return route_##name args;                                              \
@@ -129,22 +160,27 @@ static void resolve(void);
 
 TRACE_HOOKS(DECLARE)
 
-#define RESOLVE(ret, name, params, args, kind, obj)                            \
+#define RESOLVE(ret, name, params, args, kind, obj, arm, arm_safe)             \
     do {                                                                       \
         void *p_ = next_symbol(#name);                                         \
         if (p_)                                                                \
             __atomic_store_n((void **)&real_##name, p_, __ATOMIC_RELEASE);     \
     } while (0);
 
-#define ROUTE(ret, name, params, args, kind, obj)                              \
+#define ROUTE(ret, name, params, args, kind, obj, arm, arm_safe)               \
     if (real_##name != stub_##name)                                            \
-        __atomic_store_n(&route_##name, on ? traced_##name : real_##name,      \
+        __atomic_store_n(&route_##name,                                        \
+                         armed ? armed_##name                                  \
+                               : on ? traced_##name : real_##name,             \
                          __ATOMIC_RELEASE);
 
 static int (*real_setname)(pthread_t, const char *);
 
+/* on: a trace runs; while the start is armed (agent/arm.h) every call
+ * passes its armed twin first. */
 static void trace_hooks_route(int on)
 {
+    int armed = __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE);
     TRACE_HOOKS(ROUTE)
 }
 
@@ -172,9 +208,19 @@ static void trace_hooks_switch(int on)
 /* Nothing is looked up here: the first call of any hook resolves them
  * all (its stub), or the start of a trace does, so a process that calls
  * none of them (most short-lived ones) looks up none. */
+/* The start was armed or disarmed: the routes follow, once resolved
+ * (until then the stubs route at their first call). */
+static void trace_hooks_arm(int armed)
+{
+    (void)armed;
+    if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
+        trace_hooks_route(__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE));
+}
+
 __attribute__((constructor(103))) static void trace_hooks_init(void)
 {
     trace_route = trace_hooks_switch;
+    arm_reroute = trace_hooks_arm;
 }
 
 /* ---- what a descriptor is ------------------------------------------------ */

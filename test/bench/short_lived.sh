@@ -10,6 +10,9 @@
 # one exec'd process pays, exactly: callgrind's instructions and the page
 # faults of /bin/true alone, under the shim, and under the agent as a
 # descendant of a process under it (PPROF_FAMILY naming this script).
+# The same side by side for a bash script of short commands run with
+# LD_PRELOAD exported (a fork per command, most of them exec'd), against
+# no preload: the target is the agent within 10% of that.
 #
 #   sh test/bench/short_lived.sh BUILD_DIR  (MAKE_BENCH_ROUNDS=15, MAKE_BENCH_TARGETS=1200)
 set -eu
@@ -44,6 +47,23 @@ kinds = {
 
 runs = 0
 
+with open(work + "/script.sh", "w") as f:
+    # A shell script of short commands, as one run with LD_PRELOAD
+    # exported: per round, /bin/true (fork and exec), a command
+    # substitution (a fork) and a pipeline into cat (two forks, one exec).
+    f.write("i=0\nwhile [ $i -lt %d ]; do\n  /bin/true\n  x=$(echo $i)\n"
+            "  echo $x | cat > /dev/null\n  i=$((i + 1))\ndone\n" % (targets // 2))
+
+def run_script(env):
+    b = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run(["bash", work + "/script.sh"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    wall = time.monotonic() - t0
+    a = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ((a.ru_utime - b.ru_utime) + (a.ru_stime - b.ru_stime), wall,
+            a.ru_minflt - b.ru_minflt)
+
 def run(env):
     # A new directory each time, removed only at the end: creating files
     # right after deleting as many makes ext4 scan its recently deleted
@@ -62,28 +82,32 @@ def run(env):
     return ((a.ru_utime - b.ru_utime) + (a.ru_stime - b.ru_stime), wall,
             a.ru_minflt - b.ru_minflt)
 
-res = {k: [] for k in kinds}
-names = list(kinds)
-for r in range(rounds):
-    # each round in another order, so that no kind always follows another
-    for k in names[r % len(names):] + names[:r % len(names)]:
-        res[k].append(run(kinds[k]))
-if any(r[0] <= 0 for r in res["none"]):
-    sys.exit("short_lived: the children's CPU could not be measured")
+def measure(title, runner, per, goal_num, goal_den):
+    res = {k: [] for k in kinds}
+    names = list(kinds)
+    for r in range(rounds):
+        # each round in another order, so that no kind always follows another
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            res[k].append(runner(kinds[k]))
+    if any(r[0] <= 0 for r in res["none"]):
+        sys.exit("short_lived: the children's CPU could not be measured")
+    print("%s, %d rounds, medians (ms):" % (title, rounds))
+    for k in kinds:
+        print("  %-6s CPU %7.0f  wall %7.0f  page faults per %s %5.1f" % (
+            k, statistics.median(r[0] for r in res[k]) * 1e3,
+            statistics.median(r[1] for r in res[k]) * 1e3, per[0],
+            statistics.median(r[2] for r in res[k]) / per[1]))
+    ratio = {}
+    for num, den in (("agent", "shim"), ("shim", "none"), ("agent", "none")):
+        for i, what in ((0, "CPU"), (1, "wall")):
+            rs = [a[i] / b[i] for a, b in zip(res[num], res[den])]
+            ratio[num, den, what] = statistics.median(rs)
+            print("  %s/%s %-4s x%.3f (min %.3f, max %.3f)" % (num, den, what, statistics.median(rs), min(rs), max(rs)))
+    print("  goal %s/%s CPU <= x1.10: %s" % (goal_num, goal_den, "met" if ratio[goal_num, goal_den, "CPU"] <= 1.10 else "NOT met"))
 
-print("make -j2, %d targets (touch), %d rounds, medians (ms):" % (targets, rounds))
-for k in kinds:
-    print("  %-6s CPU %7.0f  wall %7.0f  page faults per target %5.1f" % (
-        k, statistics.median(r[0] for r in res[k]) * 1e3,
-        statistics.median(r[1] for r in res[k]) * 1e3,
-        statistics.median(r[2] for r in res[k]) / targets))
-ratio = {}
-for num, den in (("agent", "shim"), ("shim", "none"), ("agent", "none")):
-    for i, what in ((0, "CPU"), (1, "wall")):
-        rs = [a[i] / b[i] for a, b in zip(res[num], res[den])]
-        ratio[num, den, what] = statistics.median(rs)
-        print("  %s/%s %-4s x%.3f (min %.3f, max %.3f)" % (num, den, what, statistics.median(rs), min(rs), max(rs)))
-print("  goal agent/shim CPU <= x1.10: %s" % ("met" if ratio["agent", "shim", "CPU"] <= 1.10 else "NOT met"))
+measure("make -j2, %d targets (touch)" % targets, run, ("target", targets), "agent", "shim")
+measure("bash script, %d rounds of /bin/true, $(echo), echo | cat" % (targets // 2),
+        run_script, ("round", targets // 2), "agent", "none")
 
 # One exec'd process, exactly. The family id names this script's process
 # (pid.starttime, as the agent writes it), so the agent takes /bin/true

@@ -1,0 +1,53 @@
+/* The deferred start's trigger (core/arm.c). */
+
+#ifndef PPROF_AGENT_ARM_H
+#define PPROF_AGENT_ARM_H
+
+#include "agent/compiler.h"
+
+#include <stdint.h>
+
+/*
+ * A process under the agent starts nothing at load: the start is armed,
+ * and the host's own calls fire it once they show that the process lives
+ * on. A call that waits (epoll_wait, a condition, a join, pthread_create,
+ * poll, accept, a sleep) fires it at once, and the agent's thread then
+ * waits out the rest of the start delay; a call that only works (read,
+ * write, a sampled allocation) fires it once the delay has passed. A
+ * process that execs or exits before either never creates a thread.
+ */
+enum arm_kind {
+    ARM_WAIT, /* fires at once */
+    ARM_LATE, /* fires once the deadline passed */
+    ARM_NONE, /* does not fire (a call that will not wait) */
+};
+
+/* 1 while a start is armed in this process. Written by arm_set and
+ * arm_door (atomically), read by the doors. */
+extern int arm_armed;
+
+/* Arms the start: fire() runs once, on the host thread whose call fired
+ * it, with the guard entered, in process pid only. Does not allocate, no
+ * system call. */
+void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid);
+/* Disarms (a fork child, before its own arm). Async-signal-safe. */
+void arm_clear(void);
+/* The routes of the doors that jump through a pointer (trace_hooks.c):
+ * called with 1 when armed, 0 when disarmed. */
+extern void (*arm_reroute)(int armed);
+
+/* What an armed door does. signal_safe: the door is a function a signal
+ * handler may call (read, write, poll, sleep...): then it fires only
+ * when the calling thread blocks no signal (a handler runs with its
+ * signal blocked), tried at most every 10 ms. Not async-signal-safe
+ * when it fires; otherwise it returns at once. */
+void arm_door(enum arm_kind kind, int signal_safe);
+
+/* A door's check: one load while disarmed. errno is kept. */
+static inline void arm_poke(enum arm_kind kind, int signal_safe)
+{
+    if (unlikely(__atomic_load_n(&arm_armed, __ATOMIC_RELAXED)))
+        arm_door(kind, signal_safe);
+}
+
+#endif
