@@ -27,9 +27,15 @@ enum arm_kind {
 extern int arm_armed;
 
 /* Arms the start: fire() runs once, on the host thread whose call fired
- * it, with the guard entered, in process pid only. Does not allocate, no
- * system call. */
-void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid);
+ * it, with the guard entered, in process pid only. child_wait: what a
+ * wait for a child that may block is (arm_child_wait). Does not allocate,
+ * no system call. */
+void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid,
+             enum arm_kind child_wait);
+/* ARM_WAIT in a process started by hand (a shell, a supervisor waits
+ * there for good), ARM_LATE in a forked child (a subshell waits for its
+ * pipeline). */
+extern enum arm_kind arm_child_wait;
 /* Disarms (a fork child, before its own arm). Async-signal-safe. */
 void arm_clear(void);
 /* The routes of the doors that jump through a pointer (trace_hooks.c):

@@ -252,7 +252,8 @@ void start_arm(int dumps, int pid)
 {
     armed_dumps = dumps;
     armed_at_ns = agent_mono_ns();
-    arm_set(fire, armed_at_ns + opt_start_delay_ms * 1000000LL, pid);
+    arm_set(fire, armed_at_ns + opt_start_delay_ms * 1000000LL, pid,
+            children_is_forked ? ARM_LATE : ARM_WAIT);
 }
 
 int start_later(int dumps, int64_t from_ns)

@@ -23,6 +23,7 @@
 
 int arm_armed;
 void (*arm_reroute)(int armed);
+enum arm_kind arm_child_wait = ARM_WAIT;
 
 /* Written by arm_set before arm_armed, read after it. */
 static void (*arm_fire)(void);
@@ -33,9 +34,11 @@ static int64_t next_try_ns;
 
 #define RETRY_NS 10000000LL
 
-void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid)
+void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid,
+             enum arm_kind child_wait)
 {
     arm_fire = fire;
+    arm_child_wait = child_wait;
     deadline_ns = deadline_mono_ns;
     arm_pid = pid;
     next_try_ns = 0;

@@ -108,10 +108,11 @@ static int fd_kind(int fd);
     X(int, waitid, (idtype_t t, id_t i, siginfo_t *in, int o), (t, i, in, o),  \
           TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)
 
-/* A wait for a child fires the armed start (agent/arm.h) when it may
- * block: a shell or a supervisor waits there for good. Signal handlers
- * reap with WNOHANG, which does not fire it. */
-#define CHILD_WAIT(o) ((o) & WNOHANG ? ARM_NONE : ARM_WAIT)
+/* A wait for a child that may block is a wait (agent/arm.h) in a process
+ * started by hand (a shell or a supervisor waits there for good) and a
+ * late call in a forked child (a subshell waits for its pipeline).
+ * Signal handlers reap with WNOHANG, which does not fire the start. */
+#define CHILD_WAIT(o) ((o) & WNOHANG ? ARM_NONE : arm_child_wait)
 
 static void resolve(void);
 
@@ -146,9 +147,11 @@ static void resolve(void);
     static __attribute__((noinline)) ret armed_##name params                   \
     {                                                                          \
         arm_door(arm, arm_safe);                                               \
-        return (__atomic_load_n(&trace_on, __ATOMIC_RELAXED) ? traced_##name   \
-                                                             : real_##name)    \
-            args;                                                              \
+        ret rv_ = (__atomic_load_n(&trace_on, __ATOMIC_RELAXED)                \
+                       ? traced_##name                                         \
+                       : real_##name)args;                                     \
+        arm_door(arm, arm_safe); /* a late kind, after a long wait */          \
+        return rv_;                                                            \
     }                                                                          \
     EXPORT FAST ret name params                                                \
     {                                                                          \
