@@ -52,21 +52,34 @@ LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,nodelete -Wl,--sort-section=alignmen
 # after the agent's own, so that they win where they overlap.
 # libdw, libelf, zlib and liblzma are not linked: agent/core/libs.c loads
 # them with a handle of their own, out of reach of a host's same names.
-LIBS_AGENT := -l:libiberty.a -ldl \
-        -lpthread -lrt
+LIBS_AGENT := -ldl -lpthread -lrt
 # Unit tests take Debian's civetweb library; the agent compiles civetweb.c
 # from Debian's source package with IPv6, which that library lacks
 # (scripts/civetweb-source fetches it once per build tree). No TLS, CGI or
 # file serving: the agent serves its own handler only. Its Date header is
 # formatted with the agent's gmtime_r (agent/core/clock.c), not the C
 # library's, whose time zone lock a fork child would inherit held.
-LIBS_UNIT := -lcivetweb $(LIBS_AGENT) -lz -llzma -ldw -lelf -lm
+LIBS_UNIT := -lcivetweb -l:libiberty.a $(LIBS_AGENT) -lz -llzma -ldw -lelf -lm
 CIVETWEB_SRC ?= $(BUILD)/civetweb-src
 CIVETWEB_OBJ := $(BUILD)/civetweb/civetweb.o
+# Names only glibc has, which the code the project does not write imports:
+# the fortified printf family (__sprintf_chk, ...) that Debian's
+# libiberty.a calls, and fcntl64 (civetweb asks for 64-bit file offsets).
+# The agent links copies of the two with these references made weak:
+# musl's loader, which refuses a preload with a name it cannot resolve,
+# then loads the agent, which stands aside there (docs/operations.md);
+# glibc's binds them as before. test/integration/musl_host.sh checks that
+# no other name musl lacks is imported.
+OBJCOPY ?= objcopy
+GLIBC_ONLY := --wildcard --weaken-symbol='__*_chk' --weaken-symbol=fcntl64
+LIBIBERTY := $(BUILD)/libiberty-weak.a
+CIVETWEB_LINKED := $(BUILD)/civetweb/civetweb-weak.o
 # `make CIVETWEB=system` links Debian's library instead (offline builds;
-# no IPv6).
+# no IPv6; such an agent does not load under musl's loader, which has no
+# libcivetweb).
 ifeq ($(CIVETWEB),system)
 CIVETWEB_OBJ :=
+CIVETWEB_LINKED :=
 LIBS_AGENT += -lcivetweb
 endif
 CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
@@ -150,8 +163,17 @@ $(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_CIVETWEB) -c $< -o $@
 
-$(LIB): $(OBJS) $(CIVETWEB_OBJ) agent/exports.map
-	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(CIVETWEB_OBJ) $(LIBS_AGENT)
+# The copies with glibc's names weakened (GLIBC_ONLY above).
+$(CIVETWEB_LINKED): $(CIVETWEB_OBJ)
+	$(OBJCOPY) $(GLIBC_ONLY) $< $@
+
+$(LIBIBERTY):
+	@mkdir -p $(dir $@)
+	$(OBJCOPY) $(GLIBC_ONLY) "$$($(CC) -print-file-name=libiberty.a)" $@
+
+$(LIB): $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) agent/exports.map
+	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) \
+	    $(LIBS_AGENT)
 
 $(UNIT_LIB): $(UNIT_OBJS)
 	@rm -f $@

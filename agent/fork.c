@@ -41,7 +41,8 @@
  *   looks for a pending start at its other interposers too.
  *
  * Before fork_init() (the constructor's end) and when the agent is off,
- * only guard_fork_child() runs. Contexts: prepare and parent on the
+ * only guard_fork_child() runs; under a C library other than glibc
+ * (musl), nothing is registered at all. Contexts: prepare and parent on the
  * forking thread, child and after on the child's only thread.
  */
 #include "agent/fork.h"
@@ -120,13 +121,17 @@ static void fork_child(void)
 /* What pthread_atfork does (a static copy from libc_nonshared.a, linked at
  * the far end of the agent's code, where it cost every process one more
  * page fault to run once): the C library's registration, with the
- * agent's own handle. */
+ * agent's own handle. glibc's name, a weak reference: musl has none (its
+ * loader would refuse the agent), and there the agent stands aside and
+ * registers nothing. */
 extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void),
-                             void *);
+                             void *) __attribute__((weak));
 extern void *__dso_handle;
 
 __attribute__((constructor(101))) static void fork_register(void)
 {
+    if (!loader_is_glibc())
+        return;
     __register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
 }
 

@@ -14,4 +14,10 @@ void *next_symbol(const char *name);
  * unit test, which holds the two to the same answers. */
 void *next_symbol_fast(const char *name);
 
+/* 1 when the process runs under glibc's loader; 0 under another one
+ * (musl's), where the agent loads but stands aside: every interposer only
+ * forwards (process/init.c, docs/operations.md). A test of one weak
+ * reference, for start-up code only. */
+int loader_is_glibc(void);
+
 #endif

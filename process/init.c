@@ -2,7 +2,8 @@
  * The agent's constructor: reads the configuration, prepares the tables and
  * has the HTTP server started a moment later (start.c). Runs once, on the
  * host's main thread, before main() (or inside dlopen). It must never exit, abort or change what the host
- * sees: every failure is one line on stderr and the host goes on.
+ * sees: every failure is one line on stderr and the host goes on. Under
+ * another C library's loader (musl's) it only stands aside.
  */
 #include "agent/cfi.h"
 #include "agent/clock.h"
@@ -21,15 +22,60 @@
 #include "process/process.h"
 #include "process/push.h"
 #include "agent/symbols.h"
+#include "agent/next_symbol.h"
 #include "http/server.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* 1 when the line saying that the agent stands aside is due: the
+ * environment asked for something the agent would do under glibc (a
+ * server, PPROF_ADDR other than off; dumps, PPROF_DUMP_DIR) in a process
+ * started by hand, not exec'd by one under the agent (quiet there, as on
+ * glibc). PPROF_LOG=quiet silences it; info or debug asks for it in any
+ * case. A system-wide LD_PRELOAD alone prints nothing in musl programs. */
+STARTUP static int stand_aside_said(void)
+{
+    const char *level = getenv("PPROF_LOG");
+    if (level && strcmp(level, "quiet") == 0)
+        return 0;
+    if (level && (strcmp(level, "info") == 0 || strcmp(level, "debug") == 0))
+        return 1;
+    const char *addr = getenv("PPROF_ADDR");
+    const char *dump = getenv("PPROF_DUMP_DIR");
+    int asked = (addr && addr[0] && strcmp(addr, "off") != 0) ||
+                (dump && dump[0]);
+    return asked && !rundir_env_from_ancestor();
+}
+
+/*
+ * Under another C library's loader (musl's): the agent is loaded (every
+ * name only glibc has is a weak reference there, resolved to 0), but
+ * what it records, and how, rests on glibc's loader and threads. So it
+ * reads no setting but the three that decide its one line, starts
+ * nothing and registers nothing; every interposer forwards to the next
+ * definition, as with PPROF_ENABLE=0, and the program runs as without
+ * the agent.
+ */
+STARTUP static void stand_aside(void)
+{
+    opt_enable = 0;
+    if (stand_aside_said())
+        log_info("not a glibc process (musl?): the agent stands aside; "
+                 "profiling is off in this process");
+}
 
 __attribute__((constructor)) static void agent_init(void)
 {
     guard_enter();
-    /* Known before the configuration is read: it sets the default log
-     * level (PPROF_FAMILY names another process, agent/host/rundir.c). */
-    config_exec_child = rundir_env_from_ancestor();
-    config_load();
+    if (!loader_is_glibc()) {
+        stand_aside();
+    } else {
+        /* Known before the configuration is read: it sets the default log
+         * level (PPROF_FAMILY names another process, agent/host/rundir.c). */
+        config_exec_child = rundir_env_from_ancestor();
+        config_load();
+    }
     /* An exec'd descendant (children.c) that nobody asked to serve or to
      * dump is a pass-through, as with the agent off: what it would record
      * nobody could read, and its stack walks would build unwind tables

@@ -23,8 +23,9 @@
  *
  * Whenever it cannot answer exactly as dlsym would (the agent not in the
  * list, or loaded after the C library, i.e. dlopen'ed; an object without a
- * GNU hash table; a name not found; an IFUNC or thread-local definition)
- * it asks dlsym, which then takes its lock as before.
+ * GNU hash table; a name not found; an IFUNC or thread-local definition;
+ * another loader than glibc's, whose list it cannot read) it asks dlsym,
+ * which then takes its lock as before.
  */
 #include "agent/next_symbol.h"
 
@@ -36,6 +37,16 @@
 #include <string.h>
 
 extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
+
+/* glibc's loader's list of objects, a weak reference: musl's loader has
+ * none, resolves the name to 0 instead of refusing to load the agent, and
+ * the agent then stands aside (loader_is_glibc). */
+#pragma weak _r_debug
+
+STARTUP int loader_is_glibc(void)
+{
+    return &_r_debug != NULL;
+}
 
 struct object_tables {
     const uint32_t *gnu_hash;
@@ -123,6 +134,8 @@ STARTUP static int pick(const struct object_tables *t, const char *name, uint32_
 
 STARTUP static const struct link_map *self_map(void)
 {
+    if (!loader_is_glibc())
+        return NULL;
     const struct link_map *l = _r_debug.r_map;
     for (; l; l = l->l_next)
         if (l->l_ld == _DYNAMIC)

@@ -169,16 +169,21 @@ static void *fallback_pvalloc(size_t n)
  * when none. _dl_find_object (glibc 2.35) is a lookup in a sorted table;
  * dladdr also looks for the nearest symbol, scanning the object's whole
  * symbol table: 625,000 instructions of every process's start for
- * libc's, eight times. */
+ * libc's, eight times. glibc's loader's name is a weak reference: musl's
+ * loader has none (it would refuse the agent), and dladdr answers there. */
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+#pragma weak _dl_find_object
+#endif
+
 static const void *object_of(void *addr)
 {
 #if defined(DLFO_STRUCT_HAS_EH_DBASE)
     struct dl_find_object o;
-    return _dl_find_object(addr, &o) == 0 ? o.dlfo_map_start : NULL;
-#else
+    if (_dl_find_object)
+        return _dl_find_object(addr, &o) == 0 ? o.dlfo_map_start : NULL;
+#endif
     Dl_info info;
     return dladdr(addr, &info) ? info.dli_fbase : NULL;
-#endif
 }
 
 /* The next definition of name, if it lives in the same object as the next

@@ -43,6 +43,9 @@
 #include <sys/single_threaded.h>
 #include <time.h>
 
+/* Weak, as in lock_hooks.c: musl's loader has no such name. */
+#pragma weak __libc_single_threaded
+
 struct stack_table *block_table;
 struct stack_table *mutex_table;
 int contention_on;

@@ -42,6 +42,14 @@
 #include <sys/single_threaded.h>
 #include <time.h>
 
+/* glibc's names, weak references: musl's loader, which has neither,
+ * would refuse the agent for a name it cannot resolve. Neither is used
+ * there: the agent stands aside (process/init.c), the flag below is read
+ * only while the contention profile is on, and dlvsym is asked only
+ * when it is there (lock_hooks_init). */
+#pragma weak dlvsym
+#pragma weak __libc_single_threaded
+
 #define EXPORT __attribute__((visibility("default")))
 /* The uncontended lock pair's hooks keep no frame record of their own (the
  * caller's frame pointer stays in its register; the unwind tables describe
@@ -92,6 +100,13 @@ static void *next(const char *name)
     return next_symbol(name);
 }
 
+/* The next definition of name at glibc's version, or NULL (another C
+ * library has no versions, nor dlvsym). */
+static void *next_version(const char *name, const char *version)
+{
+    return dlvsym ? dlvsym(RTLD_NEXT, name, version) : NULL;
+}
+
 void lock_hooks_init(void)
 {
     if (real_pthread_rwlock_unlock)
@@ -105,16 +120,16 @@ void lock_hooks_init(void)
         rw[k].real_trylock = next(rw[k].trylock);
         rw[k].real_timedlock = next(rw[k].timedlock);
     }
-    real_cond_wait_new = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
+    real_cond_wait_new = next_version("pthread_cond_wait", "GLIBC_2.3.2");
     if (!real_cond_wait_new)
         real_cond_wait_new = next("pthread_cond_wait");
-    real_cond_wait_old = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.2.5");
+    real_cond_wait_old = next_version("pthread_cond_wait", "GLIBC_2.2.5");
     real_cond_timedwait_new =
-        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+        next_version("pthread_cond_timedwait", "GLIBC_2.3.2");
     if (!real_cond_timedwait_new)
         real_cond_timedwait_new = next("pthread_cond_timedwait");
     real_cond_timedwait_old =
-        dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.2.5");
+        next_version("pthread_cond_timedwait", "GLIBC_2.2.5");
     real_sem_wait = next("sem_wait");
     real_sem_trywait = next("sem_trywait");
     real_sem_timedwait = next("sem_timedwait");

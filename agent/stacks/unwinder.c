@@ -66,11 +66,15 @@ int unwinder_load(void)
 }
 
 /* The C library's entry for a general-dynamic TLS access: the address of
- * (module, offset) in the calling thread's block, allocated if need be. */
+ * (module, offset) in the calling thread's block, allocated if need be.
+ * glibc's loader defines it. A weak reference: as the agent's only strong
+ * reference to the loader itself, it made ld-linux-x86-64.so.2 a
+ * dependency, which musl's loader cannot find (it refused the program);
+ * under musl the agent stands aside and never gets here. */
 struct tls_index {
     unsigned long module, offset;
 };
-extern void *__tls_get_addr(struct tls_index *ti);
+extern void *__tls_get_addr(struct tls_index *ti) __attribute__((weak));
 
 void unwinder_tls_prepare(void)
 {

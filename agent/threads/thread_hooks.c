@@ -31,6 +31,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* What pthread_cleanup_push and _pop expand to in C with glibc: weak
+ * references, which musl's loader (without these names) resolves to 0
+ * instead of refusing the agent. They run only in thread_start, which a
+ * thread reaches only while the agent is on, never under musl (the agent
+ * stands aside there, process/init.c). */
+#pragma weak __pthread_register_cancel
+#pragma weak __pthread_unregister_cancel
+
 int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
                            void *(*)(void *), void *);
 
