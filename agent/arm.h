@@ -8,13 +8,14 @@
 #include <stdint.h>
 
 /*
- * A process under the agent starts nothing at load: the start is armed,
- * and the host's own calls fire it once they show that the process lives
- * on. A call that waits (epoll_wait, a condition, a join, pthread_create,
- * poll, accept, a sleep) fires it at once, and the agent's thread then
- * waits out the rest of the start delay; a call that only works (read,
- * write, a sampled allocation) fires it once the delay has passed. A
- * process that execs or exits before either never creates a thread.
+ * A forked child under the agent starts nothing at the fork: the start is
+ * armed, and the child's own calls fire it once they show that it lives
+ * on. A call that waits for an event (epoll_wait, a condition, a join,
+ * pthread_create, poll, accept, a sleep) fires it at once, and the
+ * agent's thread then waits out the rest of the start delay; a call that
+ * only works (read, write, a sampled allocation) or waits for its own
+ * children (a subshell's pipeline) fires it once the delay has passed. A
+ * child that execs or exits before either never creates a thread.
  */
 enum arm_kind {
     ARM_WAIT, /* fires at once */
@@ -27,15 +28,9 @@ enum arm_kind {
 extern int arm_armed;
 
 /* Arms the start: fire() runs once, on the host thread whose call fired
- * it, with the guard entered, in process pid only. child_wait: what a
- * wait for a child that may block is (arm_child_wait). Does not allocate,
- * no system call. */
-void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid,
-             enum arm_kind child_wait);
-/* ARM_WAIT in a process started by hand (a shell, a supervisor waits
- * there for good), ARM_LATE in a forked child (a subshell waits for its
- * pipeline). */
-extern enum arm_kind arm_child_wait;
+ * it, with the guard entered, in process pid only. Does not allocate, no
+ * system call. */
+void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid);
 /* Disarms (a fork child, before its own arm). Async-signal-safe. */
 void arm_clear(void);
 /* The routes of the doors that jump through a pointer (trace_hooks.c):

@@ -317,6 +317,18 @@ void heap_peak_apply(struct stack_snapshot *snap, struct heap_peak_info *info,
  * also resolve on first use. Not async-signal-safe. */
 void malloc_hooks_init(void);
 
+/* Whether the process's malloc is another allocator's, preloaded or linked
+ * before the agent (LD_PRELOAD="libjemalloc.so.2 libpprofagent.so"): then
+ * no allocation reaches the agent and the heap profiles stay empty. Sets
+ * heap_hidden_by to that object's file name and returns 1; 0 when malloc
+ * is the agent's. Not async-signal-safe. */
+int malloc_hooks_check(void);
+/* The object whose malloc hides the agent's ("" when none). Written once
+ * by malloc_hooks_check before any reader runs. */
+extern char heap_hidden_by[256];
+/* The sentence that says so, for the profile, the index and stderr. */
+void heap_hidden_text(char *buf, size_t size);
+
 /* Called once by the constructor after config_load() and stack_init():
  * resolves the allocator, creates the tables and turns sampling on, or off
  * for good when PPROF_ENABLE=0, PPROF_HEAP_RATE=0 or memory is short.

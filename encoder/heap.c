@@ -90,10 +90,19 @@ static int heap_proto(const char *name, const struct heap_record *recs,
         };
         heap_values(&recs[i], heap_scale(recs[i].size, rate), sr[i].values);
     }
-    char info[400], comment[500];
+    char info[400], comment[700];
     describe(info, sizeof info, " ");
     log_snprintf(comment, sizeof comment, "%s%s%s", info, extra ? " " : "",
                  extra ? extra : "");
+    /* No allocation reaches the agent: the profile says why it is empty
+     * (Go's carry no comment otherwise). */
+    if (heap_hidden_by[0]) {
+        char why[400];
+        heap_hidden_text(why, sizeof why);
+        profile_comment(p, why);
+        log_snprintf(comment + strlen(comment), sizeof comment - strlen(comment),
+                     "; %s", why);
+    }
     profile_sample_type(p, "alloc_objects", "count");
     profile_sample_type(p, "alloc_space", "bytes");
     profile_sample_type(p, "inuse_objects", "count");

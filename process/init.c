@@ -130,8 +130,9 @@ __attribute__((constructor)) static void agent_init(void)
     if (serve && opt_start_delay_ms == 0)
         start_now();
     else if ((serve || push || (opt_dump_dir[0] && !passive)) &&
-             opt_start_delay_ms > 0)
-        start_arm(0, children_own_pid());
+             opt_start_delay_ms > 0 && start_later(0, agent_mono_ns()) != 0)
+        log_info("cannot start the agent's thread; profiling endpoints are "
+                 "off");
     guard_leave();
 }
 

@@ -34,7 +34,9 @@
 #include "agent/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"
+#include "agent/heap.h"
 #include "agent/log.h"
+#include "encoder/encoder.h"
 #include "http/server.h"
 #include "process/push.h"
 
@@ -186,6 +188,19 @@ static int wait_slice(void)
     return 0;
 }
 
+/* Another allocator's malloc bound before the agent's: said once, on
+ * stderr and in the index's notes (the heap profiles say it too). */
+static void check_allocator(void)
+{
+    if (__atomic_load_n(&heap_enabled, __ATOMIC_ACQUIRE) <= 0 ||
+        !malloc_hooks_check())
+        return;
+    char why[400];
+    heap_hidden_text(why, sizeof why);
+    log_info("%s", why);
+    notes_set("heap", why);
+}
+
 static void *starter(void *arg)
 {
     (void)arg;
@@ -211,6 +226,7 @@ static void *starter(void *arg)
     /* The process lived the delay: the unwind tables (deferred by
      * stack_init) are built here, off the host's threads. */
     cfi_tables_refresh();
+    check_allocator();
     watch_start();
     if (dumps)
         dump_start();
@@ -233,9 +249,11 @@ static int spawn_starter(void)
     return err;
 }
 
-/* Arms the start (agent/arm.h) at the time of the call: the starter is
- * created by the host's first call that shows the process lives on, and
- * waits out what is left of the delay from here. */
+/* Arms a forked child's start (agent/arm.h) at the time of the call: the
+ * starter is created by the child's first call that shows it lives on,
+ * and waits out what is left of the delay from here. (A process started
+ * by hand creates its starter at once, in the constructor: it may only
+ * compute and print, and calls nothing that would fire the start.) */
 static int armed_dumps;
 static int64_t armed_at_ns;
 
@@ -252,8 +270,7 @@ void start_arm(int dumps, int pid)
 {
     armed_dumps = dumps;
     armed_at_ns = agent_mono_ns();
-    arm_set(fire, armed_at_ns + opt_start_delay_ms * 1000000LL, pid,
-            children_is_forked ? ARM_LATE : ARM_WAIT);
+    arm_set(fire, armed_at_ns + opt_start_delay_ms * 1000000LL, pid);
 }
 
 int start_later(int dumps, int64_t from_ns)

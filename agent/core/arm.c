@@ -1,8 +1,8 @@
 /*
- * The deferred start's trigger: the start is armed at load (or in a
- * forked child) and fired by the host's own calls, so that a process that
- * execs or exits early costs what any preload costs: no thread, no system
- * call. agent/arm.h says which calls fire it and when.
+ * The deferred start's trigger: a forked child's start is armed and fired
+ * by the child's own calls, so that a child that execs or exits early (a
+ * shell's command) costs what any preload costs there: no thread, no
+ * system call. agent/arm.h says which calls fire it and when.
  *
  * Entered from the doors on any host thread. It must never fire from a
  * signal handler (fire() creates a thread): doors a handler may call ask
@@ -23,7 +23,6 @@
 
 int arm_armed;
 void (*arm_reroute)(int armed);
-enum arm_kind arm_child_wait = ARM_WAIT;
 
 /* Written by arm_set before arm_armed, read after it. */
 static void (*arm_fire)(void);
@@ -34,11 +33,9 @@ static int64_t next_try_ns;
 
 #define RETRY_NS 10000000LL
 
-void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid,
-             enum arm_kind child_wait)
+void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid)
 {
     arm_fire = fire;
-    arm_child_wait = child_wait;
     deadline_ns = deadline_mono_ns;
     arm_pid = pid;
     next_try_ns = 0;

@@ -22,6 +22,7 @@
 #include "agent/stack.h"
 #include "agent/stack_table.h"
 #include "agent/symbols.h"
+#include "agent/log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -381,4 +382,15 @@ int heap_table_init(void)
     if (!heap_buckets)
         return -ENOMEM;
     return 0;
+}
+
+char heap_hidden_by[256];
+
+void heap_hidden_text(char *buf, size_t size)
+{
+    log_snprintf(buf, size,
+                 "malloc in this process is %s's, loaded before the agent: "
+                 "no allocation reaches the agent and the heap profiles are "
+                 "empty; list libpprofagent.so first in LD_PRELOAD",
+                 heap_hidden_by);
 }

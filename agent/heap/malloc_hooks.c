@@ -26,6 +26,7 @@
 #include "agent/guard.h"
 #include "agent/heap.h"
 #include "agent/log.h"
+#include "agent/loader.h"
 #include "agent/next_symbol.h"
 #include "agent/arm.h"
 
@@ -607,4 +608,28 @@ STARTUP void heap_init(void)
         return;
     }
     __atomic_store_n(&heap_enabled, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- an allocator preloaded before the agent ------------------------------ */
+
+/* This library's own malloc: the exported name may bind to another's. */
+extern __typeof__(malloc) agent_own_malloc
+    __attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
+
+
+
+int malloc_hooks_check(void)
+{
+    void *bound = loader_sym(RTLD_DEFAULT, "malloc");
+    if (!bound || bound == (void *)agent_own_malloc)
+        return 0;
+    Dl_info info;
+    const char *who = loader_addr(bound, &info) && info.dli_fname &&
+                              info.dli_fname[0]
+                          ? info.dli_fname
+                          : "another object";
+    const char *base = strrchr(who, '/');
+    log_snprintf(heap_hidden_by, sizeof heap_hidden_by, "%s",
+                 base ? base + 1 : who);
+    return 1;
 }

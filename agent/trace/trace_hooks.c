@@ -108,11 +108,10 @@ static int fd_kind(int fd);
     X(int, waitid, (idtype_t t, id_t i, siginfo_t *in, int o), (t, i, in, o),  \
           TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)
 
-/* A wait for a child that may block is a wait (agent/arm.h) in a process
- * started by hand (a shell or a supervisor waits there for good) and a
- * late call in a forked child (a subshell waits for its pipeline).
- * Signal handlers reap with WNOHANG, which does not fire the start. */
-#define CHILD_WAIT(o) ((o) & WNOHANG ? ARM_NONE : arm_child_wait)
+/* A wait for a child that may block fires an armed start once the delay
+ * has passed, before or after it (agent/arm.h: a subshell waits for its
+ * pipeline). Signal handlers reap with WNOHANG, which never fires it. */
+#define CHILD_WAIT(o) ((o) & WNOHANG ? ARM_NONE : ARM_LATE)
 
 static void resolve(void);
 

@@ -97,5 +97,28 @@ start_agent jemalloc_preloaded env LD_PRELOAD="$AGENT $JEMALLOC" \
 wait_ready jemalloc_preloaded
 grep -q jemalloc "/proc/$PID/maps" || fail "jemalloc is not loaded"
 check_sites jemalloc_preloaded
+expect_not_contains "$(cat "$WORK/jemalloc_preloaded.err")" "loaded before the agent" "stderr with the agent first"
 stop "$PID"
+
+# ---- an allocator preloaded before the agent ---------------------------------
+# Its malloc binds first: no allocation reaches the agent. The heap profile
+# cannot be right, so it says why in its comment, on stderr (once) and in
+# /debug/stats' notes, with the order that works.
+TCMALLOC=$(ls /usr/lib/*/libtcmalloc_minimal.so.4 2>/dev/null | head -n 1)
+for first in "$JEMALLOC" "$TCMALLOC"; do
+    [ -n "$first" ] || fail "libtcmalloc-minimal4 is not installed (scripts/install-deps)"
+    lib=$(basename "$first")
+    start_agent first env LD_PRELOAD="$first $AGENT" "$BUILD/test/programs/heap_truth" "$SMALL"
+    wait_ready first
+    wait_until "the allocator's line on stderr" grep -q "loaded before the agent" "$WORK/first.err"
+    line=$(grep "loaded before the agent" "$WORK/first.err")
+    note "$line"
+    expect_contains "$line" "malloc in this process is $lib's" "stderr"
+    expect_contains "$line" "list libpprofagent.so first in LD_PRELOAD" "stderr"
+    [ "$(grep -c "loaded before the agent" "$WORK/first.err")" = 1 ] || fail "said more than once"
+    fetch debug/pprof/heap > "$WORK/first.pb.gz"
+    expect_contains "$(pprof -comments "$WORK/first.pb.gz")" "malloc in this process is $lib's" "the heap profile's comments"
+    expect_contains "$(profile_note heap)" "loaded before the agent" "/debug/stats' heap note"
+    stop "$PID"
+done
 echo "ok"
