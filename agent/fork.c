@@ -49,6 +49,7 @@
 #include "agent/heap.h"
 #include "agent/next_symbol.h"
 #include "agent/phdr_cache.h"
+#include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
@@ -88,12 +89,22 @@ static void fork_parent(void)
         heap_table_fork_parent();
 }
 
+/* A chrooted process's threads book holds the child's only thread. */
+static void book_fork_child(void)
+{
+    sigset_t now;
+    if (__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED) &&
+        sigmask_real(SIG_BLOCK, NULL, &now) == 0)
+        proc_book_fork_child(&now);
+}
+
 static void fork_child(void)
 {
     guard_fork_child();
     if (!modules_on)
         return;
     sigmask_fork_child();
+    book_fork_child();
     cpu_timer_fork_child();
     wall_fork_child();
     if (heap_buckets)

@@ -17,6 +17,8 @@
 #include "agent/labels.h"
 #include "agent/next_symbol.h"
 #include "agent/own_memory.h"
+#include "agent/proc.h"
+#include "agent/sigmask.h"
 #include "agent/stack.h"
 #include "agent/stack_table.h"
 #include "agent/thread_hooks.h"
@@ -96,6 +98,8 @@ static void thread_exit(void *unused)
     guard_enter();
     cpu_thread_exiting();
     wall_thread_exiting();
+    if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
+        proc_book_forget_self();
     guard_leave();
     if (unlikely(trace_on)) {
         char name[16] = "";
@@ -164,6 +168,15 @@ static void dtv_forget(int slot)
         __atomic_store_n(&dtv_blocks[slot], NULL, __ATOMIC_RELAXED);
 }
 
+/* Chrooted: this new host thread goes into the threads book
+ * (proc_book.c) with its mask, before a CPU profile may arm it. */
+static void book_note(void)
+{
+    sigset_t now;
+    if (sigmask_real(SIG_BLOCK, NULL, &now) == 0)
+        proc_book_note_self(&now);
+}
+
 static void *thread_start(void *p)
 {
     struct start_record r = *(struct start_record *)p;
@@ -190,6 +203,8 @@ static void *thread_start(void *p)
     /* A CPU profile running now gives this thread its timer; its samples
      * in locks may walk fast. */
     guard_enter();
+    if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
+        book_note();
     cpu_thread_started();
     stack_thread_prepare();
     guard_leave();
