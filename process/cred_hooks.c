@@ -136,14 +136,17 @@ __attribute__((visibility("default"))) int chroot(const char *path)
     return real(path);
 }
 
-/* 1 when a new soft limit on processes is lower than the one in force:
- * once the process is not root, the agent may start no thread beyond it
- * (HAProxy's worker sets 0). */
+/* 1 when a new soft limit on processes is lower than the one in force and
+ * may stop the agent's threads: the kernel holds a process to it unless
+ * its real user is root. A root process that sets 0 means to give up root
+ * next; one that sets more (a shell's ulimit -u before it execs) is not
+ * held to it, and its start waits for the delay as usual. */
 static int lowers_nproc(int resource, rlim_t new_cur)
 {
     struct rlimit now;
-    return resource == RLIMIT_NPROC &&
-           (getrlimit(RLIMIT_NPROC, &now) != 0 || new_cur < now.rlim_cur);
+    if (resource != RLIMIT_NPROC || (getuid() == 0 && new_cur > 0))
+        return 0;
+    return getrlimit(RLIMIT_NPROC, &now) != 0 || new_cur < now.rlim_cur;
 }
 
 /* The start, now, before a lower RLIMIT_NPROC (start.c: the starter's
