@@ -33,6 +33,10 @@ extern int arm_armed;
 void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid);
 /* Disarms (a fork child, before its own arm). Async-signal-safe. */
 void arm_clear(void);
+/* Disarms and returns 1 when a start was armed in this process: the
+ * caller does the start's work itself (a child about to forbid new
+ * threads). Not async-signal-safe. */
+int arm_take(void);
 /* The routes of the doors that jump through a pointer (trace_hooks.c):
  * called with 1 when armed, 0 when disarmed. */
 extern void (*arm_reroute)(int armed);

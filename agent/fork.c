@@ -55,6 +55,7 @@
 #include "agent/loader.h"
 #include "agent/next_symbol.h"
 #include "agent/phdr_cache.h"
+#include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
@@ -96,6 +97,15 @@ static void fork_parent(void)
     loader_fork_parent();
 }
 
+/* A chrooted process's threads book holds the child's only thread. */
+static void book_fork_child(void)
+{
+    sigset_t now;
+    if (__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED) &&
+        sigmask_real(SIG_BLOCK, NULL, &now) == 0)
+        proc_book_fork_child(&now);
+}
+
 static void fork_child(void)
 {
     guard_fork_child();
@@ -104,6 +114,7 @@ static void fork_child(void)
     loader_fork_child();
     arm_clear(); /* the parent's start is not the child's (after step) */
     sigmask_fork_child();
+    book_fork_child();
     cpu_timer_fork_child();
     wall_fork_child();
     if (heap_buckets)

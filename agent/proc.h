@@ -78,6 +78,34 @@ int proc_tasks_check(int *fd);
  * link). Returns the count or -errno. Does not allocate. */
 long proc_tasks_count(const int *fd);
 
+/* ---- the threads book (proc_book.c) -------------------------------------- */
+
+#include <signal.h>
+#include <stdint.h>
+
+/* 1 once the book is open: this process chrooted and reads its threads
+ * and their masks from the book when /proc cannot be read. */
+extern int proc_book_on;
+
+/* Opens the book from /proc (before a chroot). Returns 0 or -errno (no
+ * thread listed; the book is on all the same). Not async-signal-safe. */
+int proc_book_open(void);
+
+/* The calling thread notes its mask (it started, or changed it), or
+ * forgets itself (it ends). Async-signal-safe. */
+void proc_book_note_self(const sigset_t *mask);
+void proc_book_forget_self(void);
+
+/* Calls fn(arg, tid, -1) for each thread in the book, as proc_list. */
+int proc_book_list(int (*fn)(void *arg, int tid, int dir_fd), void *arg);
+
+/* The signals tid blocks, from the book: 0, or -ENOENT when not in it. */
+int proc_book_blocked(int tid, uint64_t *blocked);
+
+/* In a fork child: the book holds the child's only thread, with mask.
+ * Async-signal-safe. */
+void proc_book_fork_child(const sigset_t *mask);
+
 /* ---- the program's name (program.c) -------------------------------------- */
 
 /* The name the program was started by: the base name of the file execve

@@ -1,6 +1,7 @@
 /*
  * Interposers of the calls that change a process's user or group IDs, its
- * namespaces or its system-call filter.
+ * namespaces, its system-call filter, its root folder, its limits or its
+ * capabilities.
  * - A root service that gives up root before its server starts (start.c)
  *   could no longer create its announcement file or its port file: the
  *   hooks have them created first (start_before_drop).
@@ -14,6 +15,13 @@
  *   no optional system call any more, no announcement removed at exit)
  *   and its waiting thread leaves for good, so the filter meets a process
  *   of one thread, whose end ends the process.
+ * - chroot: the announcement, the port file and what profiles read by
+ *   path are prepared first (start_before_drop, confine.c); no thread.
+ * - setrlimit and prlimit lowering RLIMIT_NPROC: the agent's start happens
+ *   first, while the delay runs (start_before_confine): its threads could
+ *   not be created after (HAProxy's worker sets 0 once it is nobody).
+ * - capset: as an ID change (while root). PR_SET_NO_NEW_PRIVS and a lower
+ *   RLIMIT_NOFILE take nothing the agent needs (docs/operations.md).
  * - The fork after step (children_after_fork), for a child whose fork the
  *   agent did not see return: a cheap test, before anything else.
  * Then the C library's call; nothing else changes: same arguments, result
@@ -33,6 +41,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -106,4 +115,103 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
         start_pause(); /* and no start_resume */
     }
     return real(option, a2, a3, a4, a5);
+}
+
+/* ---- confinement: chroot, a lower RLIMIT_NPROC, capabilities ------------ */
+
+__attribute__((visibility("default"))) int chroot(const char *path)
+{
+    static int (*real)(const char *);
+    if (!real)
+        real = (int (*)(const char *))next_symbol("chroot");
+    /* What a later start opens by path, opened now: the announcement
+     * and the port file (also when not root: a chroot in a user
+     * namespace), and what profiles need (confine.c). No thread: a chroot
+     * forbids none, and chroot(1) execs at once. */
+    before_change();
+    if (agent_ready && !agent_tls.in_agent) {
+        start_before_drop();
+        confine_prepare();
+    }
+    return real(path);
+}
+
+/* 1 when a new soft limit on processes is lower than the one in force and
+ * may stop the agent's threads: the kernel holds a process to it unless
+ * its real user is root. A root process that sets 0 means to give up root
+ * next; one that sets more (a shell's ulimit -u before it execs) is not
+ * held to it, and its start waits for the delay as usual. */
+static int lowers_nproc(int resource, rlim_t new_cur)
+{
+    struct rlimit now;
+    if (resource != RLIMIT_NPROC || (getuid() == 0 && new_cur > 0))
+        return 0;
+    return getrlimit(RLIMIT_NPROC, &now) != 0 || new_cur < now.rlim_cur;
+}
+
+/* The start, now, before a lower RLIMIT_NPROC (start.c: the starter's
+ * work on this thread, when the delay still runs). */
+static void before_nproc(void)
+{
+    if (!agent_ready || agent_tls.in_agent)
+        return;
+    children_after_fork();
+    start_before_confine();
+}
+
+/* setrlimit and prlimit, and their 64-bit names (the same functions in a
+ * 64-bit C library, separate symbols). Every other limit, and a higher
+ * one, goes straight through; a lower RLIMIT_NOFILE needs nothing (the
+ * agent's descriptors follow the limit in force: agent/host/fds.c). */
+#define LIMIT_HOOK(name, type)                                             \
+    __attribute__((visibility("default"))) int name(                       \
+        __rlimit_resource_t resource, const struct type *rl)               \
+    {                                                                      \
+        static int (*real)(__rlimit_resource_t, const struct type *);      \
+        if (!real)                                                         \
+            real = (int (*)(__rlimit_resource_t, const struct type *))     \
+                next_symbol(#name);                                        \
+        /* Declared non-null, passed NULL (EFAULT) all the same: the       \
+         * compiler must not drop the test. */                             \
+        const struct type *p = rl;                                         \
+        __asm__("" : "+r"(p));                                             \
+        if (p && lowers_nproc((int)resource, (rlim_t)p->rlim_cur))         \
+            before_nproc();                                                \
+        return real(resource, rl);                                         \
+    }
+LIMIT_HOOK(setrlimit, rlimit)
+LIMIT_HOOK(setrlimit64, rlimit64)
+
+#define PRLIMIT_HOOK(name, type)                                           \
+    __attribute__((visibility("default"))) int name(                       \
+        pid_t pid, __rlimit_resource_t resource, const struct type *rl,    \
+        struct type *old)                                                  \
+    {                                                                      \
+        static int (*real)(pid_t, __rlimit_resource_t,                     \
+                           const struct type *, struct type *);            \
+        if (!real)                                                         \
+            real = (int (*)(pid_t, __rlimit_resource_t,                    \
+                            const struct type *, struct type *))           \
+                next_symbol(#name);                                        \
+        if (rl && (pid == 0 || pid == (pid_t)syscall(SYS_getpid)) &&       \
+            lowers_nproc((int)resource, (rlim_t)rl->rlim_cur))             \
+            before_nproc();                                                \
+        return real(pid, resource, rl, old);                               \
+    }
+PRLIMIT_HOOK(prlimit, rlimit)
+PRLIMIT_HOOK(prlimit64, rlimit64)
+
+/* capset: a root process that gives up capabilities may no longer create
+ * files where root could (the announcement, the port file): prepared
+ * first, as for an ID change. It acts on the calling thread only, so the
+ * starter need not leave. No header of the C library declares it. */
+int capset(void *header, const void *data);
+__attribute__((visibility("default"))) int capset(void *header,
+                                                  const void *data)
+{
+    static int (*real)(void *, const void *);
+    if (!real)
+        real = (int (*)(void *, const void *))next_symbol("capset");
+    before_change();
+    return real(header, data);
 }

@@ -126,6 +126,23 @@ void start_leave(void);
  * Not async-signal-safe. */
 void start_before_drop(void);
 
+/* 1 when this process serves or will: serving is on, and it is not a
+ * passive descendant, a process made without fork handlers or a forked
+ * child with PPROF_CHILDREN=off. Not async-signal-safe. */
+int start_would_serve(void);
+
+/* Called by the hooks of setrlimit and prlimit when they lower
+ * RLIMIT_NPROC, before the real call: when the start delay runs in this
+ * process, the starter leaves and what it would do (the server, its
+ * threads, the announcement, the watch, the dumps, the push) is done now,
+ * on the calling thread. Otherwise nothing. Not async-signal-safe. */
+void start_before_confine(void);
+
+/* Called by the chroot hook before the real call: opens what the agent
+ * reads later by a path the chroot would hide (confine.c). Not
+ * async-signal-safe. */
+void confine_prepare(void);
+
 /* ---- dumps (dump.c) ------------------------------------------------------- */
 
 /* When PPROF_DUMP_DIR is set: starts the whole-run CPU profile, installs

@@ -18,7 +18,10 @@
  * start_before_drop() first, which creates what needs root's rights, the
  * announcement file and the port file (empty until the server listens);
  * the server itself still starts when the delay ends, so a wrapper that
- * drops root and execs (su, gosu) binds no port and prints nothing.
+ * drops root and execs (su, gosu) binds no port and prints nothing. A
+ * process that lowers RLIMIT_NPROC within the delay (HAProxy's worker)
+ * could create no thread after: its start happens then, on its own thread
+ * (start_before_confine).
  *
  * Contexts: start_later() in the constructor or in a fork child handler
  * (the child's only thread); the thread itself is the agent's, created
@@ -92,12 +95,18 @@ void start_now(void)
     pthread_mutex_unlock(&start_lock);
 }
 
+int start_would_serve(void)
+{
+    /* Not a passive descendant, a process made without fork handlers, a
+     * forked child with PPROF_CHILDREN=off. */
+    return opt_serve && !children_passive() && children_own() &&
+           !(children_is_forked && opt_children != CHILDREN_SERVE);
+}
+
 void start_before_drop(void)
 {
-    /* Nothing where no server will start: a passive descendant, a process
-     * made without fork handlers, a forked child with PPROF_CHILDREN=off. */
-    if (!opt_serve || children_passive() || !children_own() ||
-        (children_is_forked && opt_children != CHILDREN_SERVE))
+    /* Nothing where no server will start. */
+    if (!start_would_serve())
         return;
     guard_enter(); /* the lock below is the agent's, not the host's */
     pthread_mutex_lock(&start_lock);
@@ -136,7 +145,13 @@ void start_before_drop(void)
  * (starter_pid): a process made without fork handlers (a raw clone) has
  * the state but not the thread, and finds nothing to pause there.
  */
-enum { STARTER_NONE, STARTER_WAITING, STARTER_LEAVE, STARTER_STARTING };
+enum {
+    STARTER_NONE,
+    STARTER_WAITING,
+    STARTER_LEAVE,
+    STARTER_STARTING, /* its work under way (the starter's or a host's) */
+    STARTER_DONE
+};
 static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wait_cond;
 /* Under wait_lock. */
@@ -149,6 +164,10 @@ static struct timespec deadline; /* CLOCK_MONOTONIC */
 /* The watched host thread's clear-child-tid word (NULL: not watched).
  * Written before the starter is created, read by it. */
 static int *host_tid_word;
+
+/* Longest a host thread lowering RLIMIT_NPROC waits for a start under
+ * way on another thread. */
+#define CONFINE_WAIT_S 5
 
 /* How often the starter looks at the host thread: a killed host thread
  * leaves its process alive this long at most. */
@@ -201,6 +220,35 @@ static void check_allocator(void)
     notes_set("heap", why);
 }
 
+/* What the starter does once the delay ended: the unwind tables (deferred
+ * by stack_init; tables = 0 leaves them to the first profile or dump,
+ * cfi.h), the watch, the dumps, the server and the push. On the starter,
+ * or on a host thread about to lower RLIMIT_NPROC (start_before_confine),
+ * with the guard entered. */
+static void starter_work(int dumps, int tables)
+{
+    if (tables)
+        cfi_tables_refresh();
+    check_allocator();
+    watch_start();
+    if (dumps)
+        dump_start();
+    if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))
+        start_now();
+    if (!children_is_forked || opt_children == CHILDREN_SERVE)
+        push_start();
+}
+
+/* The start's work is done: a host thread waiting to lower RLIMIT_NPROC
+ * goes on (start_before_confine). */
+static void start_work_done(void)
+{
+    pthread_mutex_lock(&wait_lock);
+    starter_state = STARTER_DONE;
+    pthread_cond_broadcast(&wait_cond);
+    pthread_mutex_unlock(&wait_lock);
+}
+
 static void *starter(void *arg)
 {
     (void)arg;
@@ -225,15 +273,8 @@ static void *starter(void *arg)
     pthread_detach(pthread_self());
     /* The process lived the delay: the unwind tables (deferred by
      * stack_init) are built here, off the host's threads. */
-    cfi_tables_refresh();
-    check_allocator();
-    watch_start();
-    if (dumps)
-        dump_start();
-    if (opt_serve && (!children_is_forked || opt_children == CHILDREN_SERVE))
-        start_now();
-    if (!children_is_forked || opt_children == CHILDREN_SERVE)
-        push_start();
+    starter_work(dumps, 1);
+    start_work_done();
     return NULL;
 }
 
@@ -249,36 +290,21 @@ static int spawn_starter(void)
     return err;
 }
 
-/* Arms a forked child's start (agent/arm.h) at the time of the call: the
- * starter is created by the child's first call that shows it lives on,
- * and waits out what is left of the delay from here. (A process started
- * by hand creates its starter at once, in the constructor: it may only
- * compute and print, and calls nothing that would fire the start.) */
-static int armed_dumps;
-static int64_t armed_at_ns;
+/* A forked child's start is armed (agent/arm.h) at the time of the
+ * call: the starter is created by the child's first call that shows it
+ * lives on, and waits out what is left of the delay from here. (A process
+ * started by hand creates its starter at once, in the constructor: it may
+ * only compute and print, and calls nothing that would fire the start.) */
 
-static void fire(void)
+/* The start's state, afresh: a forked child's came along with the fork
+ * (its locks possibly held by a thread of the parent that is not here),
+ * the parent's server and starter did not. No system call. */
+static void state_init(int dumps, int64_t from_ns)
 {
-    int err = start_later(armed_dumps, armed_at_ns);
-    if (err)
-        log_info("cannot start the agent's thread (%s); profiling endpoints "
-                 "are off in this process",
-                 log_errtext(-err));
-}
-
-void start_arm(int dumps, int pid)
-{
-    armed_dumps = dumps;
-    armed_at_ns = agent_mono_ns();
-    arm_set(fire, armed_at_ns + opt_start_delay_ms * 1000000LL, pid);
-}
-
-int start_later(int dumps, int64_t from_ns)
-{
-    /* A forked child starts afresh: the parent's state came along with
-     * the fork, the parent's server and starter did not. */
     started = 0;
     prepared = 0;
+    starter_pid = 0;
+    starter_state = STARTER_NONE;
     pthread_mutex_init(&start_lock, NULL);
     pthread_mutex_init(&wait_lock, NULL);
     pthread_condattr_t attr;
@@ -290,6 +316,11 @@ int start_later(int dumps, int64_t from_ns)
     deadline.tv_sec = (time_t)(at / 1000000000LL);
     deadline.tv_nsec = (long)(at % 1000000000LL);
     starter_dumps = dumps;
+}
+
+/* Creates the starter for the calling thread's process. Under wait_lock. */
+static int spawn_watching(void)
+{
     /* The host thread to watch: the one calling, when it is the process's
      * main thread (the constructor's, or a forked child's only thread). */
     int *word = NULL;
@@ -298,6 +329,33 @@ int start_later(int dumps, int64_t from_ns)
         prctl(PR_GET_TID_ADDRESS, &word, 0L, 0L, 0L) == 0)
         host_tid_word = word;
     return spawn_starter();
+}
+
+static void fire(void)
+{
+    pthread_mutex_lock(&wait_lock);
+    int err = starter_state == STARTER_NONE ? spawn_watching() : 0;
+    pthread_mutex_unlock(&wait_lock);
+    if (err)
+        log_info("cannot start the agent's thread (%s); profiling endpoints "
+                 "are off in this process",
+                 log_errtext(-err));
+}
+
+void start_arm(int dumps, int pid)
+{
+    state_init(dumps, agent_mono_ns());
+    int64_t at = (int64_t)deadline.tv_sec * 1000000000LL + deadline.tv_nsec;
+    arm_set(fire, at, pid);
+}
+
+int start_later(int dumps, int64_t from_ns)
+{
+    state_init(dumps, from_ns);
+    pthread_mutex_lock(&wait_lock);
+    int err = spawn_watching();
+    pthread_mutex_unlock(&wait_lock);
+    return err;
 }
 
 /* Makes a waiting starter leave and joins it; returns 1 when it was
@@ -362,5 +420,74 @@ void start_resume(void)
                   "endpoints are off in this process",
                   log_errtext(-err));
     pthread_mutex_unlock(&wait_lock);
+    guard_leave();
+}
+
+/*
+ * Before the host forbids the agent's threads (a lower RLIMIT_NPROC:
+ * cred_hooks.c), while the start delay runs: the starter is made to leave
+ * and its work is done now, on the calling host thread, before the call.
+ * A thread created later meets EAGAIN (HAProxy's worker sets RLIMIT_NPROC
+ * to 0 once it is no longer root). This is the agent's one chance: the
+ * call does not need the process to have one thread, so threads may be
+ * started here. Nothing where no starter waits: the process started
+ * already, will not, or is not the starter's.
+ */
+/* An armed forked child about to lower RLIMIT_NPROC: its start would
+ * come too late to create a thread, so it is done here and now (the
+ * unwind tables are left to the first profile). */
+static void start_armed_now(void)
+{
+    guard_enter();
+    pthread_mutex_lock(&wait_lock);
+    starter_state = STARTER_STARTING;
+    int dumps = starter_dumps;
+    pthread_mutex_unlock(&wait_lock);
+    starter_work(dumps, 0);
+    start_work_done();
+    guard_leave();
+}
+
+void start_before_confine(void)
+{
+    if (agent_tls.in_agent)
+        return;
+    if (arm_take()) {
+        start_armed_now();
+        return;
+    }
+    if (__atomic_load_n(&starter_pid, __ATOMIC_RELAXED) != pid_now())
+        return;
+    guard_enter();
+    pthread_mutex_lock(&wait_lock);
+    int waiting = starter_state == STARTER_WAITING && !nothing_to_start();
+    if (waiting) {
+        starter_state = STARTER_LEAVE;
+        pthread_cond_broadcast(&wait_cond);
+    }
+    /* The work under way on another thread (the starter's, or another
+     * host thread's: HAProxy's threads each lower the limit) must create
+     * its threads before this call's limit is in force. Bounded: a start
+     * that does not end within CONFINE_WAIT_S is not waited for longer. */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += CONFINE_WAIT_S;
+    while (!waiting && starter_state == STARTER_STARTING &&
+           pthread_cond_timedwait(&wait_cond, &wait_lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&wait_lock);
+    if (waiting) {
+        pthread_join(starter_thread, NULL);
+        pthread_mutex_lock(&wait_lock);
+        /* Not LEAVE: start_resume must not bring the starter back. */
+        starter_state = STARTER_STARTING;
+        int dumps = starter_dumps;
+        pthread_mutex_unlock(&wait_lock);
+        /* The unwind tables are left to the first profile (cfi.h): their
+         * build would hold up the host's thread (150 ms in HAProxy's
+         * worker on a loaded machine). */
+        starter_work(dumps, 0);
+        start_work_done();
+    }
     guard_leave();
 }

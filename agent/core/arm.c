@@ -51,6 +51,17 @@ void arm_clear(void)
         arm_reroute(0);
 }
 
+int arm_take(void)
+{
+    if (!__atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) ||
+        (int)syscall(SYS_getpid) != arm_pid ||
+        !__atomic_exchange_n(&arm_armed, 0, __ATOMIC_SEQ_CST))
+        return 0;
+    if (arm_reroute)
+        arm_reroute(0);
+    return 1;
+}
+
 /* 1 when the calling thread blocks no signal: not inside a handler
  * (unless one installed with SA_NODEFER and an empty mask). */
 static int no_signal_blocked(void)

@@ -57,6 +57,11 @@ static char own_path[1100];
 static int own_fd = -1;
 static int own_pid;
 static int reserve_logged;
+/* This process's start time and name, read when its file is reserved: a
+ * process that then chroots (HAProxy's worker) announces itself with
+ * them, /proc being out of its reach. For own_pid. */
+static unsigned long long own_started;
+static char own_program[64];
 
 /* This process's family id; set once by rundir_family_init() in the
  * constructor, inherited by forked children, read by listings. */
@@ -133,6 +138,8 @@ int rundir_reserve(void)
         goto fail;
     }
     log_snprintf(own_path, sizeof own_path, "%s/pid-%d", opt_run_dir, own_pid);
+    own_started = start_time(own_pid);
+    rundir_program(own_program, sizeof own_program);
     /* Held: the number is rewritten if the program's dup2 targets it. */
     fds_begin();
     own_fd = fds_adopt(open(own_path, O_WRONLY | O_CREAT | O_TRUNC |
@@ -245,10 +252,15 @@ int rundir_publish(const char *addr)
     }
     char program[64], line[384];
     rundir_program(program, sizeof program);
+    unsigned long long started = start_time((int)getpid());
+    /* Without /proc (chrooted): what was read at the reservation. */
+    if (!started)
+        started = own_started;
+    if (strcmp(program, "unknown") == 0 && own_program[0])
+        memcpy(program, own_program, sizeof program);
     size_t n = log_snprintf(line, sizeof line, "%d %d %llu %s %s %s\n",
-                            (int)getpid(), (int)getppid(),
-                            start_time((int)getpid()), program, addr,
-                            own_family);
+                            (int)getpid(), (int)getppid(), started, program,
+                            addr, own_family);
     ssize_t w = pwrite(own_fd, line, n, 0);
     int err = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
     if (err)

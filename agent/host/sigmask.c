@@ -39,6 +39,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +89,31 @@ void sigmask_watch_end(void)
     __atomic_fetch_sub(&sigmask_watched, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Without /proc (chrooted): the mask from the threads book (proc_book.c);
+ * the pending signals of the calling thread only, from sigpending, which
+ * adds the process-wide ones (a host's signal dequeued on the way is
+ * queued back to this thread: sigmask_hooks.c). */
+static int book_mask(int tid, const char *name, unsigned long long *mask)
+{
+    if (!__atomic_load_n(&proc_book_on, __ATOMIC_ACQUIRE))
+        return -1;
+    if (strcmp(name, "\nSigBlk:") == 0) {
+        uint64_t blocked;
+        if (proc_book_blocked(tid, &blocked) != 0)
+            return -1;
+        *mask = blocked;
+        return 0;
+    }
+    sigset_t pending;
+    if (tid != (int)syscall(SYS_gettid) || sigpending(&pending) != 0)
+        return -1;
+    *mask = 0;
+    for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
+        if (sigismember(&pending, sig) == 1)
+            *mask |= 1ULL << (sig - 1);
+    return 0;
+}
+
 /* Field `name` ("SigBlk:", "SigPnd:") of /proc/self/task/TID/status, a
  * mask of signals 1..64 (bit sig - 1), into *mask. Returns 0 or -1 when
  * unreadable. */
@@ -95,7 +121,7 @@ static int status_mask(int tid, const char *name, unsigned long long *mask)
 {
     char buf[2048];
     if (proc_task_read(NULL, tid, "status", buf, sizeof buf) <= 0)
-        return -1;
+        return book_mask(tid, name, mask);
     char *p = strstr(buf, name);
     if (!p)
         return -1;

@@ -24,6 +24,7 @@
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/next_symbol.h"
+#include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/spinlock.h"
 #include "agent/threads.h"
@@ -162,12 +163,26 @@ static __attribute__((noinline)) int change_watched(mask_fn real, int how,
     }
     if (cpu_blocked && !cpu_blocks)
         cpu_thread_resume();
+    /* Chrooted: the threads book says the new mask from now on. */
+    if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
+        proc_book_note_self(&next);
     spin_unlock(&sigmask_lock);
     guard_leave();
     errno = saved;
     if (old)
         *old = cur;
     return real(SIG_SETMASK, &next, NULL);
+}
+
+/* Chrooted: the mask this thread has now goes to the threads book, while
+ * the change still counts as in flight (errno kept). */
+static __attribute__((noinline)) void note_in_book(void)
+{
+    int saved = errno;
+    sigset_t now;
+    if (sigmask_real(SIG_BLOCK, NULL, &now) == 0)
+        proc_book_note_self(&now);
+    errno = saved;
 }
 
 static inline int change(mask_fn real, int how, const sigset_t *set,
@@ -178,6 +193,8 @@ static inline int change(mask_fn real, int how, const sigset_t *set,
     __atomic_fetch_add(&sigmask_changing, 1, __ATOMIC_SEQ_CST);
     if (likely(!__atomic_load_n(&sigmask_watched, __ATOMIC_SEQ_CST))) {
         int r = real(how, set, old);
+        if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
+            note_in_book();
         __atomic_fetch_sub(&sigmask_changing, 1, __ATOMIC_SEQ_CST);
         return r;
     }

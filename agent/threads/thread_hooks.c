@@ -17,6 +17,8 @@
 #include "agent/labels.h"
 #include "agent/next_symbol.h"
 #include "agent/own_memory.h"
+#include "agent/proc.h"
+#include "agent/sigmask.h"
 #include "agent/stack.h"
 #include "agent/stack_table.h"
 #include "agent/thread_hooks.h"
@@ -105,6 +107,8 @@ static void thread_exit(void *unused)
     guard_enter();
     cpu_thread_exiting();
     wall_thread_exiting();
+    if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
+        proc_book_forget_self();
     guard_leave();
     if (unlikely(trace_on)) {
         char name[16] = "";
@@ -121,6 +125,65 @@ static int next_unnoted;
 void thread_hooks_next_unnoted(void)
 {
     __atomic_store_n(&next_unnoted, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The thread-vector block (glibc's DTV) of each running agent thread, held
+ * where valgrind's leak check looks for pointers. glibc allocates it with
+ * malloc and keeps, in the thread's control block, only a pointer past
+ * its first entry: an agent thread still running at exit (the watch, the
+ * server's; detached, never asked to end) left its block "possibly lost",
+ * and valgrind --error-exitcode failed a clean host that lived past the
+ * start delay. A pointer to the block's start makes it "still reachable",
+ * which is no error; nothing is done at exit. A slot is given back when
+ * the thread returns. A block glibc moves later (a library with TLS
+ * dlopened after the thread started) is not followed: that thread's new
+ * block is reported as before. Other C libraries, other machines: nothing.
+ */
+#define DTV_SLOTS 64
+static void *dtv_blocks[DTV_SLOTS];
+
+/* The start of the calling thread's DTV block, or NULL: the control block
+ * holds &dtv[1], and a DTV entry is two pointers. */
+static void *dtv_block(void)
+{
+    uintptr_t *dtv = NULL;
+#if defined(__GLIBC__) && defined(__x86_64__)
+    __asm__("mov %%fs:8, %0" : "=r"(dtv));
+#elif defined(__GLIBC__) && defined(__aarch64__)
+    uintptr_t **tp;
+    __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+    dtv = tp ? tp[0] : NULL;
+#endif
+    return dtv ? (void *)(dtv - 2) : NULL;
+}
+
+/* Notes the calling thread's block; returns its slot, or -1. */
+static int dtv_note(void)
+{
+    void *block = dtv_block();
+    for (int i = 0; block && i < DTV_SLOTS; i++) {
+        void *none = NULL;
+        if (__atomic_compare_exchange_n(&dtv_blocks[i], &none, block, 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return i;
+    }
+    return -1;
+}
+
+static void dtv_forget(int slot)
+{
+    if (slot >= 0)
+        __atomic_store_n(&dtv_blocks[slot], NULL, __ATOMIC_RELAXED);
+}
+
+/* Chrooted: this new host thread goes into the threads book
+ * (proc_book.c) with its mask, before a CPU profile may arm it. */
+static void book_note(void)
+{
+    sigset_t now;
+    if (sigmask_real(SIG_BLOCK, NULL, &now) == 0)
+        proc_book_note_self(&now);
 }
 
 static void *thread_start(void *p)
@@ -140,13 +203,17 @@ static void *thread_start(void *p)
             pthread_attr_destroy(&attr);
         }
         own_memory_add_stack(stack, stack_size);
+        int dtv_slot = dtv_note();
         void *ret = r.fn(r.arg);
+        dtv_forget(dtv_slot);
         own_memory_remove(stack, stack_size);
         return ret;
     }
     /* A CPU profile running now gives this thread its timer; its samples
      * in locks may walk fast. */
     guard_enter();
+    if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
+        book_note();
     cpu_thread_started();
     stack_thread_prepare();
     guard_leave();

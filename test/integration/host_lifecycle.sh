@@ -13,7 +13,10 @@
 #   unlink at exit killed the main thread; the agent's threads kept the
 #   process alive);
 # - a forked child whose only thread ends alone (exit system call);
-# - valgrind's leak check (the starter's thread memory was "possibly lost").
+# - valgrind's leak check (the starter's thread memory was "possibly lost"),
+#   also of a program that lives past the start delay and is asked once
+#   (the thread-vector blocks of the agent's threads still running at exit
+#   were "possibly lost": status 7 for a clean program).
 # And: an exec'd descendant keeps one thread and says nothing, while the
 # process started by hand serves (PPROF_EXEC_CHILDREN=serve opts in); only
 # the process started with PPROF_PORT_FILE writes it.
@@ -54,6 +57,27 @@ same atfork "$A" 3
 same clone-unshare "$H" clone-unshare
 # valgrind with the default start delay (1 s): the run ends well within it.
 same valgrind valgrind -q --leak-check=full --error-exitcode=7 "$H" quick
+# valgrind on a program that is served before it exits: it lives until the
+# test asked its server once (a short delay: valgrind starts slowly).
+VG="valgrind -q --leak-check=full --error-exitcode=7"
+touch "$WORK/go"
+set +e
+$VG "$H" until "$WORK/go" > "$WORK/vg-live.plain" 2>&1; plain=$?
+set -e
+rm -f "$WORK/go"
+PPROF_START_DELAY_MS=200 PPROF_PORT_FILE="$WORK/vg-live.port" LD_PRELOAD="$AGENT" \
+    PPROF_ADDR=127.0.0.1:0 $VG "$H" until "$WORK/go" > "$WORK/vg-live.out" 2>&1 &
+PID=$!
+PIDS="$PIDS $PID"
+wait_until "valgrind's program serves" test -s "$WORK/vg-live.port"
+ADDR=$(cat "$WORK/vg-live.port")
+fetch debug/pprof/cmdline | grep -q "until" || fail "valgrind's program does not answer"
+touch "$WORK/go"
+wait_exit "$PID" 120
+cat "$WORK/vg-live.out"
+[ "$STATUS" = "$plain" ] ||
+    fail "valgrind-live: status $STATUS under the agent, $plain without"
+note "valgrind-live: served, status $STATUS"
 # A short delay, so that a child sandboxed 0.5 s in has a server by then.
 export PPROF_START_DELAY_MS=200
 same seccomp-early "$H" seccomp 50

@@ -29,6 +29,9 @@
  *                                 ends: the process ends with it, status 0
  *   host_lifecycle quick          allocates, frees, prints, exits 0 (for
  *                                 valgrind's leak check)
+ *   host_lifecycle until FILE     the same, then lives until FILE exists
+ *                                 (60 s at most: exits 4), so that a test
+ *                                 can ask its server first; exits 0
  */
 #include <errno.h>
 #include <linux/filter.h>
@@ -145,6 +148,17 @@ static int mode_thread_exit(long ms)
     return reap(pid, "child") == 0 ? 0 : 1;
 }
 
+/* Lives until path exists: 0, or 4 after 60 s. */
+static int mode_until(const char *path)
+{
+    for (int i = 0; i < 1200; i++) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        sleep_us(50000);
+    }
+    return 4;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -160,14 +174,15 @@ int main(int argc, char **argv)
         return mode_seccomp(atol(arg));
     if (strcmp(mode, "thread-exit") == 0)
         return mode_thread_exit(atol(arg));
-    if (strcmp(mode, "quick") == 0) {
+    if (strcmp(mode, "quick") == 0 || strcmp(mode, "until") == 0) {
         char *p = malloc(64);
         strcpy(p, "quick ok");
         puts(p);
         free(p);
-        return 0;
+        return strcmp(mode, "until") == 0 ? mode_until(arg) : 0;
     }
     fprintf(stderr, "usage: host_lifecycle clone-unshare | "
-                    "exec-threads MS | seccomp MS | thread-exit MS | quick\n");
+                    "exec-threads MS | seccomp MS | thread-exit MS | quick | "
+                    "until FILE\n");
     return 2;
 }
