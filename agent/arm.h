@@ -23,8 +23,9 @@ enum arm_kind {
     ARM_NONE, /* does not fire (a call that will not wait) */
 };
 
-/* 1 while a start is armed in this process. Written by arm_set and
- * arm_door (atomically), read by the doors. */
+/* Non-zero while a start is armed in this process (or taken, arm_take).
+ * Written atomically by arm_set, arm_door and arm_take, read by the
+ * doors. */
 extern int arm_armed;
 
 /* Arms the start: fire() runs once, on the host thread whose call fired
@@ -33,10 +34,14 @@ extern int arm_armed;
 void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid);
 /* Disarms (a fork child, before its own arm). Async-signal-safe. */
 void arm_clear(void);
-/* Disarms and returns 1 when a start was armed in this process: the
- * caller does the start's work itself (a child about to forbid new
- * threads). Not async-signal-safe. */
+/* Returns 1 when a start was armed in this process, which the caller
+ * then does itself (a child about to forbid new threads), telling
+ * arm_taken_done when it is done; meanwhile the start is neither armed
+ * nor fired, and arm_wait_taken in another thread of the process waits
+ * for it (5 s at most). Not async-signal-safe. */
 int arm_take(void);
+void arm_taken_done(void);
+void arm_wait_taken(void);
 /* The routes of the doors that jump through a pointer (trace_hooks.c):
  * called with 1 when armed, 0 when disarmed. */
 extern void (*arm_reroute)(int armed);

@@ -157,6 +157,9 @@ static pthread_cond_t wait_cond;
 /* Under wait_lock. */
 static int starter_state;
 static int starter_dumps;
+/* 1 while a host thread about to lower RLIMIT_NPROC does the start's work
+ * in the starter's place (start_before_confine). */
+static int confining;
 static pthread_t starter_thread;
 static int starter_tid; /* its kernel thread id, once it runs */
 static int starter_pid; /* the process it runs in */
@@ -245,6 +248,7 @@ static void start_work_done(void)
 {
     pthread_mutex_lock(&wait_lock);
     starter_state = STARTER_DONE;
+    confining = 0;
     pthread_cond_broadcast(&wait_cond);
     pthread_mutex_unlock(&wait_lock);
 }
@@ -305,6 +309,7 @@ static void state_init(int dumps, int64_t from_ns)
     prepared = 0;
     starter_pid = 0;
     starter_state = STARTER_NONE;
+    confining = 0;
     pthread_mutex_init(&start_lock, NULL);
     pthread_mutex_init(&wait_lock, NULL);
     pthread_condattr_t attr;
@@ -454,8 +459,13 @@ void start_before_confine(void)
         return;
     if (arm_take()) {
         start_armed_now();
+        arm_taken_done();
         return;
     }
+    /* Another thread of this process may be doing it (HAProxy's threads
+     * each lower the limit): its threads must exist before this call's
+     * limit is in force. */
+    arm_wait_taken();
     if (__atomic_load_n(&starter_pid, __ATOMIC_RELAXED) != pid_now())
         return;
     guard_enter();
@@ -463,6 +473,7 @@ void start_before_confine(void)
     int waiting = starter_state == STARTER_WAITING && !nothing_to_start();
     if (waiting) {
         starter_state = STARTER_LEAVE;
+        confining = 1; /* this thread does the work (below) */
         pthread_cond_broadcast(&wait_cond);
     }
     /* The work under way on another thread (the starter's, or another
@@ -472,7 +483,7 @@ void start_before_confine(void)
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += CONFINE_WAIT_S;
-    while (!waiting && starter_state == STARTER_STARTING &&
+    while (!waiting && (starter_state == STARTER_STARTING || confining) &&
            pthread_cond_timedwait(&wait_cond, &wait_lock, &until) == 0)
         ;
     pthread_mutex_unlock(&wait_lock);

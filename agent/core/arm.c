@@ -18,11 +18,15 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* 0: not armed; ARMED; TAKEN: a thread does the start's work itself
+ * (arm_take) until arm_taken_done. */
 int arm_armed;
 void (*arm_reroute)(int armed);
+enum { ARMED = 1, TAKEN = 2 };
 
 /* Written by arm_set before arm_armed, read after it. */
 static void (*arm_fire)(void);
@@ -53,13 +57,30 @@ void arm_clear(void)
 
 int arm_take(void)
 {
-    if (!__atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) ||
+    int armed = ARMED;
+    if (__atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) != ARMED ||
         (int)syscall(SYS_getpid) != arm_pid ||
-        !__atomic_exchange_n(&arm_armed, 0, __ATOMIC_SEQ_CST))
+        !__atomic_compare_exchange_n(&arm_armed, &armed, TAKEN, 0,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         return 0;
     if (arm_reroute)
         arm_reroute(0);
     return 1;
+}
+
+void arm_taken_done(void)
+{
+    __atomic_store_n(&arm_armed, 0, __ATOMIC_SEQ_CST);
+}
+
+void arm_wait_taken(void)
+{
+    struct timespec nap = {0, 1000000};
+    for (int i = 0; i < 5000 &&
+                    __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) == TAKEN &&
+                    (int)syscall(SYS_getpid) == arm_pid;
+         i++)
+        nanosleep(&nap, NULL);
 }
 
 /* 1 when the calling thread blocks no signal: not inside a handler
@@ -75,7 +96,7 @@ static int no_signal_blocked(void)
 static void try_fire(enum arm_kind kind, int signal_safe)
 {
     if (kind == ARM_NONE || guard_active() ||
-        !__atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE))
+        __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) != ARMED)
         return;
     if (kind == ARM_LATE || signal_safe) {
         int64_t now = agent_mono_ns();
@@ -90,8 +111,10 @@ static void try_fire(enum arm_kind kind, int signal_safe)
     }
     if ((int)syscall(SYS_getpid) != arm_pid)
         return;
-    if (!__atomic_exchange_n(&arm_armed, 0, __ATOMIC_SEQ_CST))
-        return; /* another thread fired it */
+    int armed = ARMED;
+    if (!__atomic_compare_exchange_n(&arm_armed, &armed, 0, 0,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return; /* another thread fired or took it */
     if (arm_reroute)
         arm_reroute(0);
     guard_enter();

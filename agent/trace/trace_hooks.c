@@ -182,7 +182,7 @@ static int (*real_setname)(pthread_t, const char *);
  * passes its armed twin first. */
 static void trace_hooks_route(int on)
 {
-    int armed = __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE);
+    int armed = __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) == 1; /* not taken */
     TRACE_HOOKS(ROUTE)
 }
 
