@@ -71,11 +71,20 @@ static inline void guard_leave(void)
 
 /* 1 once the constructor has finished and the agent is enabled. */
 extern volatile int agent_ready;
-/* 1 once the host asked for a system-call filter (seccomp, through prctl
- * or syscall()): from then on the agent makes no system call it can do
- * without (a sandbox kills the caller of one it does not allow). Set by
- * the interposers, read anywhere. */
+/* Non-zero once the host installed a system-call filter (seccomp, through
+ * prctl or syscall()), and while a call that may install one runs: from
+ * then on the agent makes no system call it can do without (a sandbox
+ * kills the caller of one it does not allow). Bit 0: a filter went in;
+ * each call in flight adds 2 (sandbox_attempt_*). Read it as a boolean. */
 extern volatile int agent_sandboxed;
+
+/* Around the host's real call that may install a filter: begin before it
+ * (agent_sandboxed reads non-zero from then on), end after it with
+ * installed = whether the real call succeeded. A call that failed (a
+ * probe with no filter: EFAULT, EINVAL, EACCES) leaves agent_sandboxed as
+ * it was. Async-signal-safe. */
+void sandbox_attempt_begin(void);
+void sandbox_attempt_end(int installed);
 
 /* In a fork child: forgets the forking thread's cached thread id (guard.c).
  * Async-signal-safe. */

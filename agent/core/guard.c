@@ -22,6 +22,23 @@ __thread struct agent_tls agent_tls __attribute__((tls_model("initial-exec")));
 volatile int agent_ready;
 volatile int agent_sandboxed;
 
+/* The flag is up before the real call (the filter may be in force when it
+ * returns, and another thread of the agent's may look meanwhile), and only
+ * a call that installed a filter leaves it up: Firefox probes with a NULL
+ * filter through prctl and syscall (EFAULT both), and a probe once stopped
+ * the agent in every one of its processes. Async-signal-safe. */
+void sandbox_attempt_begin(void)
+{
+    __atomic_add_fetch(&agent_sandboxed, 2, __ATOMIC_SEQ_CST);
+}
+
+void sandbox_attempt_end(int installed)
+{
+    if (installed)
+        __atomic_or_fetch(&agent_sandboxed, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&agent_sandboxed, 2, __ATOMIC_SEQ_CST);
+}
+
 /* 1 when thread id tid is no longer a thread of this process: its holder
  * was a thread of the parent this process was forked from (or died). */
 static int holder_gone(int tid)
