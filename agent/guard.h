@@ -69,6 +69,26 @@ static inline void guard_leave(void)
         pthread_setcancelstate(old, NULL);
 }
 
+/*
+ * The guard of an interposer's first call, around its look-ups of the C
+ * library's functions (next_symbol, dlvsym): the count alone, so that an
+ * allocation made by a look-up is not sampled, without the cancel state.
+ * A first call can come before the agent's constructor, inside another
+ * library's start-up, where pthread_setcancelstate is a sanitizer's
+ * interceptor that cannot forward yet; no look-up reaches a cancellation
+ * point. Async-signal-safe.
+ */
+static inline void guard_enter_lookup(void)
+{
+    agent_tls.in_agent++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void guard_leave_lookup(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    agent_tls.in_agent--;
+}
+
 /* 1 once the constructor has finished and the agent is enabled. */
 extern volatile int agent_ready;
 /* Non-zero once the host installed a system-call filter (seccomp, through
@@ -96,5 +116,28 @@ void guard_fork_child(void);
  * Detached, or joinable with its id in *joinable when that is not NULL.
  * Returns 0 or -errno. Not async-signal-safe. */
 int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable);
+
+/* First thing on each of the agent's own threads (their functions, and
+ * civetweb's init_thread): under ThreadSanitizer the thread's memory
+ * accesses are ignored. What TSan sees of them comes from its interceptors
+ * only (the agent is not instrumented), ordered by the agent's own atomics
+ * and spinlocks, which TSan cannot see: a descriptor number one agent
+ * thread closed and another reused was reported as a data race, and the
+ * host's run ended with TSan's status 66. agent_thread_end before the
+ * thread ends (TSan insists). Not async-signal-safe. */
+void agent_thread_begin(void);
+void agent_thread_end(void);
+
+/* Defines the agent's thread function name(arg), which runs name_run(arg)
+ * between agent_thread_begin and agent_thread_end. */
+#define AGENT_THREAD_MAIN(name)                                            \
+    static void *name##_run(void *);                                       \
+    static void *name(void *arg)                                           \
+    {                                                                      \
+        agent_thread_begin();                                              \
+        void *ret_ = name##_run(arg);                                      \
+        agent_thread_end();                                                \
+        return ret_;                                                       \
+    }
 
 #endif

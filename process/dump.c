@@ -400,7 +400,8 @@ int dump_memory(const char *summary)
 
 /* ---- the dump thread --------------------------------------------------------- */
 
-static void *dump_thread(void *unused)
+AGENT_THREAD_MAIN(dump_thread)
+static void *dump_thread_run(void *unused)
 {
     (void)unused;
     int64_t next = opt_dump_interval > 0

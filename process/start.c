@@ -184,7 +184,8 @@ static int wait_slice(void)
     return 0;
 }
 
-static void *starter(void *arg)
+AGENT_THREAD_MAIN(starter)
+static void *starter_run(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&wait_lock);

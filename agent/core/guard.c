@@ -10,6 +10,7 @@
 #include "agent/guard.h"
 #include "agent/spinlock.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -97,6 +98,29 @@ void spin_lock(spinlock_t *l)
                 return;
         }
     }
+}
+
+/* ThreadSanitizer's annotation name(file, line), when its runtime is in
+ * the process (a program TSan is linked into exports the annotations, not
+ * its __tsan_ignore_thread_* calls). Both start and end the thread's
+ * ignoring of memory accesses. */
+static void tsan_call(const char *name)
+{
+    void (*f)(const char *, int) =
+        (void (*)(const char *, int))dlsym(RTLD_DEFAULT, name);
+    if (f)
+        f(__FILE__, __LINE__);
+}
+
+void agent_thread_begin(void)
+{
+    agent_tls.agent_thread = 1;
+    tsan_call("AnnotateIgnoreReadsBegin");
+}
+
+void agent_thread_end(void)
+{
+    tsan_call("AnnotateIgnoreReadsEnd");
 }
 
 int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable)

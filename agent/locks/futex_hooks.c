@@ -127,11 +127,11 @@ STARTUP void futex_hooks_init(void)
 {
     if (real_syscall != stub_syscall)
         return;
-    guard_enter();
+    guard_enter_lookup();
     syscall_fn fn = (syscall_fn)next_symbol("syscall");
     if (fn)
         __atomic_store_n(&real_syscall, fn, __ATOMIC_RELEASE);
-    guard_leave();
+    guard_leave_lookup();
 }
 
 /* 1 when this futex call must only be forwarded. */
