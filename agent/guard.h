@@ -106,6 +106,13 @@ extern volatile int agent_sandboxed;
 void sandbox_attempt_begin(void);
 void sandbox_attempt_end(int installed);
 
+/* 1 once a filter went in (not while a call that may install one runs).
+ * Async-signal-safe. */
+static inline int sandbox_installed(void)
+{
+    return __atomic_load_n(&agent_sandboxed, __ATOMIC_RELAXED) & 1;
+}
+
 /* In a fork child: forgets the forking thread's cached thread id (guard.c).
  * Async-signal-safe. */
 void guard_fork_child(void);

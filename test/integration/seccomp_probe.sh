@@ -3,8 +3,10 @@
 #   syscall(SYS_seccomp, ..., TSYNC, NULL): both fail (EFAULT) and install
 #   nothing, yet the agent took either call for a sandbox and stopped for
 #   good (no server, nothing served). The program probes within the start
-#   delay, then spins in probe_busy: the agent must serve, and a CPU
-#   profile must hold probe_busy's samples.
+#   delay, then probes through syscall() again and again for 600 ms (a
+#   waiting thread of the agent's that took a probe in flight for a filter
+#   left for good), then spins in probe_busy: the agent must serve, and a
+#   CPU profile must hold probe_busy's samples.
 # - A filter that went in (allow-all, syscall with TSYNC, within the delay)
 #   still makes the agent stand down: the same output and status as
 #   without the agent, no server (no port file), nothing printed.

@@ -8,8 +8,12 @@
  *                             NULL) and syscall(SYS_seccomp,
  *                             SECCOMP_SET_MODE_FILTER, TSYNC, NULL) at
  *                             once (within the agent's start delay), prints
- *                             each result, then spins in probe_busy until
- *                             killed (at most 120 s, then exits 0)
+ *                             each result, probes through syscall() again
+ *                             and again for 600 ms (a probe is in flight
+ *                             nearly all that time, whenever the agent's
+ *                             waiting thread looks), then spins in
+ *                             probe_busy until killed (at most 120 s, then
+ *                             exits 0)
  *   seccomp_probe allow MS    sleeps MS, installs an allow-all filter with
  *                             syscall(SYS_seccomp, ..., TSYNC, &prog)
  *                             (after PR_SET_NO_NEW_PRIVS), prints, sleeps
@@ -56,6 +60,14 @@ static int mode_probe(void)
     errno = 0;
     say("seccomp probe", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                                  SECCOMP_FILTER_FLAG_TSYNC, NULL));
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        for (int i = 0; i < 1000; i++)
+            syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0L, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - start.tv_sec) * 1000 +
+                 (now.tv_nsec - start.tv_nsec) / 1000000 < 600);
     probe_busy();
     return 0;
 }
