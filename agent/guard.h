@@ -131,7 +131,11 @@ int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable);
  * and spinlocks, which TSan cannot see: a descriptor number one agent
  * thread closed and another reused was reported as a data race, and the
  * host's run ended with TSan's status 66. agent_thread_end before the
- * thread ends (TSan insists). Not async-signal-safe. */
+ * thread ends (TSan insists). Neither takes a lock or calls the loader:
+ * agent_thread_prepare, on the creating thread before each creation
+ * (agent_thread_spawn does it), looks up what they call. Not
+ * async-signal-safe. */
+void agent_thread_prepare(void);
 void agent_thread_begin(void);
 void agent_thread_end(void);
 

@@ -503,6 +503,7 @@ void dump_start(void)
         atexit(dump_at_exit);
     }
 
+    agent_thread_prepare();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -100,31 +100,44 @@ void spin_lock(spinlock_t *l)
     }
 }
 
-/* ThreadSanitizer's annotation name(file, line), when its runtime is in
- * the process (a program TSan is linked into exports the annotations, not
- * its __tsan_ignore_thread_* calls). Both start and end the thread's
- * ignoring of memory accesses. */
-static void tsan_call(const char *name)
+/* ThreadSanitizer's annotations (a program TSan is linked into exports
+ * them, not its __tsan_ignore_thread_* calls), NULL without TSan. Looked up
+ * on the creating thread (agent_thread_prepare): the new thread must never
+ * take the loader's lock. start_pause joins the waiting starter, and a
+ * library's constructor calls it under that lock (Firefox's sandbox library
+ * probes seccomp from its constructor, inside dlopen): a starter that
+ * called dlsym on its way out waited for the lock its joiner held. */
+static void (*tsan_ignore_begin)(const char *, int);
+static void (*tsan_ignore_end)(const char *, int);
+static int tsan_looked;
+
+void agent_thread_prepare(void)
 {
-    void (*f)(const char *, int) =
-        (void (*)(const char *, int))dlsym(RTLD_DEFAULT, name);
-    if (f)
-        f(__FILE__, __LINE__);
+    if (__atomic_load_n(&tsan_looked, __ATOMIC_ACQUIRE))
+        return;
+    tsan_ignore_begin = (void (*)(const char *, int))dlsym(
+        RTLD_DEFAULT, "AnnotateIgnoreReadsBegin");
+    tsan_ignore_end = (void (*)(const char *, int))dlsym(
+        RTLD_DEFAULT, "AnnotateIgnoreReadsEnd");
+    __atomic_store_n(&tsan_looked, 1, __ATOMIC_RELEASE);
 }
 
 void agent_thread_begin(void)
 {
     agent_tls.agent_thread = 1;
-    tsan_call("AnnotateIgnoreReadsBegin");
+    if (tsan_ignore_begin && tsan_ignore_end)
+        tsan_ignore_begin(__FILE__, __LINE__);
 }
 
 void agent_thread_end(void)
 {
-    tsan_call("AnnotateIgnoreReadsEnd");
+    if (tsan_ignore_begin && tsan_ignore_end)
+        tsan_ignore_end(__FILE__, __LINE__);
 }
 
 int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable)
 {
+    agent_thread_prepare();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -7,6 +7,11 @@
 #   waiting thread of the agent's that took a probe in flight for a filter
 #   left for good), then spins in probe_busy: the agent must serve, and a
 #   CPU profile must hold probe_busy's samples.
+# - The same probe from a library's constructor, inside dlopen (Firefox's
+#   sandbox library): the agent's waiting thread is joined there, under the
+#   loader's lock, and must not need that lock on its way out (it called
+#   dlsym there, and Firefox hung). The program serves, with probe_busy in
+#   its CPU profile.
 # - A filter that went in (allow-all, syscall with TSYNC, within the delay)
 #   still makes the agent stand down: the same output and status as
 #   without the agent, no server (no port file), nothing printed.
@@ -26,6 +31,16 @@ ms=$(flat_ms "$top" spin)
 cum=$(top_cum "$(pprof -top -cum -unit=ms "$WORK/probe.pb.gz")" probe_busy)
 [ -n "$cum" ] && awk -v c="$cum" 'BEGIN { exit !(c > 0) }' || fail "no samples of probe_busy after the failed probes"
 note "probe_busy: $cum ms in a 1 s profile (spin flat ${ms:-0} ms)"
+stop "$PID"
+
+# The probe from a library's constructor, inside dlopen.
+cc -shared -fPIC -DPROBE_LIB -o "$WORK/libprobe.so" "$TOP/test/programs/seccomp_probe.c"
+start_agent lib "$P" dlopen "$WORK/libprobe.so"
+grep -q '^dlopen: ok$' "$WORK/lib.out" || { cat "$WORK/lib.out"; fail "dlopen of the probing library failed"; }
+fetch debug/pprof/profile?seconds=1 > "$WORK/lib.pb.gz"
+cum=$(top_cum "$(pprof -top -cum -unit=ms "$WORK/lib.pb.gz")" probe_busy)
+[ -n "$cum" ] && awk -v c="$cum" 'BEGIN { exit !(c > 0) }' || fail "no samples of probe_busy after the probe in dlopen"
+note "probe in a constructor inside dlopen: served, probe_busy $cum ms in a 1 s profile"
 stop "$PID"
 
 # A filter installed 50 ms in, within the delay.

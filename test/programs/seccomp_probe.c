@@ -14,11 +14,17 @@
  *                             waiting thread looks), then spins in
  *                             probe_busy until killed (at most 120 s, then
  *                             exits 0)
+ *   seccomp_probe dlopen LIB  dlopens LIB at once: this file built with
+ *                             -DPROBE_LIB -shared, whose constructor makes
+ *                             the prctl probe under the loader's lock, as
+ *                             Firefox's sandbox library does; prints, then
+ *                             spins in probe_busy as probe does
  *   seccomp_probe allow MS    sleeps MS, installs an allow-all filter with
  *                             syscall(SYS_seccomp, ..., TSYNC, &prog)
  *                             (after PR_SET_NO_NEW_PRIVS), prints, sleeps
  *                             MS more and exits 0
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -29,6 +35,14 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef PROBE_LIB
+/* The library: its constructor probes, nothing else. */
+__attribute__((constructor)) static void probe_at_load(void)
+{
+    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, NULL);
+}
+#else
 
 #include "spin.h"
 
@@ -72,6 +86,17 @@ static int mode_probe(void)
     return 0;
 }
 
+static int mode_dlopen(const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW);
+    printf("dlopen: %s\n", h ? "ok" : dlerror());
+    fflush(stdout);
+    if (!h)
+        return 1;
+    probe_busy();
+    return 0;
+}
+
 static int mode_allow(long ms)
 {
     struct sock_filter allow[] = {
@@ -93,8 +118,12 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "probe") == 0)
         return mode_probe();
+    if (argc >= 3 && strcmp(argv[1], "dlopen") == 0)
+        return mode_dlopen(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "allow") == 0)
         return mode_allow(atol(argv[2]));
-    fprintf(stderr, "usage: seccomp_probe probe | allow MS\n");
+    fprintf(stderr, "usage: seccomp_probe probe | dlopen LIB | allow MS\n");
     return 2;
 }
+
+#endif
