@@ -147,6 +147,19 @@ SIGNAL_OBJS := $(addprefix $(BUILD)/,agent/cpu/cpu_signal.o \
         agent/core/next_symbol.o)
 $(SIGNAL_OBJS): CFLAGS_AGENT += -fno-plt
 
+# The lookup every interposer's first call makes (next_symbol.c) runs before
+# the agent's constructor, also inside another library's start-up: a
+# sanitizer's runtime calls dl_iterate_phdr before its own strcmp, memcpy
+# or memset can forward anywhere. It calls no C-library function, and the
+# compiler must not make calls of its loops either: gcc turns a copying or
+# zeroing loop into memcpy or memset (-fno-tree-loop-distribute-patterns
+# stops it), clang too (-fno-builtin). test/integration/sanitizer_hosts.sh
+# checks what the object calls.
+NO_LOOP_CALLS := -fno-builtin $(shell $(CC) -fno-tree-loop-distribute-patterns \
+        -E -x c /dev/null >/dev/null 2>&1 && echo -fno-tree-loop-distribute-patterns)
+EARLY_OBJS := $(BUILD)/agent/core/next_symbol.o
+$(EARLY_OBJS): CFLAGS_AGENT += $(NO_LOOP_CALLS)
+
 $(BUILD)/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -c $< -o $@

@@ -70,13 +70,49 @@ static inline void guard_leave(void)
         pthread_setcancelstate(old, NULL);
 }
 
+/*
+ * The guard of an interposer's first call, around its look-ups of the C
+ * library's functions (next_symbol, dlvsym): the count alone, so that an
+ * allocation made by a look-up is not sampled, without the cancel state.
+ * A first call can come before the agent's constructor, inside another
+ * library's start-up, where pthread_setcancelstate is a sanitizer's
+ * interceptor that cannot forward yet; no look-up reaches a cancellation
+ * point. Async-signal-safe.
+ */
+static inline void guard_enter_lookup(void)
+{
+    agent_tls.in_agent++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void guard_leave_lookup(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    agent_tls.in_agent--;
+}
+
 /* 1 once the constructor has finished and the agent is enabled. */
 extern volatile int agent_ready;
-/* 1 once the host asked for a system-call filter (seccomp, through prctl
- * or syscall()): from then on the agent makes no system call it can do
- * without (a sandbox kills the caller of one it does not allow). Set by
- * the interposers, read anywhere. */
+/* Non-zero once the host installed a system-call filter (seccomp, through
+ * prctl or syscall()), and while a call that may install one runs: from
+ * then on the agent makes no system call it can do without (a sandbox
+ * kills the caller of one it does not allow). Bit 0: a filter went in;
+ * each call in flight adds 2 (sandbox_attempt_*). Read it as a boolean. */
 extern volatile int agent_sandboxed;
+
+/* Around the host's real call that may install a filter: begin before it
+ * (agent_sandboxed reads non-zero from then on), end after it with
+ * installed = whether the real call succeeded. A call that failed (a
+ * probe with no filter: EFAULT, EINVAL, EACCES) leaves agent_sandboxed as
+ * it was. Async-signal-safe. */
+void sandbox_attempt_begin(void);
+void sandbox_attempt_end(int installed);
+
+/* 1 once a filter went in (not while a call that may install one runs).
+ * Async-signal-safe. */
+static inline int sandbox_installed(void)
+{
+    return __atomic_load_n(&agent_sandboxed, __ATOMIC_RELAXED) & 1;
+}
 
 /* In a fork child: forgets the forking thread's cached thread id (guard.c).
  * Async-signal-safe. */
@@ -88,5 +124,32 @@ void guard_fork_child(void);
  * Detached, or joinable with its id in *joinable when that is not NULL.
  * Returns 0 or -errno. Not async-signal-safe. */
 int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable);
+
+/* First thing on each of the agent's own threads (their functions, and
+ * civetweb's init_thread): under ThreadSanitizer the thread's memory
+ * accesses are ignored. What TSan sees of them comes from its interceptors
+ * only (the agent is not instrumented), ordered by the agent's own atomics
+ * and spinlocks, which TSan cannot see: a descriptor number one agent
+ * thread closed and another reused was reported as a data race, and the
+ * host's run ended with TSan's status 66. agent_thread_end before the
+ * thread ends (TSan insists). Neither takes a lock or calls the loader:
+ * agent_thread_prepare, on the creating thread before each creation
+ * (agent_thread_spawn does it), looks up what they call. Not
+ * async-signal-safe. */
+void agent_thread_prepare(void);
+void agent_thread_begin(void);
+void agent_thread_end(void);
+
+/* Defines the agent's thread function name(arg), which runs name_run(arg)
+ * between agent_thread_begin and agent_thread_end. */
+#define AGENT_THREAD_MAIN(name)                                            \
+    static void *name##_run(void *);                                       \
+    static void *name(void *arg)                                           \
+    {                                                                      \
+        agent_thread_begin();                                              \
+        void *ret_ = name##_run(arg);                                      \
+        agent_thread_end();                                                \
+        return ret_;                                                       \
+    }
 
 #endif

@@ -120,10 +120,10 @@ static int socket_of(void *ctx)
     return __atomic_load_n(&h->fd, __ATOMIC_ACQUIRE);
 }
 
-static void *handoff_thread(void *p)
+AGENT_THREAD_MAIN(handoff_thread)
+static void *handoff_thread_run(void *p)
 {
     struct handoff *h = p;
-    agent_tls.agent_thread = 1; /* set by the creation too: never sampled */
     pthread_setname_np(pthread_self(), "pprofagent-long");
     h->handle(&h->r);
     symbols_release(); /* what the answer loaded, as after any request */

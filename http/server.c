@@ -73,8 +73,16 @@ static void *init_thread(const struct mg_context *ctx, int type)
 {
     (void)ctx;
     (void)type;
-    agent_tls.agent_thread = 1;
+    agent_thread_begin();
     return NULL;
+}
+
+static void exit_thread(const struct mg_context *ctx, int type, void *user)
+{
+    (void)ctx;
+    (void)type;
+    (void)user;
+    agent_thread_end();
 }
 
 /* Reads the body of a POST (symbolz) up to MAX_BODY. Returns 0, or -1 when
@@ -388,6 +396,7 @@ int server_start(const struct server_listen *how)
     memset(&cb, 0, sizeof cb);
     cb.log_message = log_message;
     cb.init_thread = init_thread;
+    cb.exit_thread = exit_thread;
     struct mg_init_data init = {
         .callbacks = &cb,
         .user_data = NULL,

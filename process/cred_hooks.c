@@ -14,7 +14,9 @@
  *   (sshd's pre-authentication child): the agent notes it (agent_sandboxed:
  *   no optional system call any more, no announcement removed at exit)
  *   and its waiting thread leaves for good, so the filter meets a process
- *   of one thread, whose end ends the process.
+ *   of one thread, whose end ends the process. Only when the filter went
+ *   in: a failed call (Firefox's probe with a NULL filter) changes nothing
+ *   and the waiting thread comes back.
  * - chroot: the announcement, the port file and what profiles read by
  *   path are prepared first (start_before_drop, confine.c); no thread.
  * - setrlimit and prlimit lowering RLIMIT_NPROC: the agent's start happens
@@ -95,9 +97,10 @@ CRED_HOOK(initgroups, (const char *user, gid_t group), (user, group))
 CRED_HOOK(unshare, (int flags), (flags))
 CRED_HOOK(setns, (int fd, int type), (fd, type))
 
-/* prctl: PR_SET_SECCOMP notes the sandbox and makes the waiting starter
- * leave first; every other option goes straight through. The C library
- * reads four more arguments whatever the option. */
+/* prctl: PR_SET_SECCOMP makes the waiting starter leave first, and notes
+ * the sandbox when the call installed a filter (it returned 0); a failed
+ * call gets the starter back. Every other option goes straight through.
+ * The C library reads four more arguments whatever the option. */
 __attribute__((visibility("default"))) int prctl(int option, ...)
 {
     static int (*real)(int, ...);
@@ -110,11 +113,19 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
     unsigned long a4 = va_arg(ap, unsigned long);
     unsigned long a5 = va_arg(ap, unsigned long);
     va_end(ap);
-    if (option == PR_SET_SECCOMP && agent_ready && !agent_tls.in_agent) {
-        agent_sandboxed = 1;
-        start_pause(); /* and no start_resume */
-    }
-    return real(option, a2, a3, a4, a5);
+    if (option != PR_SET_SECCOMP || !agent_ready || agent_tls.in_agent)
+        return real(option, a2, a3, a4, a5);
+    /* The starter leaves before a filter can go in; only a filter that
+     * went in keeps it away (a failed probe gets it back). */
+    sandbox_attempt_begin();
+    int paused = start_pause();
+    int ret = real(option, a2, a3, a4, a5);
+    int saved = errno;
+    sandbox_attempt_end(ret == 0);
+    if (paused && ret != 0)
+        start_resume();
+    errno = saved;
+    return ret;
 }
 
 /* ---- confinement: chroot, a lower RLIMIT_NPROC, capabilities ------------ */

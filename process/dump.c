@@ -415,7 +415,8 @@ int dump_memory(const char *summary)
 
 /* ---- the dump thread --------------------------------------------------------- */
 
-static void *dump_thread(void *unused)
+AGENT_THREAD_MAIN(dump_thread)
+static void *dump_thread_run(void *unused)
 {
     (void)unused;
     int64_t next = opt_dump_interval > 0
@@ -517,6 +518,7 @@ void dump_start(void)
         atexit(dump_at_exit);
     }
 
+    agent_thread_prepare();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

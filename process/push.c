@@ -117,7 +117,8 @@ static void collect(int final)
     pthread_mutex_unlock(&lock);
 }
 
-static void *collector(void *unused)
+AGENT_THREAD_MAIN(collector)
+static void *collector_run(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "pprofagent-push");
@@ -238,7 +239,8 @@ static void send_one(struct item *it)
     pthread_mutex_unlock(&lock);
 }
 
-static void *sender(void *unused)
+AGENT_THREAD_MAIN(sender)
+static void *sender_run(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "pprofagent-send");

@@ -181,10 +181,13 @@ static int pid_now(void)
     return (int)syscall(SYS_getpid);
 }
 
-/* 1 when the watched host thread ended, or the host sandboxed itself. */
+/* 1 when the watched host thread ended, or the host sandboxed itself. A
+ * call that may install a filter and is still running does not count:
+ * syscall(SYS_seccomp, ...) does not pause the starter, and a starter that
+ * looked while a probe failed left for good. */
 static int nothing_to_start(void)
 {
-    return agent_sandboxed ||
+    return sandbox_installed() ||
            (host_tid_word && __atomic_load_n(host_tid_word, __ATOMIC_ACQUIRE) == 0);
 }
 
@@ -253,7 +256,8 @@ static void start_work_done(void)
     pthread_mutex_unlock(&wait_lock);
 }
 
-static void *starter(void *arg)
+AGENT_THREAD_MAIN(starter)
+static void *starter_run(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&wait_lock);

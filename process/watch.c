@@ -90,7 +90,8 @@ static void memory_tick(long tick)
 
 /* ---- the thread ------------------------------------------------------------------ */
 
-static void *watch_thread(void *unused)
+AGENT_THREAD_MAIN(watch_thread)
+static void *watch_thread_run(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "pprof-watch");

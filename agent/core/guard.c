@@ -10,6 +10,7 @@
 #include "agent/guard.h"
 #include "agent/spinlock.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,23 @@ __thread struct agent_tls agent_tls __attribute__((tls_model("initial-exec")));
 
 volatile int agent_ready;
 volatile int agent_sandboxed;
+
+/* The flag is up before the real call (the filter may be in force when it
+ * returns, and another thread of the agent's may look meanwhile), and only
+ * a call that installed a filter leaves it up: Firefox probes with a NULL
+ * filter through prctl and syscall (EFAULT both), and a probe once stopped
+ * the agent in every one of its processes. Async-signal-safe. */
+void sandbox_attempt_begin(void)
+{
+    __atomic_add_fetch(&agent_sandboxed, 2, __ATOMIC_SEQ_CST);
+}
+
+void sandbox_attempt_end(int installed)
+{
+    if (installed)
+        __atomic_or_fetch(&agent_sandboxed, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&agent_sandboxed, 2, __ATOMIC_SEQ_CST);
+}
 
 /* 1 when thread id tid is no longer a thread of this process: its holder
  * was a thread of the parent this process was forked from (or died). */
@@ -82,8 +100,44 @@ void spin_lock(spinlock_t *l)
     }
 }
 
+/* ThreadSanitizer's annotations (a program TSan is linked into exports
+ * them, not its __tsan_ignore_thread_* calls), NULL without TSan. Looked up
+ * on the creating thread (agent_thread_prepare): the new thread must never
+ * take the loader's lock. start_pause joins the waiting starter, and a
+ * library's constructor calls it under that lock (Firefox's sandbox library
+ * probes seccomp from its constructor, inside dlopen): a starter that
+ * called dlsym on its way out waited for the lock its joiner held. */
+static void (*tsan_ignore_begin)(const char *, int);
+static void (*tsan_ignore_end)(const char *, int);
+static int tsan_looked;
+
+void agent_thread_prepare(void)
+{
+    if (__atomic_load_n(&tsan_looked, __ATOMIC_ACQUIRE))
+        return;
+    tsan_ignore_begin = (void (*)(const char *, int))dlsym(
+        RTLD_DEFAULT, "AnnotateIgnoreReadsBegin");
+    tsan_ignore_end = (void (*)(const char *, int))dlsym(
+        RTLD_DEFAULT, "AnnotateIgnoreReadsEnd");
+    __atomic_store_n(&tsan_looked, 1, __ATOMIC_RELEASE);
+}
+
+void agent_thread_begin(void)
+{
+    agent_tls.agent_thread = 1;
+    if (tsan_ignore_begin && tsan_ignore_end)
+        tsan_ignore_begin(__FILE__, __LINE__);
+}
+
+void agent_thread_end(void)
+{
+    if (tsan_ignore_begin && tsan_ignore_end)
+        tsan_ignore_end(__FILE__, __LINE__);
+}
+
 int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable)
 {
+    agent_thread_prepare();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -21,6 +21,12 @@
  * without a version wins; otherwise the one default (non-hidden) version,
  * when there is exactly one.
  *
+ * It runs before anything else of the agent's, and inside other
+ * libraries' start-up (a sanitizer's runtime calls dl_iterate_phdr while
+ * it starts, before its own interceptors of strcmp or memset can forward):
+ * it calls no C-library function but dlsym, whose fallback it is
+ * (docs/signals-and-cancellation.md, "Before the constructor").
+ *
  * Whenever it cannot answer exactly as dlsym would (the agent not in the
  * list, or loaded after the C library, i.e. dlopen'ed; an object without a
  * GNU hash table; a name not found; an IFUNC or thread-local definition;
@@ -34,7 +40,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
-#include <string.h>
+#include <stddef.h>
 
 extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
 
@@ -64,7 +70,10 @@ static const void *dyn_address(const struct link_map *l, ElfW(Addr) p)
 
 STARTUP static int tables_of(const struct link_map *l, struct object_tables *t)
 {
-    memset(t, 0, sizeof *t);
+    t->gnu_hash = NULL;
+    t->symtab = NULL;
+    t->strtab = NULL;
+    t->versym = NULL;
     for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
         switch (d->d_tag) {
         case DT_GNU_HASH: t->gnu_hash = dyn_address(l, d->d_un.d_ptr); break;
@@ -82,6 +91,20 @@ static uint32_t gnu_hash(const char *s)
     for (; *s; s++)
         h = h * 33 + (unsigned char)*s;
     return h;
+}
+
+/* 1 when the two names are the same. Not strcmp: a sanitizer's runtime
+ * (or another preload) defines strcmp before the C library, and runs its
+ * own start-up, dl_iterate_phdr included, before its strcmp can forward
+ * anywhere (AddressSanitizer's calls a NULL pointer then). This file calls
+ * no C-library function but dlsym, and the Makefile keeps the compiler
+ * from making calls of its loops (-fno-tree-loop-distribute-patterns). */
+static int same_name(const char *a, const char *b)
+{
+    for (; *a == *b; a++, b++)
+        if (*a == '\0')
+            return 1;
+    return 0;
 }
 
 enum { NOT_HERE, FOUND, ASK_DLSYM };
@@ -110,7 +133,7 @@ STARTUP static int pick(const struct object_tables *t, const char *name, uint32_
         const ElfW(Sym) *s = &t->symtab[i];
         if (((chain[i] ^ h) >> 1) == 0 && s->st_shndx != SHN_UNDEF &&
             ELF64_ST_BIND(s->st_info) != STB_LOCAL &&
-            strcmp(t->strtab + s->st_name, name) == 0) {
+            same_name(t->strtab + s->st_name, name)) {
             int type = ELF64_ST_TYPE(s->st_info);
             if (type == STT_GNU_IFUNC || type == STT_TLS)
                 return ASK_DLSYM;

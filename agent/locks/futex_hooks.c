@@ -9,9 +9,10 @@
  *
  * Entered on every host thread for every syscall() call, and possibly from
  * the host's signal handlers: every number but SYS_futex and
- * SYS_futex_waitv is forwarded at once (SYS_seccomp first notes that the
- * host sandboxes itself: agent_sandboxed), with nothing touched but the
- * argument registers (async-signal-safe on that path). Futex calls:
+ * SYS_futex_waitv is forwarded at once (SYS_seccomp and SYS_prctl's
+ * PR_SET_SECCOMP note whether the host sandboxed itself: agent_sandboxed),
+ * with nothing touched but the argument registers (async-signal-safe on
+ * that path). Futex calls:
  *   waits (FUTEX_WAIT, FUTEX_WAIT_BITSET, FUTEX_LOCK_PI, FUTEX_LOCK_PI2,
  *     FUTEX_WAIT_REQUEUE_PI, futex_waitv) are timed around the real call
  *     and reach the block profile with the waiter's stack; one in
@@ -36,7 +37,9 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/seccomp.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -124,11 +127,11 @@ STARTUP void futex_hooks_init(void)
 {
     if (real_syscall != stub_syscall)
         return;
-    guard_enter();
+    guard_enter_lookup();
     syscall_fn fn = (syscall_fn)next_symbol("syscall");
     if (fn)
         __atomic_store_n(&real_syscall, fn, __ATOMIC_RELEASE);
-    guard_leave();
+    guard_leave_lookup();
 }
 
 /* 1 when this futex call must only be forwarded. */
@@ -241,6 +244,32 @@ static long futex(long a1, long a2, long a3, long a4, long a5, long a6)
     return real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
 }
 
+/* 1 for a call that may install a system-call filter: seccomp's strict
+ * mode or a filter (not its queries), prctl(PR_SET_SECCOMP). */
+static inline int installs_filter(long nr, long a1)
+{
+    if (nr == SYS_seccomp)
+        return a1 == SECCOMP_SET_MODE_STRICT || a1 == SECCOMP_SET_MODE_FILTER;
+    return a1 == PR_SET_SECCOMP;
+}
+
+/* A call that may install a filter: the agent makes no optional system
+ * call from before it until it failed, or from then on when it installed
+ * one (agent/guard.h). Success is 0, or a descriptor (>= 0) for a filter
+ * with a listener. Async-signal-safe; errno is the call's. */
+__attribute__((noinline, cold)) static long
+filter_call(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    sandbox_attempt_begin();
+    long ret = real_syscall(nr, a1, a2, a3, a4, a5, a6);
+    int saved = errno;
+    int listener = nr == SYS_seccomp && a1 == SECCOMP_SET_MODE_FILTER &&
+                   (a2 & SECCOMP_FILTER_FLAG_NEW_LISTENER);
+    sandbox_attempt_end(listener ? ret >= 0 : ret == 0);
+    errno = saved;
+    return ret;
+}
+
 /* The system call nr with its six arguments: a futex call is followed, a
  * futex_waitv timed, anything else forwarded as it is. */
 static inline long dispatch(long nr, long a1, long a2, long a3, long a4,
@@ -250,10 +279,9 @@ static inline long dispatch(long nr, long a1, long a2, long a3, long a4,
         return futex(a1, a2, a3, a4, a5, a6);
     if (unlikely(nr == SYS_futex_waitv) && !pass_through())
         return wait_slow(NULL, nr, a1, a2, a3, a4, a5, a6);
-    /* A system-call filter (strict mode or a filter; not the queries):
-     * the agent makes no optional system call from now on (agent/guard.h). */
-    if (unlikely(nr == SYS_seccomp) && (a1 == 0 || a1 == 1))
-        agent_sandboxed = 1;
+    if (unlikely(nr == SYS_seccomp || nr == SYS_prctl) &&
+        installs_filter(nr, a1))
+        return filter_call(nr, a1, a2, a3, a4, a5, a6);
     return real_syscall(nr, a1, a2, a3, a4, a5, a6);
 }
 

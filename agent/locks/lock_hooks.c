@@ -107,11 +107,24 @@ static void *next_version(const char *name, const char *version)
     return dlvsym ? dlvsym(RTLD_NEXT, name, version) : NULL;
 }
 
+/* The current condition variable's function: the next definition of the
+ * name, as for every other name. That is the C library's default version
+ * (GLIBC_2.3.2) unless something between the agent and the C library
+ * defines the name without a version: ThreadSanitizer's runtime, which a
+ * lookup of GLIBC_2.3.2 went past; the agent's waits then reached the C
+ * library unseen, TSan never saw the mutex released, and reported its
+ * next lock as a "double lock" (exit 66). */
+static void *next_current(const char *name)
+{
+    void *p = next(name);
+    return p ? p : next_version(name, "GLIBC_2.3.2");
+}
+
 void lock_hooks_init(void)
 {
     if (real_pthread_rwlock_unlock)
         return;
-    guard_enter();
+    guard_enter_lookup();
     /* Written before the stubs are replaced: a racing first call either
      * sees a stub (which comes here again) or a resolved pointer. */
     real_pthread_mutex_timedlock = next("pthread_mutex_timedlock");
@@ -120,14 +133,9 @@ void lock_hooks_init(void)
         rw[k].real_trylock = next(rw[k].trylock);
         rw[k].real_timedlock = next(rw[k].timedlock);
     }
-    real_cond_wait_new = next_version("pthread_cond_wait", "GLIBC_2.3.2");
-    if (!real_cond_wait_new)
-        real_cond_wait_new = next("pthread_cond_wait");
+    real_cond_wait_new = next_current("pthread_cond_wait");
     real_cond_wait_old = next_version("pthread_cond_wait", "GLIBC_2.2.5");
-    real_cond_timedwait_new =
-        next_version("pthread_cond_timedwait", "GLIBC_2.3.2");
-    if (!real_cond_timedwait_new)
-        real_cond_timedwait_new = next("pthread_cond_timedwait");
+    real_cond_timedwait_new = next_current("pthread_cond_timedwait");
     real_cond_timedwait_old =
         next_version("pthread_cond_timedwait", "GLIBC_2.2.5");
     real_sem_wait = next("sem_wait");
@@ -146,7 +154,7 @@ void lock_hooks_init(void)
                          __ATOMIC_RELEASE);
     rwlock_fn rwunlock = next("pthread_rwlock_unlock");
     __atomic_store_n(&real_pthread_rwlock_unlock, rwunlock, __ATOMIC_RELEASE);
-    guard_leave();
+    guard_leave_lookup();
 }
 
 /* The stubs only run before lock_hooks_init() finished; if resolution

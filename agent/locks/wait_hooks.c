@@ -83,7 +83,7 @@ void wait_hooks_init(void)
 {
     if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
         return;
-    guard_enter();
+    guard_enter_lookup();
     real_mutex_trylock = next("pthread_mutex_trylock");
     real_mutex_clocklock = next("pthread_mutex_clocklock");
     for (int k = RW_READ; k <= RW_WRITE; k++) {
@@ -100,7 +100,7 @@ void wait_hooks_init(void)
     real_spin_lock = next("pthread_spin_lock");
     real_spin_trylock = next("pthread_spin_trylock");
     __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
-    guard_leave();
+    guard_leave_lookup();
 }
 
 /* Resolves on first use (a call before the constructor ran) and tells

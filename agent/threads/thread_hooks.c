@@ -26,6 +26,7 @@
 #include "agent/wall.h"
 #include "agent/arm.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,10 +95,32 @@ static void record_give(struct start_record *r)
     guard_leave();
 }
 
+/*
+ * 1 when ThreadSanitizer's pthread_create comes before the agent's (its
+ * runtime linked into the program, as clang links it, or preloaded before
+ * the agent): it then hands the agent its own start routine, and
+ * thread_start runs on the new thread before that routine has set the
+ * thread up for TSan. Any call TSan intercepts there (the allocation inside
+ * pthread_getattr_np, a file opened, a signal mask changed) finds no
+ * thread state and faults. The start then does nothing before calling on
+ * but set the agent's own flags: an agent thread's stack goes unnoted, and
+ * a host thread created during a CPU profile gets no timer of its own
+ * (docs/signals-and-cancellation.md).
+ */
+static int start_bare;
+
+/* The agent's own pthread_create (below), by an address the loader does
+ * not rebind to the first definition as it does the exported name's. */
+extern __typeof__(pthread_create) own_pthread_create
+    __attribute__((alias("pthread_create"), visibility("hidden"), nothrow));
+
 void thread_hooks_init(void)
 {
     if (!real_pthread_create)
         real_pthread_create = next_symbol("pthread_create");
+    void *first = dlsym(RTLD_DEFAULT, "pthread_create");
+    start_bare = dlsym(RTLD_DEFAULT, "__tsan_init") && first &&
+                 first != (void *)own_pthread_create;
 }
 
 /* Runs when a host thread ends, by return or pthread_exit/cancel. */
@@ -193,7 +216,9 @@ static void *thread_start(void *p)
     labels_current = r.labels; /* as a goroutine inherits its creator's */
     if (r.agent_thread) {
         agent_tls.agent_thread = 1;
-        cpu_agent_thread();
+        cpu_agent_thread(); /* atomics and the agent's own syscall() */
+        if (start_bare)
+            return r.fn(r.arg);
         /* Its stack is the agent's memory, for /debug/memory. */
         void *stack = NULL;
         size_t stack_size = 0;
@@ -210,15 +235,18 @@ static void *thread_start(void *p)
         return ret;
     }
     /* A CPU profile running now gives this thread its timer; its samples
-     * in locks may walk fast. */
-    guard_enter();
-    if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
-        book_note();
-    cpu_thread_started();
-    stack_thread_prepare();
-    guard_leave();
-    if (unlikely(trace_on) && r.trace_key)
-        trace_instant(TRACE_START, r.trace_key, r.creator, NULL, 0);
+     * in locks may walk fast. Not before TSan's start routine (start_bare);
+     * the end is after it, where TSan's thread state still holds. */
+    if (!start_bare) {
+        guard_enter();
+        if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
+            book_note();
+        cpu_thread_started();
+        stack_thread_prepare();
+        guard_leave();
+        if (unlikely(trace_on) && r.trace_key)
+            trace_instant(TRACE_START, r.trace_key, r.creator, NULL, 0);
+    }
     void *ret;
     pthread_cleanup_push(thread_exit, NULL);
     ret = r.fn(r.arg);
