@@ -19,7 +19,9 @@ extern int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t,
  * in the agent's prepare step and waits until no agent call is inside, so
  * the child never inherits such a lock held by one of the agent's
  * threads. An agent call that finds the gate closed waits until the fork
- * returned in the parent. Nested entries on one thread count once.
+ * returned in the parent, and goes before the next fork (a thread that
+ * forks in a loop would otherwise keep it out). Nested entries on one
+ * thread count once.
  * Not async-signal-safe (it may wait). Does not allocate.
  */
 void loader_gate_enter(void);

@@ -16,7 +16,8 @@
  *
  * Entered on the agent's threads and on host threads running the agent's
  * code (never from a signal handler). The gate's state: inside (calls in
- * the gate, all threads), closed (forks being prepared), depth (this
+ * the gate, all threads), closed (forks being prepared), waiting (calls
+ * kept out by a fork, which the next fork lets in first), depth (this
  * thread's nesting, in agent_tls); all atomics, no lock.
  */
 #include "agent/loader.h"
@@ -31,6 +32,9 @@ int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
 
 static int inside;
 static int closed;
+/* Agent calls waiting at a closed gate: the next fork lets them in first,
+ * or a thread forking in a loop would keep them out for ever. */
+static int waiting;
 /* Prepare steps that gave up waiting (an agent call that never left). */
 static unsigned long gave_up;
 
@@ -48,15 +52,20 @@ void loader_gate_enter(void)
 {
     if (agent_tls.gate_depth++ > 0)
         return;
+    int counted = 0;
     for (;;) {
         __atomic_fetch_add(&inside, 1, __ATOMIC_SEQ_CST);
         if (!__atomic_load_n(&closed, __ATOMIC_SEQ_CST))
-            return;
+            break;
         /* A fork is being prepared: step out and wait for its end. */
         __atomic_fetch_sub(&inside, 1, __ATOMIC_SEQ_CST);
+        if (!counted++)
+            __atomic_fetch_add(&waiting, 1, __ATOMIC_SEQ_CST);
         while (__atomic_load_n(&closed, __ATOMIC_SEQ_CST))
             nap(GATE_NAP_NS);
     }
+    if (counted)
+        __atomic_fetch_sub(&waiting, 1, __ATOMIC_SEQ_CST);
 }
 
 void loader_gate_leave(void)
@@ -67,12 +76,20 @@ void loader_gate_leave(void)
 
 void loader_fork_prepare(void)
 {
+    long waited = 0;
+    /* Calls kept out by the last fork go first (they then hold this one
+     * up only as long as they take). */
+    while (__atomic_load_n(&waiting, __ATOMIC_SEQ_CST) > 0 &&
+           !__atomic_load_n(&closed, __ATOMIC_SEQ_CST) &&
+           waited < GATE_WAIT_NS) {
+        nap(GATE_NAP_NS);
+        waited += GATE_NAP_NS;
+    }
     __atomic_fetch_add(&closed, 1, __ATOMIC_SEQ_CST);
     /* The forking thread's own entries (the host forked from inside an
      * agent call: never seen) cannot leave while it waits. */
     int own = agent_tls.gate_depth > 0;
-    for (long waited = 0;
-         __atomic_load_n(&inside, __ATOMIC_SEQ_CST) > own;
+    for (; __atomic_load_n(&inside, __ATOMIC_SEQ_CST) > own;
          waited += GATE_NAP_NS) {
         if (waited >= GATE_WAIT_NS) {
             __atomic_fetch_add(&gave_up, 1, __ATOMIC_RELAXED);
@@ -92,6 +109,7 @@ void loader_fork_child(void)
     /* The parent's other threads did not come along, nor did the forks
      * other threads of the parent were preparing. */
     __atomic_store_n(&inside, agent_tls.gate_depth > 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&waiting, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&closed, 0, __ATOMIC_SEQ_CST);
 }
 
