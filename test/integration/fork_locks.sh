@@ -58,7 +58,7 @@ as_pg env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$portfile"
 PG=$!
 PIDS="$PIDS $PG"
 wait_until "the postmaster's agent serves" test -s "$portfile"
-ADDR="127.0.0.1:$(cat "$portfile")"
+ADDR=$(cat "$portfile")
 wait_until "postgres accepts" "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$pgport"
 pgbench -i -q -h 127.0.0.1 -p "$pgport" -U postgres postgres > "$WORK/pgbench-init.log" 2>&1 ||
     { tail "$WORK/pgbench-init.log"; fail "pgbench -i"; }
