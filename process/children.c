@@ -244,7 +244,7 @@ void children_after_fork(void)
      * a child that execs or exits before it shows it lives on creates no
      * thread, and one that execs or exits before the delay never binds a
      * port. */
-    start_arm(start_dumps, own_pid);
+    start_arm(start_dumps, own_pid, 0);
 }
 
 static void at_exit(void)

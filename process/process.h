@@ -91,8 +91,10 @@ void children_announce(int port);
 
 /* Arms the deferred start (agent/arm.h) for process pid: nothing is
  * created until a host call shows the process lives on; then
- * start_later(dumps, now). No system call, no allocation. */
-void start_arm(int dumps, int pid);
+ * start_later(dumps, now - lived_ns). lived_ns: how long the process lived
+ * in images before this one (0 for a new process or a forked child). No
+ * system call, no allocation. */
+void start_arm(int dumps, int pid, int64_t lived_ns);
 
 /* Creates the agent thread that, once opt_start_delay_ms have passed
  * since from_ns (CLOCK_MONOTONIC), starts the dumps (when dumps is set: a

@@ -248,10 +248,10 @@ static void fire(void)
                  log_errtext(-err));
 }
 
-void start_arm(int dumps, int pid)
+void start_arm(int dumps, int pid, int64_t lived_ns)
 {
     armed_dumps = dumps;
-    armed_at_ns = agent_mono_ns();
+    armed_at_ns = agent_mono_ns() - lived_ns;
     arm_set(fire, armed_at_ns + opt_start_delay_ms * 1000000LL, pid,
             children_is_forked ? ARM_LATE : ARM_WAIT);
 }
