@@ -16,6 +16,7 @@
 #define PPROF_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* ---- configuration (config.c) --------------------------------------------- */
@@ -93,6 +94,13 @@ int rundir_family_inherited(void);
  * (a wrapper). Called by the constructor, before config_load(). Not
  * async-signal-safe. */
 int rundir_env_from_ancestor(void);
+
+/* 1 when PPROF_FAMILY names this very process (pid and start time): an
+ * earlier image of it loaded the agent and exec'd this one (a wrapper: a
+ * pyenv shim, env, a shell's exec). *lived_ns is then how long the process
+ * has lived, all its images (at least that: its start is rounded down to
+ * the clock tick). Called by the constructor. Not async-signal-safe. */
+int rundir_env_own(int64_t *lived_ns);
 
 /* Writes "pid ppid starttime program host:port family\n" into this
  * process's file with one write (reserving it first when needed). Returns

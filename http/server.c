@@ -30,6 +30,8 @@
 #include "http/http.h"
 #include "agent/symbols.h"
 #include "agent/loader.h"
+#include "agent/ops.h"
+#include "agent/proc.h"
 
 #include <arpa/inet.h>
 #include <civetweb.h>
@@ -37,11 +39,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_BODY (1 << 20)
@@ -247,6 +251,39 @@ static int fill_reserved(const char *addr, size_t len)
                  log_errtext(w < 0 ? errno : EIO));
     close(fd);
     return 0;
+}
+
+/* 1 when a seccomp filter may judge this process's system calls: an
+ * unlink the filter forbids could kill the process. */
+static int filtered(void)
+{
+    char buf[4096];
+    if (proc_read("/proc/self/status", buf, sizeof buf) <= 0)
+        return 1;
+    const char *f = strstr(buf, "\nSeccomp:");
+    return !f || strtol(f + 9, NULL, 10) != 0;
+}
+
+void server_port_file_after_exec(int64_t lived_ns)
+{
+    struct stat st;
+    struct timespec now;
+    if (!opt_port_file[0] || lstat(opt_port_file, &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size == 0 ||
+        clock_gettime(CLOCK_REALTIME, &now) != 0)
+        return;
+    /* Only a file written while this process lived: one left by an earlier
+     * run is not this process's to judge. */
+    int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000LL +
+                    st.st_mtim.tv_nsec;
+    int64_t started =
+        (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - lived_ns;
+    if (mtime < started || filtered())
+        return;
+    if (unlink(opt_port_file) == 0)
+        log_debug("removed PPROF_PORT_FILE %s: it named the server of this "
+                  "process's image before exec",
+                  opt_port_file);
 }
 
 /* The host part of PPROF_ADDR as served: civetweb's "port" alone means

@@ -9,6 +9,8 @@
 #ifndef PPROF_HTTP_SERVER_H
 #define PPROF_HTTP_SERVER_H
 
+#include <stdint.h>
+
 #include <stddef.h>
 
 struct server_listen {
@@ -34,6 +36,15 @@ int server_start(const struct server_listen *how);
 void server_reserve_port_file(void);
 /* Writes "host:port" to PPROF_PORT_FILE (when set). Not async-signal-safe. */
 void server_write_port_file(int port);
+
+/* In a new image of a process that loaded the agent before its exec (a
+ * wrapper that execs the real program): removes PPROF_PORT_FILE when the
+ * earlier image wrote it, since the server it names ended with the exec;
+ * this image writes it again once its own server listens. lived_ns: how
+ * long the process has lived (rundir_env_own). Called by the constructor;
+ * a few system calls, only with PPROF_PORT_FILE set. Not
+ * async-signal-safe. */
+void server_port_file_after_exec(int64_t lived_ns);
 /* Where this process serves, "host:port" (host as configured, 0.0.0.0 for
  * a bare port), or "" before the server listens. Not async-signal-safe. */
 void server_address(char *out, size_t size);

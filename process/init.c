@@ -120,6 +120,17 @@ __attribute__((constructor)) static void agent_init(void)
      * exec'd descendant stays passive unless asked (children.c). */
     dump_start();
     int passive = children_passive();
+    /* This image may follow another of the same process under the agent
+     * (a wrapper that exec'd the real program: a pyenv shim's bash). The
+     * delay counts from the process's start, not from this image's: a
+     * wrapper that lived it already showed the process lives on. And the
+     * port file such a wrapper wrote names a server that ended with its
+     * exec (on a loaded machine pyenv's bash lived more than a second). */
+    int64_t lived_ns = 0;
+    if (!passive && !rundir_env_own(&lived_ns))
+        lived_ns = 0;
+    if (lived_ns > 0)
+        server_port_file_after_exec(lived_ns);
     int serve = opt_serve && !passive;
     int push = opt_push.on && !passive;
     if (opt_start_delay_ms == 0 && !passive) {
@@ -130,7 +141,8 @@ __attribute__((constructor)) static void agent_init(void)
     if (serve && opt_start_delay_ms == 0)
         start_now();
     else if ((serve || push || (opt_dump_dir[0] && !passive)) &&
-             opt_start_delay_ms > 0 && start_later(0, agent_mono_ns()) != 0)
+             opt_start_delay_ms > 0 &&
+             start_later(0, agent_mono_ns() - lived_ns) != 0)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");
     guard_leave();

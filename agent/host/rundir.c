@@ -42,9 +42,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Files looked at by each announcement to remove those of processes that
@@ -347,6 +349,31 @@ STARTUP int rundir_env_from_ancestor(void)
         return 1;
     log_snprintf(own, sizeof own, "%d.%llu", pid, start_time(pid));
     return strcmp(s, own) != 0;
+}
+
+STARTUP int rundir_env_own(int64_t *lived_ns)
+{
+    const char *s = config_env("PPROF_FAMILY");
+    char own[RUNDIR_FAMILY_MAX];
+    int pid = (int)getpid();
+    size_t n = log_snprintf(own, sizeof own, "%d.", pid);
+    if (!s || strncmp(s, own, n) != 0)
+        return 0; /* the pid first: the start time only when it matches */
+    unsigned long long ticks = start_time(pid);
+    log_snprintf(own, sizeof own, "%d.%llu", pid, ticks);
+    struct timespec boot;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (ticks == 0 || strcmp(s, own) != 0 || hz <= 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return 0;
+    /* The start time counts clock ticks since boot, as CLOCK_BOOTTIME. */
+    int64_t since_boot =
+        (int64_t)(ticks / (unsigned long long)hz) * 1000000000LL +
+        (int64_t)(ticks % (unsigned long long)hz) * (1000000000LL / hz);
+    int64_t lived = (int64_t)boot.tv_sec * 1000000000LL + boot.tv_nsec -
+                    since_boot;
+    *lived_ns = lived > 0 ? lived : 0;
+    return 1;
 }
 
 void rundir_family_init(void)

@@ -67,8 +67,12 @@ fi
 # blaming EINTR.
 if [ "$(id -u)" = 0 ] && command -v python3 > /dev/null; then
     rm -f "$WORK/d.port"
+    # The interpreter itself, not a wrapper on PATH (a pyenv shim): a
+    # wrapper that lives past the delay serves and writes the port file,
+    # which the interpreter's image then removes (exec_port_file).
+    py=$(python3 -c 'import sys; print(sys.executable)')
     env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$WORK/d.port" PPROF_RUN_DIR=off \
-        python3 "$TOP/test/integration/dropper.py" 8 2> "$WORK/d.err" &
+        "$py" "$TOP/test/integration/dropper.py" 8 2> "$WORK/d.err" &
     pid=$!
     for i in $(seq 100); do [ -s "$WORK/d.port" ] && break; sleep 0.05; done
     [ -s "$WORK/d.port" ] || { cat "$WORK/d.err"; fail "the process that gave up root does not serve"; }
