@@ -63,6 +63,9 @@ static void worker(const char *dir)
     int err = pthread_create(&t, NULL, nothing, NULL);
     printf("worker: new thread: %s\n", err ? strerror(err) : "created");
     fflush(stdout);
+    /* Ends with the master, whatever ends it (a test that fails kills
+     * the master only); after the ID change, which clears it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0L, 0L, 0L);
     worker_busy();
 }
 
