@@ -9,15 +9,18 @@
  *   forking thread's cached thread id is forgotten before any child step
  *   (or a child handler registered later, whose malloc enters the agent)
  *   takes a spinlock, which records its owner's id.
- * - prepare: the fork gate first (loader.c: the agent's calls that take
- *   the C library's locks fork does not reset leave, and no new one
- *   starts; nothing of the agent's is held while it waits), then the shell
- *   (it notes the forking pid, takes no lock),
+ * - prepare: the shell first (it notes the forking pid, takes no lock),
  *   then the heap table's shard locks (after waiting for samplers in
- *   flight), then the CPU and the wall profilers block their signals last,
- *   so no timer signal interrupts the fork itself (clone() would restart
- *   for ever).
- * - parent undoes prepare in reverse: the signal mask, the locks, the gate.
+ *   flight), then the fork gate (loader.c: the agent's calls that take the
+ *   C library's locks fork does not reset leave, and no new one starts).
+ *   The gate comes after the samplers: a host thread's sampler walks its
+ *   stack through the gate, and closed first, the gate kept out a sampler
+ *   the heap step then waited for (both waited for ever: a CPU profile's
+ *   drain hung behind the closed gate). The agent's threads inside the gate
+ *   never sample. Then the CPU and the wall profilers block their signals
+ *   last, so no timer signal interrupts the fork itself (clone() would
+ *   restart for ever).
+ * - parent undoes prepare in reverse: the signal mask, the gate, the locks.
  * - child: the thread id, the fork gate, the signal-mask watchers (sigmask), the CPU
  *   and wall profile states, the heap locks; then the registries the parent's other
  *   threads may have been using: descriptors (fds), the symbolizer's lock,
@@ -77,11 +80,11 @@ static void fork_prepare(void)
 {
     if (!modules_on)
         return;
-    loader_fork_prepare();
     if (shell_prepare)
         shell_prepare();
     if (heap_buckets)
         heap_table_fork_prepare();
+    loader_fork_prepare();
     cpu_timer_fork_prepare();
     wall_fork_prepare();
 }
@@ -92,9 +95,9 @@ static void fork_parent(void)
         return;
     wall_fork_parent();
     cpu_timer_fork_parent();
+    loader_fork_parent();
     if (heap_buckets)
         heap_table_fork_parent();
-    loader_fork_parent();
 }
 
 /* A chrooted process's threads book holds the child's only thread. */
