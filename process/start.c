@@ -256,6 +256,21 @@ static void start_work_done(void)
     pthread_mutex_unlock(&wait_lock);
 }
 
+/* The starter's work on the calling host thread, about to lower
+ * RLIMIT_NPROC (start_before_confine). Not LEAVE afterwards: start_resume
+ * must not bring the starter back. The unwind tables are left to the
+ * first profile (cfi.h): their build would hold up the host's thread
+ * (150 ms in HAProxy's worker on a loaded machine). Guard entered. */
+static void start_work_here(void)
+{
+    pthread_mutex_lock(&wait_lock);
+    starter_state = STARTER_STARTING;
+    int dumps = starter_dumps;
+    pthread_mutex_unlock(&wait_lock);
+    starter_work(dumps, 0);
+    start_work_done();
+}
+
 AGENT_THREAD_MAIN(starter)
 static void *starter_run(void *arg)
 {
@@ -442,27 +457,16 @@ void start_resume(void)
  * started here. Nothing where no starter waits: the process started
  * already, will not, or is not the starter's.
  */
-/* An armed forked child about to lower RLIMIT_NPROC: its start would
- * come too late to create a thread, so it is done here and now (the
- * unwind tables are left to the first profile). */
-static void start_armed_now(void)
-{
-    guard_enter();
-    pthread_mutex_lock(&wait_lock);
-    starter_state = STARTER_STARTING;
-    int dumps = starter_dumps;
-    pthread_mutex_unlock(&wait_lock);
-    starter_work(dumps, 0);
-    start_work_done();
-    guard_leave();
-}
-
 void start_before_confine(void)
 {
     if (agent_tls.in_agent)
         return;
+    /* An armed forked child: its start would come too late to create a
+     * thread, so it is done here and now. */
     if (arm_take()) {
-        start_armed_now();
+        guard_enter();
+        start_work_here();
+        guard_leave();
         arm_taken_done();
         return;
     }
@@ -493,16 +497,7 @@ void start_before_confine(void)
     pthread_mutex_unlock(&wait_lock);
     if (waiting) {
         pthread_join(starter_thread, NULL);
-        pthread_mutex_lock(&wait_lock);
-        /* Not LEAVE: start_resume must not bring the starter back. */
-        starter_state = STARTER_STARTING;
-        int dumps = starter_dumps;
-        pthread_mutex_unlock(&wait_lock);
-        /* The unwind tables are left to the first profile (cfi.h): their
-         * build would hold up the host's thread (150 ms in HAProxy's
-         * worker on a loaded machine). */
-        starter_work(dumps, 0);
-        start_work_done();
+        start_work_here();
     }
     guard_leave();
 }
