@@ -2,7 +2,7 @@
 # producer threads allocate, consumer threads free 9 blocks in 10 of them
 # (in the producers' arenas). The breakdown's rss is the program's own
 # VmRSS, its parts sum to it within 5%, and the allocator's free bytes are
-# those the program read from mallinfo2 itself and explain most of RSS.
+# those the program read from mallinfo2 itself, the same share of RSS.
 . "$TOP/test/integration/lib.sh"
 
 start_agent arena "$BUILD/test/programs/arena_growth" 8 40 10
@@ -41,8 +41,14 @@ if a["name"] != "glibc" or abs(a["free_bytes"] - free) > 0.1 * free:
 # most of RSS: the part says so, close to what mallinfo2 says.
 if not (0.8 * free <= p["malloc_free"] <= 1.1 * free):
     bad.append("malloc_free %d, the program's fordblks %d" % (p["malloc_free"], free))
-if p["malloc_free"] < 0.4 * m["rss"]:
-    bad.append("malloc_free %d does not explain rss %d" % (p["malloc_free"], m["rss"]))
+# How much of RSS is free space depends on how glibc placed the arenas in
+# this run (36-60% seen); the share the part claims must be the share the
+# program's own mallinfo2 gives, and the run must have fragmented at all.
+if free < 0.25 * rss:
+    bad.append("the program fragmented too little to test (fordblks %d of VmRSS %d)" % (free, rss))
+if abs(p["malloc_free"] / m["rss"] - free / rss) > 0.08:
+    bad.append("malloc_free is %.0f%% of rss, the program's fordblks %.0f%% of its VmRSS"
+               % (100.0 * p["malloc_free"] / m["rss"], 100.0 * free / rss))
 if abs(p["malloc_inuse"] - inuse) > 0.1 * inuse:
     bad.append("malloc_inuse %d, the program's uordblks %d" % (p["malloc_inuse"], inuse))
 if m["smaps"]["stack_count"] < 17 or p["thread_stacks"] <= 0:
