@@ -74,6 +74,10 @@ static struct fds_slot slots[FDS_SLOTS];
 static int in_flight;  /* agent descriptors between creation and move */
 static int registered; /* number of slots in use */
 static int owner_pid;  /* the process whose registry this is */
+/* 1 once a number went to `lost` (set with it, cleared by a fork child's
+ * sweep): a child of a process that lost none touches no page of the
+ * bitmaps (each is a copy-on-write fault in parent and child alike). */
+static int lost_any;
 
 static struct {
     uintptr_t lo, hi;
@@ -406,7 +410,12 @@ void fds_fork_child(void)
         do_close(fd1 - 1);
         slot_release(&slots[i]);
     }
+    if (!lost_any)
+        return;
+    lost_any = 0;
     for (int i = 0; i < FDS_MAX / 64; i++) {
+        if (!lost[i])
+            continue;
         watch[i] &= ~lost[i];
         lost[i] = 0;
     }
@@ -557,6 +566,7 @@ static __attribute__((noinline)) int host_dup(int oldfd, int newfd,
         /* civetweb's socket (or a file the agent could not move): the
          * number becomes the host's, and civetweb's calls on it fail. */
         bit_set(lost, newfd);
+        __atomic_store_n(&lost_any, 1, __ATOMIC_RELEASE);
         struct fds_slot *t = slot_find(newfd);
         if (t)
             slot_release(t);
