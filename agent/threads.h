@@ -18,7 +18,9 @@
  * (poll, epoll_wait, nanosleep, timed futex waits, socket calls with a
  * timeout), or that blocks the signal, is walked by the worker itself from
  * a copy of its stack (threads.c, cfi_walk_copy), never signalled.
- * See threads.c for the list.
+ * See threads.c for the list. In a process that is not dumpable (no
+ * syscall file to read), a sleeping thread is walked from its hook's note
+ * (agent/blocked.h) and a thread stat shows running is asked.
  */
 #ifndef PPROF_THREADS_H
 #define PPROF_THREADS_H

@@ -23,6 +23,9 @@
  *     registered?) and forward; when there is one, the waker takes the
  *     delay its address's waiters accrued, after the real call.
  * docs/contention.md explains the attribution and where it is approximate.
+ * In a process that is not dumpable, a call that may wait long (futex
+ * waits, io_getevents, io_uring_enter, epoll and poll waits, reads, ...)
+ * is noted while it waits (agent/blocked.h): a few stores, signal-safe.
  *
  * Never changes what the host sees: the same return value and errno, the
  * same blocking; the agent's own threads and calls made with the guard

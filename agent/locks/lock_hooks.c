@@ -11,6 +11,10 @@
  * own threads and calls made while the guard is entered go straight to the
  * real functions.
  *
+ * In a process that is not dumpable, a wait that blocks (a contended lock,
+ * a condition or semaphore wait) notes where it was entered while it waits
+ * (agent/blocked.h); otherwise that costs one load of a flag.
+ *
  * Never changes what the host sees: the same return values and errno, the
  * same blocking behaviour; a failure to record is counted, never reported
  * to the caller. The holder's charge is taken after the real unlock, never

@@ -21,6 +21,10 @@
  *
  * Calls the C library makes inside itself (fread's read) do not pass
  * through here: only the program's own calls are seen.
+ *
+ * In a process that is not dumpable (agent/blocked.h) every route goes
+ * through the call's noted twin first, which notes where the caller
+ * entered the call (a few stores) and clears it when the call returns.
  */
 #include "agent/trace.h"
 

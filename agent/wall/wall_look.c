@@ -27,6 +27,10 @@
  *    its first stack arrives, at most OWED_MAX_NS later. One that has not
  *    used its CPU since a look that saw it blocked has not left that call
  *    yet: it is charged that call's stack, runnable.
+ *  - a process that is not dumpable cannot read its syscall files: a
+ *    thread stat shows R is taken as running, a sleeping one is walked
+ *    from where the hook of the call it waits in noted it entered
+ *    (look_noted, agent/blocked.h), or charged FRAME_NOT_NOTED.
  *  - blocked in a system call (S or D): walked where it stands from its
  *    stack pointer and a copy of its stack (threads_walk_blocked, no
  *    signal), the walk kept while the thread waits in the same call at
