@@ -66,8 +66,8 @@ void blocked_leave(void);
             blocked_leave();                                                   \
     } while (0)
 
-/* Turns noting on when the process is not dumpable (one prctl). Returns 1
- * when it is on. Async-signal-safe. */
+/* Turns noting on when the process is not dumpable and not root (two
+ * system calls). Returns 1 when it is on. Async-signal-safe. */
 int blocked_notes_check(void);
 /* Turns it on (a look found a syscall file unreadable). */
 void blocked_notes_switch_on(void);

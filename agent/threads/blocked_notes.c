@@ -192,9 +192,12 @@ void blocked_notes_switch_on(void)
 
 int blocked_notes_check(void)
 {
-    /* The raw call: the host's prctl is interposed (process/). */
+    /* The raw call: the host's prctl is interposed (process/). Root
+     * still reads the files it owns (a root process that said
+     * PR_SET_DUMPABLE 0): nothing to note for. */
     if (!__atomic_load_n(&blocked_notes_on, __ATOMIC_RELAXED) &&
-        syscall(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
+        syscall(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 &&
+        syscall(SYS_geteuid) != 0)
         blocked_notes_switch_on();
     return __atomic_load_n(&blocked_notes_on, __ATOMIC_RELAXED);
 }
