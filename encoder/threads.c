@@ -41,8 +41,9 @@ static const char *why(int status)
         return "its /proc syscall file cannot be read (a process that "
                "changed its user is not dumpable)";
     case THREAD_STACK_NOT_NOTED:
-        return "not dumpable (the process changed its user): its /proc "
-               "syscall file cannot be read, and it waits in a call whose "
+        return "not dumpable (it changed its user, or said "
+               "PR_SET_DUMPABLE 0): its /proc syscall file cannot be "
+               "read, and it waits in a call whose "
                "entry the agent does not note (or since before the agent "
                "began noting)";
     default: return "no signal available";
@@ -141,7 +142,8 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
                     (unsigned long long)d->fp_lost);
     if (d->undumpable)
         pbuf_printf(out, "# pprofagent: the process is not dumpable (it "
-                         "changed its user): %zu sleeping threads walked "
+                         "changed its user, or said PR_SET_DUMPABLE 0): "
+                         "%zu sleeping threads walked "
                          "from where the agent's hooks saw them enter their "
                          "call, %zu without a stack\n",
                     d->noted, d->not_noted);

@@ -109,7 +109,8 @@ static const char *undumpable_note(const struct wall_run *run,
                   : 0;
     log_snprintf(buf, size,
                  "pprofagent: the process is not dumpable (it changed its "
-                 "user), so its threads' /proc syscall files cannot be read; "
+                 "user, or said PR_SET_DUMPABLE 0), so its threads' /proc "
+                 "syscall files cannot be read; "
                  "sleeping threads are walked from where the agent's hooks "
                  "saw them enter their call (%llu looks); %lld.%lld%% of the "
                  "wall time is in calls the agent does not note (%llu looks): "
