@@ -29,7 +29,7 @@ share() {
 # dump_names DUMP: 1 when every thread's block names its function.
 dump_names() {
     for pair in cond:wait_cond reader:wait_read epoller:wait_epoll \
-        locker:wait_lock spinner:spin_work main:nap; do
+        locker:wait_lock spinner:spin_work main:nap signals:wait_signal; do
         b=$(block "$1" "$(eval echo "\$tid_${pair%%:*}")")
         case "$b" in *"${pair#*:}("*) ;; *) return 1 ;; esac
     done
@@ -64,7 +64,7 @@ check_program() {
 
     fetch "debug/pprof/wall?seconds=4" > "$WORK/wall-$how.pb.gz"
     for pair in cond:wait_cond reader:wait_read epoller:wait_epoll \
-        locker:wait_lock main:nap spinner:spin_work; do
+        locker:wait_lock main:nap spinner:spin_work signals:wait_signal; do
         s=$(share "$WORK/wall-$how.pb.gz" "${pair%%:*}" "${pair#*:}")
         note "$how: ${pair%%:*} in ${pair#*:}: $s% of its wall time"
         # The blocked ones wait in their function from before the profile
@@ -127,8 +127,8 @@ for c in 1 2 3; do
 done
 
 # What root sees of the server's threads: the share of them waiting in a
-# call no hook notes (io_uring_enter, rt_sigtimedwait, anything made
-# without the C library's interposable functions), sampled while the
+# call no hook notes (io_uring_enter, which liburing makes itself, and
+# anything else made without the C library's interposable functions), sampled while the
 # profile runs. The profile may have that much without a stack, and a
 # little more (threads looked at between two calls, before their next).
 pid=$PID
@@ -137,7 +137,7 @@ pid=$PID
           nr=$(cut -d' ' -f1 "$t/syscall" 2>/dev/null) || continue
           comm=$(cat "$t/comm" 2>/dev/null) || continue
           case "$comm" in pprof-*|civetweb-*) continue ;; esac
-          case "$nr" in 426|128) echo unnoted ;; *) echo other ;; esac
+          case "$nr" in 426) echo unnoted ;; *) echo other ;; esac
       done
       sleep 0.5
   done > "$WORK/root-view" ) &

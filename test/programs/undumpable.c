@@ -9,6 +9,7 @@
  *   epoller  epoll_wait on such a pipe, 200 ms at a time, in wait_epoll()
  *   locker   pthread_mutex_lock of a mutex main holds, in wait_lock()
  *   spinner  spins in spin_work()
+ *   signals  sigwait for SIGUSR2, which nobody sends, in wait_signal()
  *   main     holds that mutex and naps (nanosleep, 100 ms) in nap()
  * argv[1]: "setuid" (root only: groups, gid and uid become 65534) or
  * "prctl" (prctl(PR_SET_DUMPABLE, 0)); argv[2]: seconds to run. Any call
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@ static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
 static volatile unsigned long sink;
 static int tids[8];
+static sigset_t usr2;
 
 static void failed(const char *what)
 {
@@ -162,6 +165,22 @@ __attribute__((noinline)) void nap(void)
         failed("nanosleep");
 }
 
+__attribute__((noinline)) void wait_signal(void)
+{
+    int sig;
+    int r = sigwait(&usr2, &sig);
+    errno = r;
+    failed("sigwait returned");
+}
+
+static void *signals(void *arg)
+{
+    (void)arg;
+    named("signals", 7);
+    wait_signal();
+    return NULL;
+}
+
 static void start(void *(*fn)(void *))
 {
     pthread_t t;
@@ -188,6 +207,9 @@ static void drop(const char *how)
 int main(int argc, char **argv)
 {
     const char *how = argc > 1 ? argv[1] : "prctl";
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr2, NULL);
     int seconds = argc > 2 ? atoi(argv[2]) : 30;
     start(early);
     /* early is in its read before the drop (its state letter says so). */
@@ -213,14 +235,16 @@ int main(int argc, char **argv)
     start(epoller);
     start(locker);
     start(spinner);
+    start(signals);
     named("main", 6);
-    for (int i = 1; i < 6; i++)
-        while (!__atomic_load_n(&tids[i], __ATOMIC_ACQUIRE))
+    for (int i = 1; i < 8; i++)
+        while (i != 6 && !__atomic_load_n(&tids[i], __ATOMIC_ACQUIRE))
             usleep(1000);
     usleep(200000); /* each in its place */
     printf("early=%d cond=%d reader=%d epoller=%d locker=%d spinner=%d "
-           "main=%d dumpable=%d\n",
+           "main=%d signals=%d dumpable=%d\n",
            tids[0], tids[1], tids[2], tids[3], tids[4], tids[5], tids[6],
+           tids[7],
            prctl(PR_GET_DUMPABLE, 0, 0, 0, 0));
     fflush(stdout);
     struct timespec t0, t;
