@@ -12,6 +12,9 @@
 #define FRAME_LOST 2      /* samples that could not be taken or stored */
 #define FRAME_UNKNOWN 3   /* no stack could be captured */
 #define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
+#define FRAME_NOT_NOTED 5 /* a sleeping thread of a process that is not
+                             dumpable, in a call no hook notes */
+#define FRAME_PSEUDO_KINDS 6 /* the named ones are below this */
 #define FRAME_PSEUDO_MAX 4096
 
 #define STACK_MAX 128

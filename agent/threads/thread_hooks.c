@@ -11,6 +11,7 @@
  * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
  * own threads are recorded so the profiler never samples them.
  */
+#include "agent/blocked.h"
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
@@ -130,6 +131,7 @@ static void thread_exit(void *unused)
     guard_enter();
     cpu_thread_exiting();
     wall_thread_exiting();
+    blocked_thread_exiting();
     if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
         proc_book_forget_self();
     guard_leave();

@@ -33,6 +33,8 @@
  */
 #include "agent/wall.h"
 
+#include "agent/blocked.h"
+
 #include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/log.h"
@@ -385,6 +387,8 @@ int wall_session_start(void)
      * cannot be had. */
     if (wall_tasks_fd < 0)
         proc_tasks_open(&wall_tasks_fd);
+    /* Not dumpable: the hooks note where threads block (look_noted). */
+    blocked_notes_check();
     wall_exits = 0;
     memset(&wall_counters, 0, sizeof wall_counters);
     fresh = 0;
