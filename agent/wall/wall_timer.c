@@ -331,13 +331,14 @@ void wall_fork_child(void)
 
 /* ---- the session --------------------------------------------------------- */
 
-/* A real-time signal the host leaves at its default, taken from the low
- * end (the CPU profile and the threads dump take theirs from the high
- * end). Installs the handler. Returns the signal or -EAGAIN. */
+/* A real-time signal the host leaves at its default, else one whose
+ * handler it can chain in front of (signals.h), taken from the low end
+ * (the CPU profile and the threads dump take theirs from the high end).
+ * Installs the handler. Returns the signal or -EAGAIN. */
 static int install(void)
 {
     return signals_borrow(SIGRTMIN + 4, SIGRTMAX - 4, 0, wall_signal_handler,
-                          NULL, &saved_action);
+                          NULL, &saved_action, NULL);
 }
 
 static void *map(size_t size)
