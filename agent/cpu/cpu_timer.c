@@ -493,6 +493,7 @@ int cpu_profile_start(int hz)
     memset(&cpu_counters, 0, sizeof cpu_counters);
     phdr_cache_refresh(1);
     cfi_tables_refresh();
+    stack_go_find(); /* goroutine stacks walked too, in a Go program */
 
     cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
     /* No timer exists yet: nothing of ours arrives before cpu_signo is

@@ -612,6 +612,7 @@ static int begin_questions(struct thread_dump *out, size_t n)
      * handlers unwind with. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find(); /* goroutine stacks walked too, in a Go program */
     int sig = ensure_slots(n) == 0 ? install(&dump_saved) : -ENOMEM;
     dump_sig = sig;
     out->signo = sig > 0 ? sig : 0;

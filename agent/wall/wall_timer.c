@@ -40,6 +40,7 @@
 #include "agent/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
+#include "agent/stack.h"
 #include "agent/signals.h"
 #include "agent/spinlock.h"
 
@@ -376,6 +377,7 @@ int wall_session_start(void)
      * tables that cover them. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find(); /* goroutine stacks walked too, in a Go program */
     int sig = install();
     if (sig < 0) {
         __atomic_store_n(&slot_taken, 0, __ATOMIC_SEQ_CST);

@@ -4,7 +4,8 @@
 # in front of one of Go's handlers (agent/signals.h). With Go's own CPU
 # profile running at the same time:
 #  - the agent's CPU profile answers 200 and names the C functions the
-#    burner thread runs (c_hot_a, c_hot_b); their shares match the split
+#    burner thread runs (c_hot_a, c_hot_b), and the Go burner's Go frames
+#    walked on its goroutine stack (main.goBurn); their shares match the split
 #    the program measured with the thread's CPU clock, and the C and the
 #    Go burner threads' shares of the two match their CPU clocks (within
 #    a point plus 3.5 standard errors: see share_check); the C thread's total and the whole profile's match
@@ -84,6 +85,10 @@ echo "$top" | head -n 16
 pa=$(top_cum "$top" c_hot_a)
 pb=$(top_cum "$top" c_hot_b)
 [ -n "$pa" ] && [ -n "$pb" ] || fail "c_hot_a or c_hot_b missing from the agent's profile"
+# Go code is walked on its goroutine stack: main.goHot's samples go on to
+# main.goBurn (through goRound's frame pointer) and runtime.goexit.
+expect_contains "$top" "main.goBurn" "the agent's profile (Go frames walked)"
+expect_contains "$top" "runtime.goexit" "the agent's profile (Go frames walked)"
 # share_check NAME GOT_MS OTHER_MS WANT_PERCENT: NAME's share of the two
 # in the profile against WANT, within 1 point plus 3.5 standard errors of
 # a share drawn from that many samples (4 ms each at 250 Hz): on a loaded

@@ -93,12 +93,20 @@ func goHot(n int) {
 	goSink = x
 }
 
+// goRound has a frame (it calls): a walk by frame pointers from the
+// frameless leaf goHot goes through it to goBurn.
+//
+//go:noinline
+func goRound() {
+	goHot(1000000)
+}
+
 func goBurn() {
 	runtime.LockOSThread()
 	C.name_go_burner()
 	goTid.Store(int32(syscall.Gettid()))
 	for {
-		goHot(1000000)
+		goRound()
 	}
 }
 
