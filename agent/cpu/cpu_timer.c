@@ -40,6 +40,7 @@
 #include "agent/clock.h"
 #include "agent/hash.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/phdr_cache.h"
 #include "agent/proc.h"
@@ -493,7 +494,11 @@ int cpu_profile_start(int hz)
     memset(&cpu_counters, 0, sizeof cpu_counters);
     phdr_cache_refresh(1);
     cfi_tables_refresh();
-    stack_go_find(); /* goroutine stacks walked too, in a Go program */
+    /* Goroutine stacks walked too, in a Go program: looked for on an agent
+     * thread only, never in the constructor (PPROF_DUMP_DIR's whole-run
+     * profile), which reads no file; its first drain does. */
+    if (agent_tls.agent_thread)
+        stack_go_find();
 
     cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
     /* No timer exists yet: nothing of ours arrives before cpu_signo is
@@ -548,6 +553,7 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
      * generation the refresh bumps. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find();
 }
 
 /* Whether (n, sig) was told before; remembers it when not. Past TOLD_MAX
