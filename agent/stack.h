@@ -109,6 +109,9 @@ extern intptr_t stack_go_g_at;
  * an agent worker before a profile or a dump sends its first signal. Not
  * async-signal-safe. */
 void stack_go_find(void);
+/* 1 when the executable carries Go's build ID note (read in memory, no
+ * file). Not async-signal-safe. */
+int stack_go_program(void);
 /* Records the agent's own text range. Not async-signal-safe. */
 void stack_init(void);
 

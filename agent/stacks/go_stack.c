@@ -63,6 +63,13 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+int stack_go_program(void)
+{
+    struct exe e = {NULL, 0};
+    loader_iterate_phdr(first_object, &e);
+    return e.go;
+}
+
 void stack_go_find(void)
 {
 #if defined(__x86_64__)
