@@ -34,12 +34,13 @@ static spinlock_t held_lock;
 
 /* The flags a host's handler may carry for the agent to chain in front of
  * it: the agent's handler then runs where and as the host's would. */
-#define CHAIN_FLAGS (SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_RESTORER)
 #ifndef SA_RESTORER
 #define SA_RESTORER 0x04000000
 #endif
+#define CHAIN_FLAGS (SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_RESTORER)
 
-/* How sig can be taken: 2 at its default (or ignored, when ign), 1 by
+/* How sig can be taken: 2 at its default (or ignored, when ign) or left
+ * with an agent handler, 1 by
  * chaining in front of the host's handler cur, 0 not at all. */
 static int takeable(int sig, int ign, struct sigaction *cur)
 {
@@ -50,6 +51,11 @@ static int takeable(int sig, int ign, struct sigaction *cur)
         return 2;
     if (!(cur->sa_flags & SA_SIGINFO) && cur->sa_handler == SIG_IGN)
         return 0;
+    /* A handler of the agent's that a host put back after the agent had
+     * given the signal back (it saved it with its own sigaction): free,
+     * and never a target (a forward to itself would never end). */
+    if (stack_is_self((uintptr_t)cur->sa_handler))
+        return 2;
     if ((cur->sa_flags & ~CHAIN_FLAGS) || !(cur->sa_flags & SA_RESTART))
         return 0;
     return 1;

@@ -18,6 +18,7 @@
  */
 #include "agent/compiler.h"
 #include "agent/signals.h"
+#include "agent/stack.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -43,6 +44,8 @@ void signals_forward_set(int sig, const struct sigaction *prev)
                prev->sa_handler != SIG_IGN) {
         t.fn = (void (*)(int, siginfo_t *, void *))(void *)prev->sa_handler;
     }
+    if (stack_is_self((uintptr_t)t.fn))
+        t.fn = NULL; /* the agent's own: a forward would never end */
     targets[sig][next] = t;
     __atomic_store_n(&current[sig], next, __ATOMIC_RELEASE);
 }
