@@ -144,7 +144,8 @@ SIGNAL_OBJS := $(addprefix $(BUILD)/,agent/cpu/cpu_signal.o \
         agent/threads/threads_signal.o agent/stacks/stack_signal.o \
         agent/stacks/cfi_walk.o agent/stacks/cfi_parse.o \
         process/dump_signal.o agent/wall/wall_signal.o agent/core/log.o \
-        agent/core/next_symbol.o agent/threads/blocked_notes.o)
+        agent/core/next_symbol.o agent/threads/blocked_notes.o \
+        agent/host/signals_forward.o)
 $(SIGNAL_OBJS): CFLAGS_AGENT += -fno-plt
 
 # The lookup every interposer's first call makes (next_symbol.c) runs before

@@ -13,6 +13,8 @@
 #ifndef PPROF_CPU_H
 #define PPROF_CPU_H
 
+#include "agent/signals.h"
+
 #include <link.h>
 #include <signal.h>
 #include <stddef.h>
@@ -74,9 +76,8 @@ extern struct cpu_counters cpu_counters;
  * last) CPU profile last looked: no timer, so nothing of theirs in it. */
 int cpu_profile_unseen(void);
 
-/* The value a timer of ours carries in si_value: a cookie in the high
- * bits, the thread id in the low 32. */
-#define CPU_TIMER_COOKIE 0x7070726fULL
+/* The value a timer of ours carries in si_value: CPU_TIMER_COOKIE
+ * (signals.h) in the high bits, the thread id in the low 32. */
 
 /* The handler, for sigaction (SA_SIGINFO). Async-signal-safe. */
 void cpu_signal_handler(int sig, siginfo_t *si, void *uc);

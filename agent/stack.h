@@ -104,6 +104,17 @@ static inline int stack_is_self(uintptr_t pc)
  * the sa_restorer of every handler installed through its sigaction); 0
  * until stack_note_handler saw one. */
 extern uintptr_t stack_sigreturn_at;
+/* In a Go program (cgo, so the agent is loaded): where the running
+ * goroutine's g sits, as an offset from the thread pointer; 0 elsewhere,
+ * or until stack_go_find() has looked (go_stack.c). */
+extern intptr_t stack_go_g_at;
+/* Looks for Go's runtime.tlsg in the executable, once a process; call on
+ * an agent worker before a profile or a dump sends its first signal. Not
+ * async-signal-safe. */
+void stack_go_find(void);
+/* 1 when the executable carries Go's build ID note (read in memory, no
+ * file). Not async-signal-safe. */
+int stack_go_program(void);
 /* Records the agent's own text range. Not async-signal-safe. */
 void stack_init(void);
 

@@ -25,6 +25,8 @@
 #ifndef PPROF_THREADS_H
 #define PPROF_THREADS_H
 
+#include "agent/signals.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -186,7 +188,6 @@ extern struct thread_slot *threads_slots;
 extern uint32_t threads_nslots;
 
 /* si_value of a request: cookie, 16-bit generation, 32-bit slot index. */
-#define THREADS_COOKIE 0x7467ULL
 static inline uint64_t threads_value(uint32_t gen, uint32_t slot)
 {
     return (THREADS_COOKIE << 48) | ((uint64_t)(gen & 0xffff) << 32) | slot;

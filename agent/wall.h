@@ -35,6 +35,8 @@
 #ifndef PPROF_WALL_H
 #define PPROF_WALL_H
 
+#include "agent/signals.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,9 +45,8 @@
 #define WALL_STACK_MAX 64
 /* Threads one session can follow at once (table slots, a power of two). */
 #define WALL_THREADS_MAX 16384
-/* si_value of a wall timer: this cookie in the top 16 bits, the slot index
- * in bits 32..47, the thread id in the low 32. */
-#define WALL_COOKIE 0x7761ULL
+/* si_value of a wall timer: WALL_COOKIE (signals.h) in the top 16 bits,
+ * the slot index in bits 32..47, the thread id in the low 32. */
 
 static inline uint64_t wall_timer_value(uint32_t slot, uint32_t tid)
 {

@@ -23,6 +23,7 @@
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/signals.h"
 #include "agent/stack.h"
 
 #include <errno.h>
@@ -61,12 +62,10 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
-    /* Only our timers' expiries count: anything else on this signal (a
-     * stray kill, a setitimer the host armed) is ignored. */
-    if (si->si_code != SI_TIMER ||
-        ((uint64_t)(uintptr_t)si->si_value.sival_ptr >> 32) !=
-            CPU_TIMER_COOKIE ||
-        agent_tls.agent_thread ||
+    /* Only our timers' expiries count (the handler sent the host's
+     * deliveries on: signals.h); one late, or on an agent thread, is
+     * dropped. */
+    if (agent_tls.agent_thread ||
         !__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
         errno = saved_errno;
         return;
@@ -118,5 +117,11 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 
 PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
+    /* Anything else on this signal (a kill, a timer of the host's) is the
+     * host's: to the handler the agent chained in front of, if any. */
+    if (signals_sender(si) != SIGNALS_CPU) {
+        signals_forward(sig, si, ucv);
+        return;
+    }
     stack_signal_run(cpu_signal_take, sig, si, ucv);
 }

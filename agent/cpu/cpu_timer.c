@@ -40,6 +40,7 @@
 #include "agent/clock.h"
 #include "agent/hash.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/phdr_cache.h"
 #include "agent/proc.h"
@@ -404,27 +405,24 @@ void cpu_timer_init(void)
 
 /* ---- session ------------------------------------------------------------- */
 
-static int handler_is(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) &&
-           sa->sa_sigaction == cpu_signal_handler;
-}
+static int unseen_told(int n, int sig);
+
+/* Whether the running (or last) profile's signal is chained in front of
+ * a handler of the host's (signals.h). */
+static int chained;
 
 /* SIGPROF unless the host handles it itself; then a real-time signal the
- * host leaves at its default. Returns the signal or -EAGAIN. */
-static int choose_signal(void)
+ * host leaves at its default, from the top; then one whose handler the
+ * handler can chain in front of (a Go program handles SIGPROF and every
+ * real-time signal). A chained SIGPROF is never chosen: the host's
+ * profiler's signals and the agent's would merge while pending (a
+ * standard signal is queued once), and each would lose samples; a
+ * real-time signal queues every delivery. Installs the handler. Returns
+ * the signal or -EAGAIN. */
+static int install(void)
 {
-    struct sigaction sa;
-    if (sigaction(SIGPROF, NULL, &sa) == 0 &&
-        (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN ||
-         handler_is(&sa)))
-        return SIGPROF;
-    for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 4; sig--) {
-        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL &&
-            !(sa.sa_flags & SA_SIGINFO))
-            return sig;
-    }
-    return -EAGAIN;
+    return signals_borrow(SIGRTMAX - 1, SIGRTMIN + 4, SIGPROF,
+                          cpu_signal_handler, NULL, &saved_action, &chained);
 }
 
 struct arm_pass {
@@ -488,11 +486,6 @@ int cpu_profile_start(int hz)
             return -ENOMEM;
         }
     }
-    int sig = choose_signal();
-    if (sig < 0) {
-        slot_taken = 0;
-        return sig;
-    }
     int err = cpu_ringbuf_reset();
     if (err) {
         slot_taken = 0;
@@ -501,21 +494,28 @@ int cpu_profile_start(int hz)
     memset(&cpu_counters, 0, sizeof cpu_counters);
     phdr_cache_refresh(1);
     cfi_tables_refresh();
+    /* Goroutine stacks walked too, in a Go program: looked for on an agent
+     * thread only, never in the constructor (PPROF_DUMP_DIR's whole-run
+     * profile), which reads no file; its first drain does. */
+    if (agent_tls.agent_thread)
+        stack_go_find();
 
-    cpu_signo = sig;
     cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = cpu_signal_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, &saved_action) != 0) {
-        err = -errno;
+    /* No timer exists yet: nothing of ours arrives before cpu_signo is
+     * set below. */
+    int sig = install();
+    if (sig < 0) {
         slot_taken = 0;
-        return err;
+        return sig;
     }
+    cpu_signo = sig;
     handler_installed = 1;
-    stack_note_handler(sig);
+    if (chained)
+        log_msg(unseen_told(-1, sig) ? LOG_DEBUG : LOG_INFO,
+                "cpu profile: signal %d chained in front of the program's "
+                "handler (SIGPROF and every real-time signal are the "
+                "program's)",
+                sig);
     reg_full = 0;
     timer_failures = 0;
 
@@ -553,6 +553,7 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
      * generation the refresh bumps. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find();
 }
 
 /* Whether (n, sig) was told before; remembers it when not. Past TOLD_MAX

@@ -27,6 +27,7 @@
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/spinlock.h"
+#include "agent/signals.h"
 #include "agent/threads.h"
 #include "agent/wall.h"
 
@@ -54,11 +55,7 @@ __attribute__((constructor(101))) static void resolve(void)
  * expiry or a threads dump's question. */
 static int agent_sent(const siginfo_t *si)
 {
-    uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-    if (si->si_code == SI_TIMER)
-        return (v >> 32) == CPU_TIMER_COOKIE || (v >> 48) == WALL_COOKIE;
-    return si->si_code == SI_QUEUE && si->si_pid == getpid() &&
-           (v >> 48) == THREADS_COOKIE;
+    return signals_sender(si) != SIGNALS_HOST;
 }
 
 /*

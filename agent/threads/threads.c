@@ -312,17 +312,18 @@ long threads_host_count(void)
 
 /* ---- signal -------------------------------------------------------------- */
 
-/* A real-time signal left at its default by the host and not the CPU
- * profiler's; installs the handler. Returns the signal or -EAGAIN. */
+/* A real-time signal left at its default by the host, else one whose
+ * handler it can chain in front of (signals.h), never one the agent holds
+ * (the CPU profile's); installs the handler. Returns the signal or
+ * -EAGAIN. */
 static int install(struct sigaction *saved)
 {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGPROF);
     sigaddset(&mask, cpu_signo);
-    int skip = __atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST) ? cpu_signo : 0;
-    return signals_borrow(SIGRTMAX, SIGRTMIN + 4, skip,
-                          threads_signal_handler, &mask, saved);
+    return signals_borrow(SIGRTMAX, SIGRTMIN + 4, 0, threads_signal_handler,
+                          &mask, saved, NULL);
 }
 
 static void uninstall(int sig, const struct sigaction *saved)
@@ -689,6 +690,7 @@ static int begin_questions(struct thread_dump *out, size_t n)
      * handlers unwind with. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find(); /* goroutine stacks walked too, in a Go program */
     int sig = ensure_slots(n) == 0 ? install(&dump_saved) : -ENOMEM;
     dump_sig = sig;
     out->signo = sig > 0 ? sig : 0;
