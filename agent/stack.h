@@ -12,6 +12,7 @@
 #define FRAME_LOST 2      /* samples that could not be taken or stored */
 #define FRAME_UNKNOWN 3   /* no stack could be captured */
 #define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
+#define FRAME_UNSAMPLED 5 /* CPU time whose timer expiries no tick noticed */
 #define FRAME_PSEUDO_MAX 4096
 
 #define STACK_MAX 128

@@ -66,6 +66,8 @@ const char *symbols_pseudo_name(uintptr_t pc)
         return "[lost samples]";
     case FRAME_UNAVAILABLE:
         return "[stack unavailable]";
+    case FRAME_UNSAMPLED:
+        return "[cpu not sampled]";
     default:
         return pc < FRAME_PSEUDO_MAX ? "[unknown]" : NULL;
     }

@@ -1,6 +1,16 @@
 # 10,000 short-lived threads created and ended during a CPU profile: every
 # one runs, the profile names their code and the main thread's, the
 # threadcreate profile counts them all, the host exits as without the agent.
+#
+# Each thread lives a fraction of a millisecond of CPU, less than a
+# scheduler tick, and the kernel notices a thread CPU timer's expiry only
+# at a tick that finds the thread running: a tick seldom lands inside one,
+# so their own code (short_task) is sampled by chance, a few times a
+# profile or not at all (this test once asserted it and failed now and
+# then). Their CPU is in the profile all the same: the periods a thread's
+# clock went through that no sample stood for are settled when it ends,
+# under its start routine (short_thread) and a [cpu not sampled] leaf
+# (docs/cpu.md).
 . "$TOP/test/integration/lib.sh"
 
 H="$BUILD/test/programs/hostile"
@@ -9,10 +19,11 @@ H="$BUILD/test/programs/hostile"
 start_agent threads env HOSTILE_GO="$WORK/go" "$H" threads 10000 4
 (sleep 0.3; touch "$WORK/go") &
 fetch 'debug/pprof/profile?seconds=3' > "$WORK/cpu.pb.gz"
-top=$(pprof -top -nodecount=30 "$WORK/cpu.pb.gz")
-echo "$top" | head -n 20
-expect_contains "$top" "short_task" "CPU profile during thread churn"
+top=$(pprof -top -nodecount=40 "$WORK/cpu.pb.gz")
+echo "$top" | head -n 30
+expect_contains "$top" "short_thread" "CPU profile during thread churn"
 expect_contains "$top" "main_burn" "CPU profile during thread churn"
+note "cpu note: $(profile_note cpu)"
 if wait "$PID"; then status=0; else status=$?; fi
 [ "$status" = 0 ] || fail "host exited with $status"
 grep -qx 'threads=10000' "$WORK/threads.out" || fail "not every thread ran: $(cat "$WORK/threads.out")"
