@@ -25,7 +25,9 @@
  * Timers for other threads need the raw syscalls: the C library's
  * timer_create only accepts the predefined clocks. The first expiry is
  * drawn uniformly in (0, period] (as Go) so that short-lived and rarely
- * busy threads are not biased against.
+ * busy threads are not biased against. Timers are armed at absolute points
+ * of the thread's CPU clock, so that the periods no tick noticed before a
+ * timer went away are known and settled (see "settlement" below).
  *
  * Contexts: start/drain/stop run on the one HTTP worker holding the slot;
  * the thread hooks run on host threads. The registry (tid -> timer, name)
