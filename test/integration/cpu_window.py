@@ -14,7 +14,9 @@ profile: the truth for the *_cpu_truth tests.
                                   cpu/nanoseconds under each thread label;
                                   exit 1 when profile / measured < MIN
 
-The agent's own threads (civetweb-*, pprof-*, pprofagent-*) are left out:
+Each thread's clock at the window's ends is interpolated between the
+snapshots around them. The agent's own threads (civetweb-*, pprof-*,
+pprofagent-*) are left out:
 the profile never samples them. A thread that ends inside the window is
 counted up to its last snapshot (none ends in the tests that use this).
 """
@@ -114,6 +116,23 @@ def agent_thread(name):
     return name.startswith(('civetweb', 'pprof'))
 
 
+def clocks_at(snaps, t):
+    """Every thread's clock at time t, linear between the snapshots
+    around it (taken every 10 ms, later on a loaded machine): {tid: (name,
+    ns)}, or None."""
+    before = [s for s in snaps if s['t'] <= t]
+    after = [s for s in snaps if s['t'] >= t]
+    if not before or not after:
+        return None
+    a, b = before[-1], after[0]
+    f = (t - a['t']) / (b['t'] - a['t']) if b['t'] > a['t'] else 0
+    out = {}
+    for tid, (name, ns) in b['k'].items():
+        was = a['k'].get(tid, (name, ns))[1]
+        out[tid] = (name, was + f * (ns - was))
+    return out
+
+
 def compare(out, prof, minimum):
     t0, dur, per = profile(prof)
     snaps, cur = [], None
@@ -124,18 +143,15 @@ def compare(out, prof, minimum):
             snaps.append(cur)
         elif cur is not None and len(w) == 4:
             cur['k'][w[1]] = (w[2], int(w[3]))
-    before = [s for s in snaps if s['t'] <= t0]
-    after = [s for s in snaps if s['t'] >= t0 + dur]
-    if not before or not after:
-        sys.exit('no snapshots around the window')
-    a, b = before[-1], after[0]
     measured = collections.Counter()
-    for tid, (name, ns) in b['k'].items():
+    start, end = clocks_at(snaps, t0), clocks_at(snaps, t0 + dur)
+    if start is None or end is None:
+        sys.exit('no snapshots around the window')
+    for tid, (name, ns) in end.items():
         if not agent_thread(name):
-            measured[name[:15]] += ns - a['k'].get(tid, (name, 0))[1]
+            measured[name[:15]] += ns - start.get(tid, (name, 0))[1]
     total, got = sum(measured.values()), sum(per.values())
-    print('# window %.2f s (snapshots %.1f ms before, %.1f ms after)' %
-          (dur / 1e9, (t0 - a['t']) / 1e6, (b['t'] - t0 - dur) / 1e6))
+    print('# window %.2f s, %d snapshots' % (dur / 1e9, len(snaps)))
     for name, ns in measured.most_common():
         if ns > 2e6 or per.get(name):
             print('#   %-16s measured %8.1f ms  profile %8.1f ms' %
