@@ -67,6 +67,7 @@ struct cpu_counters {
     uint64_t shallow;     /* leaf-only samples while a library unloaded */
     uint64_t handler_ns;  /* time spent in the timed handlers, summed */
     uint64_t handled;     /* handler invocations that took a stack */
+    uint64_t settled;     /* periods settled when timers went away */
     uint64_t timed;       /* of those, the ones timed (1 in 16 a thread) */
     uint64_t hist[CPU_HIST_BUCKETS]; /* timed handlers, CPU_HIST_STEP_NS each */
 };
@@ -149,6 +150,9 @@ void cpu_profile_leave(const void *arg);
 /* cpu_timer.c's drains and stop: through the guest too; the stop's end
  * sends the guest away. Not async-signal-safe. */
 void cpu_share_drain(cpu_sample_fn fn, void *arg);
+/* One sample made outside the buffer (cpu_timer.c's settlement) to fn
+ * and the guest. Not async-signal-safe. */
+void cpu_share_emit(cpu_sample_fn fn, void *arg, const struct cpu_sample *s);
 void cpu_share_end(void);
 /* Fork child: no owner's thread, no guest. */
 void cpu_share_fork_child(void);
@@ -156,7 +160,9 @@ void cpu_share_fork_child(void);
 /* Thread lifecycle hooks, called by thread_hooks.c on host threads (never
  * on the agent's own). Not async-signal-safe. */
 void cpu_thread_started(void);
-void cpu_thread_exiting(void);
+/* start_fn: the thread's start routine, the frame its settled periods
+ * (cpu_timer.c) are charged under. */
+void cpu_thread_exiting(uintptr_t start_fn);
 /* The calling host thread is about to block the profiling signal: its
  * timer stops (pause), or has just unblocked it: its timer runs again
  * (resume; a thread without one gets one). No-ops while no profile runs.

@@ -14,7 +14,8 @@
 #define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
 #define FRAME_NOT_NOTED 5 /* a sleeping thread of a process that is not
                              dumpable, in a call no hook notes */
-#define FRAME_PSEUDO_KINDS 6 /* the named ones are below this */
+#define FRAME_UNSAMPLED 6 /* CPU time whose timer expiries no tick noticed */
+#define FRAME_PSEUDO_KINDS 7 /* the named ones are below this */
 #define FRAME_PSEUDO_MAX 4096
 
 #define STACK_MAX 128

@@ -25,7 +25,9 @@
  * Timers for other threads need the raw syscalls: the C library's
  * timer_create only accepts the predefined clocks. The first expiry is
  * drawn uniformly in (0, period] (as Go) so that short-lived and rarely
- * busy threads are not biased against.
+ * busy threads are not biased against. Timers are armed at absolute points
+ * of the thread's CPU clock, so that the periods no tick noticed before a
+ * timer went away are known and settled (see "settlement" below).
  *
  * Contexts: start/drain/stop run on the one HTTP worker holding the slot;
  * the thread hooks run on host threads. The registry (tid -> timer, name)
@@ -80,6 +82,16 @@ struct reg_entry {
     int64_t open_now; /* the open clock at the last pause */
     int64_t due; /* the open clock's first expiry */
     uint64_t taken; /* cpu_periods_taken when it began */
+    /* The settlement (see settle_entry): the thread's CPU clock at its
+     * timer's first expiry (0: not settled, its phase moved with a pause),
+     * the periods its drained samples stood for, its CPU clock when its
+     * timer went away (0: still running), the start routine of a thread
+     * that ended (0: unknown), and whether it was settled. */
+    int64_t first_at;
+    uint64_t seen;
+    int64_t end_cpu;
+    uintptr_t start_fn;
+    int settled;
     char name[16];
 };
 
@@ -160,6 +172,11 @@ static struct reg_entry *reg_get(int tid)
         e->timer = -1;
         e->exited = 0;
         e->tracked = 0;
+        e->first_at = 0;
+        e->seen = 0;
+        e->end_cpu = 0;
+        e->start_fn = 0;
+        e->settled = 0;
         e->name[0] = '\0';
     }
     return e;
@@ -191,15 +208,58 @@ static int timer_arm(int id)
     return thread_timer_set(id, first, period);
 }
 
+/* tid's CPU clock (ns), any thread of this process; 0 when it is gone. */
+static int64_t thread_cpu_ns(int tid)
+{
+    /* The kernel's per-thread CPU clock id (glibc's pthread_getcpuclockid
+     * for a thread id): ~tid << 3, per-thread, the scheduler's clock. */
+    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6);
+    struct timespec ts;
+    if (syscall(SYS_clock_gettime, clk, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Arms timer id on tid's clock with its first expiry at an absolute CPU
+ * time drawn uniformly in (now, now + period], which *first_at receives
+ * (0 when the clock could not be read: no settlement). A thread born
+ * during the profile (birth) has its expiries counted from its clock's
+ * 0, the CPU its start took before this included: the first one drawn in
+ * (0, period], the timer armed at the first one still ahead, and one
+ * already behind is settled when its timer goes away. Returns 0 or
+ * -errno. */
+static int timer_arm_at(int id, int tid, int birth, int64_t *first_at)
+{
+    int64_t period = cpu_period_ns;
+    int64_t now = thread_cpu_ns(tid);
+    if (now <= 0) {
+        *first_at = 0;
+        return timer_arm(id);
+    }
+    int64_t first = (birth ? 0 : now) + 1 +
+                    (int64_t)(next_random() % (uint64_t)period);
+    int64_t at = first;
+    if (at <= now)
+        at += ((now - at) / period + 1) * period;
+    struct itimerspec its = {
+        .it_interval = {period / 1000000000, period % 1000000000},
+        .it_value = {at / 1000000000, at % 1000000000},
+    };
+    if (syscall(SYS_timer_settime, id, TIMER_ABSTIME, &its, NULL) != 0)
+        return -errno;
+    *first_at = first;
+    return 0;
+}
+
 /* Creates and arms a timer on tid's CPU clock. Returns the kernel timer
  * id or -errno. */
-static int timer_start(int tid)
+static int timer_start(int tid, int birth, int64_t *first_at)
 {
     int id = thread_timer_create(tid, cpu_signo,
                                  (CPU_TIMER_COOKIE << 32) | (uint32_t)tid);
     if (id < 0)
         return id;
-    int err = timer_arm(id);
+    int err = timer_arm_at(id, tid, birth, first_at);
     if (err) {
         syscall(SYS_timer_delete, id);
         return err;
@@ -213,7 +273,9 @@ static void timer_stop(int id)
         syscall(SYS_timer_delete, id);
 }
 
-/* Gives tid a fresh timer (deleting one it had). reg_lock held. */
+/* Gives tid a timer; a fresh one (deleting one it had) for a thread born
+ * now, whose expiries count from its birth (see timer_arm_at). reg_lock
+ * held. */
 static void arm_thread(int tid, int fresh)
 {
     struct reg_entry *e = reg_get(tid);
@@ -228,11 +290,18 @@ static void arm_thread(int tid, int fresh)
         e->timer = -1;
     }
     e->exited = 0;
-    int id = timer_start(tid);
-    if (id >= 0)
+    e->seen = 0;
+    e->end_cpu = 0;
+    e->start_fn = 0;
+    e->settled = 0;
+    int id = timer_start(tid, fresh, &e->first_at);
+    if (id >= 0) {
         e->timer = id;
-    else if (id != -EINVAL) /* EINVAL: the thread is already gone */
-        timer_failures++;
+    } else {
+        e->first_at = 0;
+        if (id != -EINVAL) /* EINVAL: the thread is already gone */
+            timer_failures++;
+    }
 }
 
 /* 1 with reg_lock held when a profile runs (checked again under the
@@ -313,6 +382,7 @@ void cpu_thread_pause(void)
         } else if (left > 0) {
             /* Armed by the profile's start: the open clock begins here. */
             e->tracked = 1;
+            e->first_at = 0; /* its phase now follows the open clock */
             e->open_now = 0;
             e->due = left;
             e->taken = cpu_periods_taken;
@@ -342,24 +412,128 @@ void cpu_thread_resume(void)
         thread_timer_set(e->timer, first, period);
     } else if (e && e->timer >= 0) {
         timer_arm(e->timer);
+        e->first_at = 0;
     } else {
         arm_thread(tid, 0);
     }
     spin_unlock(&reg_lock);
 }
 
-void cpu_thread_exiting(void)
+void cpu_thread_exiting(uintptr_t start_fn)
 {
     if (!lock_if_active())
         return;
     struct reg_entry *e = reg_find((int)my_tid());
     if (e) {
+        int had_timer = e->timer >= 0;
         timer_stop(e->timer);
         e->timer = -1;
         e->exited = 1;
+        if (had_timer) {
+            /* After the delete: no expiry of its is noticed past this. */
+            e->end_cpu = self_cpu_ns();
+            e->start_fn = start_fn;
+        }
         prctl(PR_GET_NAME, e->name);
     }
     spin_unlock(&reg_lock);
+}
+
+/* ---- settlement ---------------------------------------------------------- */
+
+/*
+ * The kernel notices a thread CPU timer's expiry only at a scheduler tick
+ * (every 4 ms at 250 Hz) that finds the thread running; the signal then
+ * carries every period passed since (its overrun). A thread that works in
+ * stretches shorter than a tick is found running by few ticks, and the CPU
+ * it used since the last one it met is still unnoticed when its timer goes
+ * away: when it ends (a thread that lives less than a tick is almost never
+ * sampled at all) or when the profile ends (about a tick's worth per busy
+ * thread: 10-15% of a 5 s profile of a JVM's request threads). The timer's
+ * expiries are at known points of the thread's CPU clock (first_at, then
+ * every period), so when the timer goes away the periods its clock went
+ * through and no sample stood for are known exactly: they are settled as
+ * one sample of that weight under the thread, with a pseudo frame for a
+ * leaf (where the CPU went is not known) above the start routine of a
+ * thread that ended. Threads whose timer was paused (they blocked the
+ * signal meanwhile) are not settled.
+ *
+ * seen: periods of the samples drained, counted on the way (the drain and
+ * the stop, on the slot holder). A thread's settlement waits for the drain
+ * after the one that found it ended: a sample of its still behind a slot
+ * being written is drained by then. reg_lock held around each entry.
+ */
+struct counting {
+    cpu_sample_fn fn;
+    void *arg;
+};
+
+static void count_sample(const struct cpu_sample *s, void *p)
+{
+    const struct counting *c = p;
+    spin_lock(&reg_lock);
+    struct reg_entry *e = reg_find((int)s->tid);
+    if (e)
+        e->seen += s->weight;
+    spin_unlock(&reg_lock);
+    if (c->fn)
+        c->fn(s, c->arg);
+}
+
+#define SETTLE_NOT_YET 0
+#define SETTLE_NEXT 1 /* ended: settled at the next drain */
+#define SETTLE_DONE 2
+
+/* The periods e's clock went through that no sample stood for, into s;
+ * 0 when none. With `now`, every entry whose timer is gone; otherwise
+ * only those ended before the last drain. reg_lock held. */
+static uint32_t settle_entry(struct reg_entry *e, int now,
+                             struct cpu_sample *s)
+{
+    if (!e->tid || e->settled == SETTLE_DONE || !e->first_at ||
+        !e->end_cpu || e->timer >= 0)
+        return 0;
+    if (!now && e->settled == SETTLE_NOT_YET) {
+        e->settled = SETTLE_NEXT;
+        return 0;
+    }
+    e->settled = SETTLE_DONE;
+    if (e->end_cpu < e->first_at)
+        return 0;
+    uint64_t due = 1 + (uint64_t)((e->end_cpu - e->first_at) / cpu_period_ns);
+    if (due <= e->seen)
+        return 0;
+    uint64_t owed = due - e->seen;
+    s->tid = (uint32_t)e->tid;
+    s->weight = (uint32_t)(owed < 100000 ? owed : 100000);
+    s->labels = 0;
+    s->ns = agent_mono_ns();
+    s->depth = 0;
+    s->pcs[s->depth++] = FRAME_UNSAMPLED;
+    if (e->start_fn)
+        s->pcs[s->depth++] = e->start_fn;
+    return s->weight;
+}
+
+/* Settles what can be (see settle_entry) into fn and the guest. */
+static void settle(cpu_sample_fn fn, void *arg, int now)
+{
+    struct cpu_sample s;
+    for (size_t i = 0; i < REG_SLOTS; i++) {
+        spin_lock(&reg_lock);
+        uint32_t w = settle_entry(&reg[i], now, &s);
+        spin_unlock(&reg_lock);
+        if (w) {
+            __atomic_fetch_add(&cpu_counters.settled, w, __ATOMIC_RELAXED);
+            cpu_share_emit(fn, arg, &s);
+        }
+    }
+}
+
+static void drain_counting(cpu_sample_fn fn, void *arg)
+{
+    struct counting c = {fn, arg};
+    cpu_share_drain(count_sample, &c);
 }
 
 /* ---- fork ---------------------------------------------------------------- */
@@ -543,7 +717,8 @@ int cpu_profile_start(int hz)
 void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
                        void *arg)
 {
-    cpu_share_drain(fn, arg);
+    drain_counting(fn, arg);
+    settle(fn, arg, 0);
     /* Threads that blocked the signal when last looked at, and have
      * unblocked it through no interposed call since. */
     if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
@@ -580,6 +755,9 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
         if (reg[i].tid && reg[i].timer >= 0) {
             timer_stop(reg[i].timer);
             reg[i].timer = -1;
+            /* Its clock when no expiry of its can be noticed any more. */
+            if (reg[i].first_at)
+                reg[i].end_cpu = thread_cpu_ns(reg[i].tid);
         }
     }
     spin_unlock(&reg_lock);
@@ -597,7 +775,8 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     /* A handler still running on another thread finishes its sample. */
     while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)
         sched_yield();
-    cpu_share_drain(fn, arg);
+    drain_counting(fn, arg);
+    settle(fn, arg, 1);
     cpu_share_end();
 }
 
