@@ -470,9 +470,8 @@ static int by_begin(const void *a, const void *b, void *arg)
     const struct model *m = arg;
     const struct thread *x = &m->th[*(const size_t *)a];
     const struct thread *y = &m->th[*(const size_t *)b];
-    if (x->begins != y->begins)
-        return x->begins < y->begins ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+    int c = ORDER(x->begins, y->begins);
+    return c ? c : ORDER(*(const size_t *)a, *(const size_t *)b);
 }
 
 /* ---- CPU samples --------------------------------------------------------- */
