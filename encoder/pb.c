@@ -8,7 +8,7 @@
  * and, for its varints, Go's execution trace (trace_wire.c). It is entered
  * only from the agent's own threads while they encode; it never runs in a
  * signal handler. It knows no format: field numbers are the callers' named
- * constants (profile_fields.h, otlp_fields.h).
+ * constants (profile_fields.h; the table at the top of otlp.c).
  */
 #include "encoder/encoder.h"
 
