@@ -102,6 +102,12 @@ struct htab_slot *htab_find(const struct htab *t, uint64_t hash,
 struct htab_slot *htab_find_for_insert(struct htab *t, uint64_t hash,
                                        htab_eq_fn eq, const void *ctx,
                                        const void *key);
+/* The index + 1 of the entry equal to key, or 0 with *slot the empty slot
+ * where it belongs (htab_find_for_insert); when out of memory *slot is
+ * NULL and *oom is set to 1. Not async-signal-safe. */
+size_t htab_lookup(struct htab *t, uint64_t hash, htab_eq_fn eq,
+                   const void *ctx, const void *key, struct htab_slot **slot,
+                   int *oom);
 /* Fills an empty slot from htab_find*() with entry idx. Not
  * async-signal-safe. Does not allocate. */
 void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx);

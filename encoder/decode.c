@@ -21,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WIRE_VARINT = 0, WIRE_64 = 1, WIRE_LEN = 2, WIRE_32 = 5 };
-
 /* A cursor over a message (or a nested one). */
 struct reader {
     const uint8_t *p;
@@ -75,14 +73,14 @@ static int skip(struct reader *r, int wire)
     uint64_t v;
     struct reader sub;
     switch (wire) {
-    case WIRE_VARINT: return read_varint(r, &v);
-    case WIRE_LEN: return read_len(r, &sub);
-    case WIRE_64:
+    case PB_WIRE_VARINT: return read_varint(r, &v);
+    case PB_WIRE_LEN: return read_len(r, &sub);
+    case PB_WIRE_64:
         if (r->end - r->p < 8)
             return -EINVAL;
         r->p += 8;
         return 0;
-    case WIRE_32:
+    case PB_WIRE_32:
         if (r->end - r->p < 4)
             return -EINVAL;
         r->p += 4;
@@ -101,7 +99,7 @@ static int grow(void **arr, size_t *cap, size_t n, size_t el)
 static int read_repeated(struct reader *r, int wire, uint64_t **arr,
                          size_t *n, size_t *cap)
 {
-    if (wire == WIRE_VARINT) {
+    if (wire == PB_WIRE_VARINT) {
         uint64_t v;
         if (read_varint(r, &v) != 0)
             return -EINVAL;
@@ -110,7 +108,7 @@ static int read_repeated(struct reader *r, int wire, uint64_t **arr,
         (*arr)[(*n)++] = v;
         return 0;
     }
-    if (wire != WIRE_LEN)
+    if (wire != PB_WIRE_LEN)
         return -EINVAL;
     struct reader sub;
     if (read_len(r, &sub) != 0)
@@ -136,7 +134,7 @@ static int read_scalars(struct reader *r, uint64_t *v, int n)
         int field, wire;
         if (read_tag(r, &field, &wire) != 0)
             return -EINVAL;
-        if (field >= 1 && field <= n && wire == WIRE_VARINT) {
+        if (field >= 1 && field <= n && wire == PB_WIRE_VARINT) {
             if (read_varint(r, &v[field - 1]) != 0)
                 return -EINVAL;
         } else if (skip(r, wire) != 0) {
@@ -174,7 +172,7 @@ static int read_sample(struct reader *r, void *out)
         else if (field == SAMPLE_F_VALUE)
             err = read_repeated(r, wire, (uint64_t **)&s->values, &s->nvalues,
                                 &vcap);
-        else if (field == SAMPLE_F_LABEL && wire == WIRE_LEN)
+        else if (field == SAMPLE_F_LABEL && wire == PB_WIRE_LEN)
             err = read_label(r, s, &bcap);
         else
             err = skip(r, wire);
@@ -193,13 +191,13 @@ static int read_location(struct reader *r, void *out)
         int field, wire, err = 0;
         if (read_tag(r, &field, &wire) != 0)
             return -EINVAL;
-        if (field == LOCATION_F_ID && wire == WIRE_VARINT) {
+        if (field == LOCATION_F_ID && wire == PB_WIRE_VARINT) {
             err = read_varint(r, &l->id);
-        } else if (field == LOCATION_F_ADDRESS && wire == WIRE_VARINT) {
+        } else if (field == LOCATION_F_ADDRESS && wire == PB_WIRE_VARINT) {
             err = read_varint(r, &l->address);
-        } else if (field == LOCATION_F_MAPPING_ID && wire == WIRE_VARINT) {
+        } else if (field == LOCATION_F_MAPPING_ID && wire == PB_WIRE_VARINT) {
             err = read_varint(r, &l->mapping_id);
-        } else if (field == LOCATION_F_LINE && wire == WIRE_LEN) {
+        } else if (field == LOCATION_F_LINE && wire == PB_WIRE_LEN) {
             struct reader line;
             uint64_t fn = 0, ln = 0;
             if (read_len(r, &line) != 0)
@@ -208,9 +206,9 @@ static int read_location(struct reader *r, void *out)
                 int lf, lw;
                 if (read_tag(&line, &lf, &lw) != 0)
                     return -EINVAL;
-                if (lf == LINE_F_FUNCTION_ID && lw == WIRE_VARINT)
+                if (lf == LINE_F_FUNCTION_ID && lw == PB_WIRE_VARINT)
                     err = read_varint(&line, &fn);
-                else if (lf == LINE_F_LINE && lw == WIRE_VARINT)
+                else if (lf == LINE_F_LINE && lw == PB_WIRE_VARINT)
                     err = read_varint(&line, &ln);
                 else
                     err = skip(&line, lw);
@@ -348,11 +346,11 @@ static int read_profile(struct reader *r, struct decoded_profile *p)
         size_t k = 0;
         while (k < NREPEATED && repeated[k].field != field)
             k++;
-        if (wire == WIRE_LEN && k < NREPEATED) {
+        if (wire == PB_WIRE_LEN && k < NREPEATED) {
             if (read_len(r, &sub) != 0)
                 return -EINVAL;
             err = read_repeated_message(&sub, &repeated[k], &caps[k], p);
-        } else if (wire == WIRE_LEN && field == PROFILE_F_STRING_TABLE) {
+        } else if (wire == PB_WIRE_LEN && field == PROFILE_F_STRING_TABLE) {
             if (read_len(r, &sub) != 0)
                 return -EINVAL;
             size_t len = (size_t)(sub.end - sub.p);
@@ -365,14 +363,14 @@ static int read_profile(struct reader *r, struct decoded_profile *p)
             memcpy(s, sub.p, len);
             s[len] = '\0';
             p->strings[p->nstrings++] = s;
-        } else if (field == PROFILE_F_PERIOD_TYPE && wire == WIRE_LEN) {
+        } else if (field == PROFILE_F_PERIOD_TYPE && wire == PB_WIRE_LEN) {
             uint64_t t[VALUETYPE_F_UNIT];
             if (read_len(r, &sub) != 0 ||
                 read_scalars(&sub, t, VALUETYPE_F_UNIT) != 0)
                 return -EINVAL;
             p->period_type.type = (int64_t)t[0];
             p->period_type.unit = (int64_t)t[1];
-        } else if (wire == WIRE_VARINT) {
+        } else if (wire == PB_WIRE_VARINT) {
             err = read_varint(r, &v);
             if (field == PROFILE_F_DEFAULT_SAMPLE_TYPE)
                 p->default_sample_type = (int64_t)v;

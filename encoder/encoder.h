@@ -25,6 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* -1, 0 or 1 as a is below, equal to or above b: one step of the
+ * encoders' sort orders. */
+#define ORDER(a, b) (((a) > (b)) - ((a) < (b)))
+
 /* ---- growable byte buffer ---------------------------------------------- */
 
 /*
@@ -50,6 +54,15 @@ void pbuf_free(struct pbuf *b);
 
 /* ---- protobuf wire writer (pb.c) ---------------------------------------- */
 
+/* Wire types of a field's tag (the writer uses varint, 64-bit and
+ * length-delimited; the reader, decode.c, skips all four). */
+enum {
+    PB_WIRE_VARINT = 0,
+    PB_WIRE_64 = 1,
+    PB_WIRE_LEN = 2,
+    PB_WIRE_32 = 5,
+};
+
 /* Appends a base-128 varint. */
 void pb_varint(struct pbuf *b, uint64_t v);
 /* Appends field `field` as a varint; skipped when v is 0 (proto3 default).
@@ -69,9 +82,12 @@ void pb_packed_int64(struct pbuf *b, int field, const int64_t *v, size_t n);
  * pb_end() moves the body right and puts its length varint in front. */
 size_t pb_begin(struct pbuf *b, int field);
 void pb_end(struct pbuf *b, size_t mark);
-/* Nested message whose fields are 1..n, varints v[0..n-1] (zeros skipped,
- * negative int64 values passed as their 64-bit pattern, booleans as 0 or
- * 1). */
+/* Fields first..first+n-1 as varints v[0..n-1] (zeros skipped, negative
+ * int64 values passed as their 64-bit pattern, booleans as 0 or 1): a run
+ * of scalar fields numbered in a row, as most of profile.proto's and
+ * OTLP's messages are. */
+void pb_varints(struct pbuf *b, int first, const uint64_t *v, size_t n);
+/* Nested message whose fields are 1..n, written by pb_varints. */
 void pb_varints_message(struct pbuf *b, int field, const uint64_t *v,
                         size_t n);
 

@@ -27,11 +27,10 @@ struct goroutine_group {
 static int group_cmp(const void *a, const void *b)
 {
     const struct goroutine_group *x = a, *y = b;
-    if (x->depth != y->depth)
-        return x->depth < y->depth ? -1 : 1;
-    if (x->labels != y->labels)
-        return x->labels < y->labels ? -1 : 1;
-    return memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof x->pcs[0]);
+    int c = ORDER(x->depth, y->depth);
+    if (c == 0)
+        c = ORDER(x->labels, y->labels);
+    return c ? c : memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof x->pcs[0]);
 }
 
 /* Groups the threads of d by (stack, labels), sorted. */

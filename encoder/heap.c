@@ -272,11 +272,8 @@ const char *heap_age_label(int64_t age_ns)
 static int by_bucket_then_born(const void *a, const void *b)
 {
     const struct heap_live *x = a, *y = b;
-    if (x->bucket != y->bucket)
-        return (uintptr_t)x->bucket < (uintptr_t)y->bucket ? -1 : 1;
-    if (x->born_ns != y->born_ns)
-        return x->born_ns > y->born_ns ? -1 : 1;
-    return 0;
+    int c = ORDER((uintptr_t)x->bucket, (uintptr_t)y->bucket);
+    return c ? c : ORDER(y->born_ns, x->born_ns);
 }
 
 static void record_of(const struct stack_entry *e, struct heap_record *h)

@@ -19,42 +19,129 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- field numbers --------------------------------------------------------- */
+/* ---- fields ------------------------------------------------------------------ */
 
-enum { REQ_RESOURCE_PROFILES = 1, REQ_DICTIONARY = 2 };
-enum { RP_RESOURCE = 1, RP_SCOPE_PROFILES = 2 };
-enum { RES_ATTRIBUTES = 1 };
-enum { SP_SCOPE = 1, SP_PROFILES = 2 };
-enum { SCOPE_NAME = 1, SCOPE_VERSION = 2 };
-enum { KV_KEY = 1, KV_VALUE = 2 };
-enum { ANY_STRING = 1, ANY_INT = 3 };
+/* One table a message, one field a line with its type, as in
+ * profile_fields.h; "index" is into the dictionary's table of that kind. */
+
+/* message ExportProfilesServiceRequest */
 enum {
-    PROF_SAMPLE_TYPE = 1,
-    PROF_SAMPLES = 2,
-    PROF_TIME = 3, /* fixed64 */
-    PROF_DURATION = 4,
-    PROF_PERIOD_TYPE = 5,
-    PROF_PERIOD = 6,
-    PROF_ID = 7,
-    PROF_ORIGINAL_FORMAT = 9,
+    REQ_RESOURCE_PROFILES = 1, /* repeated ResourceProfiles */
+    REQ_DICTIONARY = 2,        /* ProfilesDictionary */
 };
-enum { VT_TYPE = 1, VT_UNIT = 2 };
-enum { SAMPLE_STACK = 1, SAMPLE_ATTRS = 2, SAMPLE_VALUES = 4 };
+
+/* message ResourceProfiles */
 enum {
-    DICT_MAPPINGS = 1,
-    DICT_LOCATIONS = 2,
-    DICT_FUNCTIONS = 3,
-    DICT_LINKS = 4,
-    DICT_STRINGS = 5,
-    DICT_ATTRIBUTES = 6,
-    DICT_STACKS = 7,
+    RP_RESOURCE = 1,       /* Resource */
+    RP_SCOPE_PROFILES = 2, /* repeated ScopeProfiles */
 };
-enum { MAP_START = 1, MAP_LIMIT = 2, MAP_OFFSET = 3, MAP_FILE = 4, MAP_ATTRS = 5 };
-enum { LOC_MAPPING = 1, LOC_ADDRESS = 2, LOC_LINES = 3 };
-enum { LINE_FUNCTION = 1, LINE_LINE = 2 };
-enum { FN_NAME = 1, FN_SYSTEM_NAME = 2, FN_FILE = 3, FN_START_LINE = 4 };
-enum { ATTR_KEY = 1, ATTR_VALUE = 2, ATTR_UNIT = 3 };
-enum { STACK_LOCATIONS = 1 };
+
+/* message Resource */
+enum {
+    RES_ATTRIBUTES = 1, /* repeated KeyValue */
+};
+
+/* message ScopeProfiles */
+enum {
+    SP_SCOPE = 1,    /* InstrumentationScope */
+    SP_PROFILES = 2, /* repeated Profile */
+};
+
+/* message InstrumentationScope */
+enum {
+    SCOPE_NAME = 1,    /* string */
+    SCOPE_VERSION = 2, /* string */
+};
+
+/* message KeyValue */
+enum {
+    KV_KEY = 1,   /* string */
+    KV_VALUE = 2, /* AnyValue */
+};
+
+/* message AnyValue (a oneof) */
+enum {
+    ANY_STRING = 1, /* string */
+    ANY_INT = 3,    /* int64 */
+};
+
+/* message Profile */
+enum {
+    PROF_SAMPLE_TYPE = 1,     /* ValueType */
+    PROF_SAMPLES = 2,         /* repeated Sample */
+    PROF_TIME = 3,            /* fixed64 */
+    PROF_DURATION = 4,        /* int64 */
+    PROF_PERIOD_TYPE = 5,     /* ValueType */
+    PROF_PERIOD = 6,          /* int64 */
+    PROF_ID = 7,              /* bytes */
+    PROF_ORIGINAL_FORMAT = 9, /* string */
+};
+
+/* message ValueType */
+enum {
+    VT_TYPE = 1, /* int32 (string index) */
+    VT_UNIT = 2, /* int32 (string index) */
+};
+
+/* message Sample */
+enum {
+    SAMPLE_STACK = 1,  /* int32 (index) */
+    SAMPLE_ATTRS = 2,  /* repeated int32 (index) */
+    SAMPLE_VALUES = 4, /* repeated int64 */
+};
+
+/* message ProfilesDictionary: each table's entry 0 is its zero value. */
+enum {
+    DICT_MAPPINGS = 1,   /* repeated Mapping */
+    DICT_LOCATIONS = 2,  /* repeated Location */
+    DICT_FUNCTIONS = 3,  /* repeated Function */
+    DICT_LINKS = 4,      /* repeated Link */
+    DICT_STRINGS = 5,    /* repeated string */
+    DICT_ATTRIBUTES = 6, /* repeated KeyValueAndUnit */
+    DICT_STACKS = 7,     /* repeated Stack */
+};
+
+/* message Mapping */
+enum {
+    MAP_START = 1,  /* uint64 */
+    MAP_LIMIT = 2,  /* uint64 */
+    MAP_OFFSET = 3, /* uint64 */
+    MAP_FILE = 4,   /* int32 (string index) */
+    MAP_ATTRS = 5,  /* repeated int32 (index) */
+};
+
+/* message Location */
+enum {
+    LOC_MAPPING = 1, /* int32 (index) */
+    LOC_ADDRESS = 2, /* uint64 */
+    LOC_LINES = 3,   /* repeated Line */
+};
+
+/* message Line */
+enum {
+    LINE_FUNCTION = 1, /* int32 (index) */
+    LINE_LINE = 2,     /* int64 */
+};
+
+/* message Function */
+enum {
+    FN_NAME = 1,        /* int32 (string index) */
+    FN_SYSTEM_NAME = 2, /* int32 (string index) */
+    FN_FILE = 3,        /* int32 (string index) */
+    FN_START_LINE = 4,  /* int64 */
+};
+
+/* message KeyValueAndUnit */
+enum {
+    ATTR_KEY = 1,   /* int32 (string index) */
+    ATTR_VALUE = 2, /* AnyValue */
+    ATTR_UNIT = 3,  /* int32 (string index) */
+};
+
+/* message Stack */
+enum {
+    STACK_LOCATIONS = 1, /* repeated int32 (index) */
+};
 
 /* ---- the dictionary ---------------------------------------------------------- */
 
@@ -485,10 +572,8 @@ static int kept(const char *type, const char *const *keep)
 static void value_type(struct pbuf *out, int field, int64_t type,
                        int64_t unit)
 {
-    size_t m = pb_begin(out, field);
-    pb_int64(out, VT_TYPE, type);
-    pb_int64(out, VT_UNIT, unit);
-    pb_end(out, m);
+    uint64_t v[VT_UNIT] = {(uint64_t)type, (uint64_t)unit};
+    pb_varints_message(out, field, v, VT_UNIT);
 }
 
 /* One Profile message of sample type t; stacks[i] and attrs of each
@@ -619,52 +704,56 @@ static void any_value(struct pbuf *out, int field, const char *str,
     pb_end(out, m);
 }
 
-static void write_dictionary(const struct otlp_batch *b, struct pbuf *out)
+/* The dictionary's tables, each a run of messages; fields numbered in a
+ * row are one run of varints (pb_varints). */
+static void write_mappings(const struct otlp_batch *b, struct pbuf *out)
 {
-    size_t d = pb_begin(out, REQ_DICTIONARY);
     const struct map_entry *maps = b->mappings.g.v;
     for (size_t i = 0; i < b->mappings.g.n; i++) {
+        const struct map_entry *e = &maps[i];
+        uint64_t v[MAP_FILE] = {e->start, e->limit, e->offset,
+                                (uint64_t)e->file};
         size_t m = pb_begin(out, DICT_MAPPINGS);
-        pb_uint64(out, MAP_START, maps[i].start);
-        pb_uint64(out, MAP_LIMIT, maps[i].limit);
-        pb_uint64(out, MAP_OFFSET, maps[i].offset);
-        pb_int64(out, MAP_FILE, maps[i].file);
-        pb_packed_int64(out, MAP_ATTRS, &maps[i].attr, maps[i].attr ? 1 : 0);
+        pb_varints(out, MAP_START, v, MAP_FILE);
+        pb_packed_int64(out, MAP_ATTRS, &e->attr, e->attr ? 1 : 0);
         pb_end(out, m);
     }
+}
+
+static void write_locations(const struct otlp_batch *b, struct pbuf *out)
+{
     const struct loc_entry *locs = b->locations.g.v;
     for (size_t i = 0; i < b->locations.g.n; i++) {
+        uint64_t v[LOC_ADDRESS] = {(uint64_t)locs[i].mapping, locs[i].address};
         size_t m = pb_begin(out, DICT_LOCATIONS);
-        pb_int64(out, LOC_MAPPING, locs[i].mapping);
-        pb_uint64(out, LOC_ADDRESS, locs[i].address);
+        pb_varints(out, LOC_MAPPING, v, LOC_ADDRESS);
         for (size_t j = 0; j < locs[i].n; j++) {
             const struct line_entry *l = &b->lines[locs[i].first + j];
-            size_t lm = pb_begin(out, LOC_LINES);
-            pb_int64(out, LINE_FUNCTION, l->function);
-            pb_int64(out, LINE_LINE, l->line);
-            pb_end(out, lm);
+            uint64_t lv[LINE_LINE] = {(uint64_t)l->function, (uint64_t)l->line};
+            pb_varints_message(out, LOC_LINES, lv, LINE_LINE);
         }
         pb_end(out, m);
     }
+}
+
+static void write_functions(const struct otlp_batch *b, struct pbuf *out)
+{
     const struct fn_entry *fns = b->functions.g.v;
     for (size_t i = 0; i < b->functions.g.n; i++) {
-        size_t m = pb_begin(out, DICT_FUNCTIONS);
-        pb_int64(out, FN_NAME, fns[i].name);
-        pb_int64(out, FN_SYSTEM_NAME, fns[i].system_name);
-        pb_int64(out, FN_FILE, fns[i].file);
-        pb_int64(out, FN_START_LINE, fns[i].start_line);
-        pb_end(out, m);
+        uint64_t v[FN_START_LINE] = {
+            (uint64_t)fns[i].name, (uint64_t)fns[i].system_name,
+            (uint64_t)fns[i].file, (uint64_t)fns[i].start_line};
+        pb_varints_message(out, DICT_FUNCTIONS, v, FN_START_LINE);
     }
-    /* The link table's entry 0, the zero link. */
-    pb_end(out, pb_begin(out, DICT_LINKS));
-    const struct str_entry *strs = b->strings.g.v;
-    for (size_t i = 0; i < b->strings.g.n; i++)
-        pb_bytes(out, DICT_STRINGS, strs[i].s, strs[i].n);
+}
+
+static void write_attributes(const struct otlp_batch *b, struct pbuf *out)
+{
     const struct attr_entry *attrs = b->attributes.g.v;
+    const struct str_entry *vals = b->values.g.v;
     for (size_t i = 0; i < b->attributes.g.n; i++) {
         size_t m = pb_begin(out, DICT_ATTRIBUTES);
         pb_int64(out, ATTR_KEY, attrs[i].key);
-        const struct str_entry *vals = b->values.g.v;
         if (i > 0)
             any_value(out, ATTR_VALUE,
                       attrs[i].is_int ? NULL : vals[attrs[i].str].s,
@@ -672,6 +761,20 @@ static void write_dictionary(const struct otlp_batch *b, struct pbuf *out)
         pb_int64(out, ATTR_UNIT, attrs[i].unit);
         pb_end(out, m);
     }
+}
+
+static void write_dictionary(const struct otlp_batch *b, struct pbuf *out)
+{
+    size_t d = pb_begin(out, REQ_DICTIONARY);
+    write_mappings(b, out);
+    write_locations(b, out);
+    write_functions(b, out);
+    /* The link table's entry 0, the zero link. */
+    pb_end(out, pb_begin(out, DICT_LINKS));
+    const struct str_entry *strs = b->strings.g.v;
+    for (size_t i = 0; i < b->strings.g.n; i++)
+        pb_bytes(out, DICT_STRINGS, strs[i].s, strs[i].n);
+    write_attributes(b, out);
     const struct stack_entry_otlp *stacks = b->stacks.g.v;
     for (size_t i = 0; i < b->stacks.g.n; i++) {
         size_t m = pb_begin(out, DICT_STACKS);

@@ -1,20 +1,18 @@
 /*
- * pb.c is the protobuf wire writer: varints, tagged scalars, length-delimited
- * bytes, packed repeated fields and nested messages, after the shape of Go's
- * runtime/pprof/protobuf.go. A nested message's body is written first and its
- * length varint moved in front of it when the message ends, so no size pass
- * is needed. It is entered only from the agent's own threads while they
- * encode a profile; it never runs in a signal handler. It knows nothing
- * about profile.proto: field numbers belong to the callers.
+ * pb.c is the one protobuf wire writer of the agent: varints, tagged
+ * scalars, length-delimited bytes, packed repeated fields and nested
+ * messages, after the shape of Go's runtime/pprof/protobuf.go. A nested
+ * message's body is written first and its length varint moved in front of
+ * it when the message ends, so no size pass is needed; scalars equal to
+ * zero are left out. It serves profile.proto (profile.c), OTLP (otlp.c)
+ * and, for its varints, Go's execution trace (trace_wire.c). It is entered
+ * only from the agent's own threads while they encode; it never runs in a
+ * signal handler. It knows no format: field numbers are the callers' named
+ * constants (profile_fields.h; the table at the top of otlp.c).
  */
 #include "encoder/encoder.h"
 
 #include <string.h>
-
-/* Wire types used by profile.proto: everything is a varint or a
- * length-delimited blob. */
-#define WIRE_VARINT 0
-#define WIRE_BYTES 2
 
 /* A varint of a 64-bit value never takes more than 10 bytes. */
 #define VARINT_MAX 10
@@ -46,7 +44,7 @@ void pb_uint64(struct pbuf *b, int field, uint64_t v)
     /* proto3 scalars default to zero; leaving zeros out is what Go does. */
     if (v == 0)
         return;
-    put_tag(b, field, WIRE_VARINT);
+    put_tag(b, field, PB_WIRE_VARINT);
     pb_varint(b, v);
 }
 
@@ -64,7 +62,7 @@ void pb_fixed64(struct pbuf *b, int field, uint64_t v)
     uint8_t le[8];
     for (int i = 0; i < 8; i++)
         le[i] = (uint8_t)(v >> (8 * i));
-    put_tag(b, field, 1);
+    put_tag(b, field, PB_WIRE_64);
     pbuf_append(b, le, sizeof le);
 }
 
@@ -73,18 +71,23 @@ void pb_bool(struct pbuf *b, int field, int v)
     pb_uint64(b, field, v ? 1 : 0);
 }
 
+void pb_varints(struct pbuf *b, int first, const uint64_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pb_uint64(b, first + (int)i, v[i]);
+}
+
 void pb_varints_message(struct pbuf *b, int field, const uint64_t *v,
                         size_t n)
 {
     size_t m = pb_begin(b, field);
-    for (size_t i = 0; i < n; i++)
-        pb_uint64(b, (int)i + 1, v[i]);
+    pb_varints(b, 1, v, n);
     pb_end(b, m);
 }
 
 void pb_bytes(struct pbuf *b, int field, const void *p, size_t n)
 {
-    put_tag(b, field, WIRE_BYTES);
+    put_tag(b, field, PB_WIRE_LEN);
     pb_varint(b, n);
     pbuf_append(b, p, n);
 }
@@ -111,7 +114,7 @@ void pb_packed_int64(struct pbuf *b, int field, const int64_t *v, size_t n)
 
 size_t pb_begin(struct pbuf *b, int field)
 {
-    put_tag(b, field, WIRE_BYTES);
+    put_tag(b, field, PB_WIRE_LEN);
     return b->len;
 }
 

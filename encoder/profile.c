@@ -135,12 +135,7 @@ static uint64_t add_indexed(struct profile *p, struct htab *t,
 static uint64_t lookup(struct profile *p, struct htab *t, uint64_t hash,
                        htab_eq_fn eq, const void *key, struct htab_slot **slot)
 {
-    *slot = htab_find_for_insert(t, hash, eq, p, key);
-    if (!*slot) {
-        p->oom = 1;
-        return 0;
-    }
-    return (*slot)->idx1;
+    return htab_lookup(t, hash, eq, p, key, slot, &p->oom);
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
@@ -380,15 +375,13 @@ uint64_t profile_location(struct profile *p, uint64_t mapping_id,
     if (id == 0)
         return 0;
     struct pbuf *b = &p->locations;
+    uint64_t v[LOCATION_F_ADDRESS] = {id, mapping_id, address};
     size_t m = pb_begin(b, PROFILE_F_LOCATION);
-    pb_uint64(b, LOCATION_F_ID, id);
-    pb_uint64(b, LOCATION_F_MAPPING_ID, mapping_id);
-    pb_uint64(b, LOCATION_F_ADDRESS, address);
+    pb_varints(b, LOCATION_F_ID, v, LOCATION_F_ADDRESS);
     for (size_t i = 0; i < nlines; i++) {
-        size_t lm = pb_begin(b, LOCATION_F_LINE);
-        pb_uint64(b, LINE_F_FUNCTION_ID, lines[i].function_id);
-        pb_int64(b, LINE_F_LINE, lines[i].line);
-        pb_end(b, lm);
+        uint64_t lv[LINE_F_LINE] = {lines[i].function_id,
+                                    (uint64_t)lines[i].line};
+        pb_varints_message(b, LOCATION_F_LINE, lv, LINE_F_LINE);
     }
     pb_end(b, m);
     return id;

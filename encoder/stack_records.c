@@ -64,16 +64,14 @@ static int text_order(const void *a, const void *b, void *arg)
     for (int k = 0; k < form->nkeys; k++) {
         int64_t vx = x->values[form->keys[k]], vy = y->values[form->keys[k]];
         if (vx != vy)
-            return vx > vy ? -1 : 1;
+            return ORDER(vy, vx);
     }
     if (!form->tiebreak)
         return 0;
-    if (x->depth != y->depth)
-        return x->depth < y->depth ? -1 : 1;
-    int c = memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof *x->pcs);
-    if (c)
-        return c;
-    return (x->labels > y->labels) - (x->labels < y->labels);
+    int c = ORDER(x->depth, y->depth);
+    if (c == 0)
+        c = memcmp(x->pcs, y->pcs, (size_t)x->depth * sizeof *x->pcs);
+    return c ? c : ORDER(x->labels, y->labels);
 }
 
 /* The "@" list carries return addresses, as Go prints them; a location

@@ -23,6 +23,7 @@
  */
 #include "encoder/encoder.h"
 
+#include "agent/array.h"
 #include "agent/log.h"
 #include "agent/proc.h"
 #include "agent/trace.h"
@@ -90,15 +91,9 @@ static long thread_of(struct model *m, uint32_t tid, int add)
         return (long)sl->idx1 - 1;
     if (!add)
         return -1;
-    if (m->nth == m->th_cap) {
-        size_t n = m->th_cap ? m->th_cap * 2 : 64;
-        void *p = realloc(m->th, n * sizeof *m->th);
-        if (!p) {
-            m->oom = 1;
-            return -1;
-        }
-        m->th = p;
-        m->th_cap = n;
+    if (ARRAY_RESERVE(m->th, m->th_cap, m->nth + 1, 64) != 0) {
+        m->oom = 1;
+        return -1;
     }
     memset(&m->th[m->nth], 0, sizeof m->th[0]);
     m->th[m->nth].tid = tid;
@@ -113,15 +108,9 @@ static void add_record(void *arg, uint32_t tid, const struct trace_rec *r)
     if (i < 0)
         return;
     struct thread *t = &m->th[i];
-    if (t->nrecs == t->cap) {
-        size_t n = t->cap ? t->cap * 2 : 64;
-        void *p = realloc(t->recs, n * sizeof *t->recs);
-        if (!p) {
-            m->oom = 1;
-            return;
-        }
-        t->recs = p;
-        t->cap = n;
+    if (ARRAY_RESERVE(t->recs, t->cap, t->nrecs + 1, 64) != 0) {
+        m->oom = 1;
+        return;
     }
     t->recs[t->nrecs++] = r;
 }
@@ -470,9 +459,8 @@ static int by_begin(const void *a, const void *b, void *arg)
     const struct model *m = arg;
     const struct thread *x = &m->th[*(const size_t *)a];
     const struct thread *y = &m->th[*(const size_t *)b];
-    if (x->begins != y->begins)
-        return x->begins < y->begins ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+    int c = ORDER(x->begins, y->begins);
+    return c ? c : ORDER(*(const size_t *)a, *(const size_t *)b);
 }
 
 /* ---- CPU samples --------------------------------------------------------- */

@@ -12,6 +12,7 @@
  */
 #include "encoder/trace_wire.h"
 
+#include "agent/array.h"
 #include "agent/hash.h"
 #include "agent/log.h"
 #include "agent/stack_table.h"
@@ -41,21 +42,9 @@ enum {
 #define FRAMES_MAX 128        /* tracev2.MaxFramesPerStack */
 #define NO_THREAD UINT64_MAX  /* a batch that belongs to no thread */
 
-static void *grow(void *v, size_t *cap, size_t want, size_t size, int *oom)
-{
-    if (want <= *cap)
-        return v;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < want)
-        n *= 2;
-    void *p = realloc(v, n * size);
-    if (!p) {
-        *oom = 1;
-        return NULL;
-    }
-    *cap = n;
-    return p;
-}
+/* Room for want entries in a table of w; 0, or -1 with w->oom set. */
+#define RESERVE(w, v, cap, want)                                              \
+    (ARRAY_RESERVE((v), (cap), (want), 64) == 0 ? 0 : ((w)->oom = 1, -1))
 
 /* ---- strings ------------------------------------------------------------- */
 
@@ -73,23 +62,16 @@ uint64_t tw_string(struct tw *w, const char *s, size_t len)
         len = STRING_MAX;
     struct tw_str k = {(char *)s, len};
     uint64_t h = htab_hash_bytes(s, len, 0x7374);
-    struct htab_slot *sl =
-        htab_find_for_insert(&w->str_index, h, str_eq, w, &k);
-    if (!sl) {
-        w->oom = 1;
-        return 0;
-    }
-    if (sl->idx1)
-        return sl->idx1;
-    void *v = grow(w->strs, &w->strs_cap, w->nstrs + 1, sizeof *w->strs,
-                   &w->oom);
+    struct htab_slot *sl;
+    size_t found = htab_lookup(&w->str_index, h, str_eq, w, &k, &sl, &w->oom);
+    if (found || !sl)
+        return found;
     char *copy = malloc(len + 1);
-    if (!v || !copy) {
+    if (RESERVE(w, w->strs, w->strs_cap, w->nstrs + 1) != 0 || !copy) {
         free(copy);
         w->oom = 1;
         return 0;
     }
-    w->strs = v;
     memcpy(copy, s, len);
     copy[len] = 0;
     w->strs[w->nstrs] = (struct tw_str){copy, len};
@@ -110,17 +92,12 @@ static int pc_eq(const void *ctx, size_t idx, const void *key)
 static size_t pc_index(struct tw *w, uintptr_t pc, const char *name)
 {
     uint64_t h = hash_splitmix64(pc);
-    struct htab_slot *sl = htab_find_for_insert(&w->pc_index, h, pc_eq, w, &pc);
-    if (!sl) {
-        w->oom = 1;
+    struct htab_slot *sl;
+    size_t found = htab_lookup(&w->pc_index, h, pc_eq, w, &pc, &sl, &w->oom);
+    if (found || !sl)
+        return found ? found - 1 : 0;
+    if (RESERVE(w, w->pcs, w->pcs_cap, w->npcs + 1) != 0)
         return 0;
-    }
-    if (sl->idx1)
-        return sl->idx1 - 1;
-    void *v = grow(w->pcs, &w->pcs_cap, w->npcs + 1, sizeof *w->pcs, &w->oom);
-    if (!v)
-        return 0;
-    w->pcs = v;
     w->pcs[w->npcs] = (struct tw_pc){.pc = pc};
     if (name)
         w->pcs[w->npcs].func = tw_string(w, name, strlen(name));
@@ -150,24 +127,14 @@ uint64_t tw_stack(struct tw *w, const uintptr_t *pcs, size_t n)
         n = FRAMES_MAX;
     struct tw_stack k = {.n = n, .pcs = pcs};
     uint64_t h = htab_hash_bytes(pcs, n * sizeof *pcs, 0x5354);
-    struct htab_slot *sl =
-        htab_find_for_insert(&w->stack_index, h, stack_eq, w, &k);
-    if (!sl) {
-        w->oom = 1;
+    struct htab_slot *sl;
+    size_t found =
+        htab_lookup(&w->stack_index, h, stack_eq, w, &k, &sl, &w->oom);
+    if (found || !sl)
+        return found;
+    if (RESERVE(w, w->stacks, w->stacks_cap, w->nstacks + 1) != 0 ||
+        RESERVE(w, w->frames, w->frames_cap, w->nframes + n) != 0)
         return 0;
-    }
-    if (sl->idx1)
-        return sl->idx1;
-    void *v = grow(w->stacks, &w->stacks_cap, w->nstacks + 1,
-                   sizeof *w->stacks, &w->oom);
-    if (!v)
-        return 0;
-    w->stacks = v;
-    v = grow(w->frames, &w->frames_cap, w->nframes + n, sizeof *w->frames,
-             &w->oom);
-    if (!v)
-        return 0;
-    w->frames = v;
     if (n) /* pcs may be NULL then */
         memcpy(w->frames + w->nframes, pcs, n * sizeof *pcs);
     w->stacks[w->nstacks] = (struct tw_stack){.first = w->nframes, .n = n};
@@ -219,10 +186,8 @@ static void symbolize(struct tw *w)
 void tw_event(struct tw *w, uint32_t m, int64_t t, int type, int nargs,
               const uint64_t *args)
 {
-    void *v = grow(w->evs, &w->evs_cap, w->nevs + 1, sizeof *w->evs, &w->oom);
-    if (!v)
+    if (RESERVE(w, w->evs, w->evs_cap, w->nevs + 1) != 0)
         return;
-    w->evs = v;
     struct tw_ev *e = &w->evs[w->nevs];
     e->t = t;
     e->m = m;
@@ -236,29 +201,21 @@ void tw_event(struct tw *w, uint32_t m, int64_t t, int type, int nargs,
 void tw_cpu_sample(struct tw *w, int64_t t, uint64_t m, uint64_t p,
                    uint64_t g, uint64_t stack)
 {
-    void *v = grow(w->cpu, &w->cpu_cap, w->ncpu + 1, sizeof *w->cpu, &w->oom);
-    if (!v)
+    if (RESERVE(w, w->cpu, w->cpu_cap, w->ncpu + 1) != 0)
         return;
-    w->cpu = v;
     w->cpu[w->ncpu++] = (struct tw_cpu){t, m, p, g, stack};
 }
 
 static int ev_order(const void *a, const void *b)
 {
     const struct tw_ev *x = a, *y = b;
-    if (x->m != y->m)
-        return x->m < y->m ? -1 : 1;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return x->ord < y->ord ? -1 : x->ord > y->ord;
+    int c = ORDER(x->m, y->m);
+    if (c == 0)
+        c = ORDER(x->t, y->t);
+    return c ? c : ORDER(x->ord, y->ord);
 }
 
 /* ---- batches ------------------------------------------------------------- */
-
-static void put_varint(struct pbuf *b, uint64_t v)
-{
-    pb_varint(b, v);
-}
 
 static void put_byte(struct pbuf *b, uint8_t c)
 {
@@ -269,10 +226,10 @@ static void put_byte(struct pbuf *b, uint8_t c)
 static void batch(struct tw *w, uint64_t m, int64_t t, const struct pbuf *body)
 {
     put_byte(&w->out, EV_EVENT_BATCH);
-    put_varint(&w->out, 1); /* the generation */
-    put_varint(&w->out, m);
-    put_varint(&w->out, (uint64_t)t);
-    put_varint(&w->out, body->len);
+    pb_varint(&w->out, 1); /* the generation */
+    pb_varint(&w->out, m);
+    pb_varint(&w->out, (uint64_t)t);
+    pb_varint(&w->out, body->len);
     pbuf_append(&w->out, body->data, body->len);
 }
 
@@ -287,10 +244,10 @@ static void write_events(struct tw *w)
         for (; i < w->nevs && w->evs[i].m == m && body.len < BATCH_MAX; i++) {
             const struct tw_ev *e = &w->evs[i];
             put_byte(&body, e->type);
-            put_varint(&body, (uint64_t)(e->t - last));
+            pb_varint(&body, (uint64_t)(e->t - last));
             last = e->t;
             for (int a = 0; a < e->nargs; a++)
-                put_varint(&body, e->args[a]);
+                pb_varint(&body, e->args[a]);
         }
         batch(w, w->thread_ids[m], base, &body);
     }
@@ -316,8 +273,8 @@ static void write_table(struct tw *w, int section, size_t n,
 static void string_entry(struct tw *w, size_t i, struct pbuf *b)
 {
     put_byte(b, EV_STRING);
-    put_varint(b, i + 1);
-    put_varint(b, w->strs[i].len);
+    pb_varint(b, i + 1);
+    pb_varint(b, w->strs[i].len);
     pbuf_append(b, w->strs[i].s, w->strs[i].len);
 }
 
@@ -325,17 +282,17 @@ static void stack_entry(struct tw *w, size_t i, struct pbuf *b)
 {
     const struct tw_stack *s = &w->stacks[i];
     put_byte(b, EV_STACK);
-    put_varint(b, i + 1);
-    put_varint(b, s->n);
+    pb_varint(b, i + 1);
+    pb_varint(b, s->n);
     for (size_t k = 0; k < s->n; k++) {
         uintptr_t pc = w->frames[s->first + k];
         struct htab_slot *sl = htab_find(&w->pc_index, hash_splitmix64(pc),
                                          pc_eq, w, &pc);
         const struct tw_pc *p = &w->pcs[sl->idx1 - 1];
-        put_varint(b, pc);
-        put_varint(b, p->func);
-        put_varint(b, p->file);
-        put_varint(b, p->line);
+        pb_varint(b, pc);
+        pb_varint(b, p->func);
+        pb_varint(b, p->file);
+        pb_varint(b, p->line);
     }
 }
 
@@ -343,11 +300,11 @@ static void cpu_entry(struct tw *w, size_t i, struct pbuf *b)
 {
     const struct tw_cpu *c = &w->cpu[i];
     put_byte(b, EV_CPU_SAMPLE);
-    put_varint(b, (uint64_t)c->t);
-    put_varint(b, c->m);
-    put_varint(b, c->p);
-    put_varint(b, c->g);
-    put_varint(b, c->stack);
+    pb_varint(b, (uint64_t)c->t);
+    pb_varint(b, c->m);
+    pb_varint(b, c->p);
+    pb_varint(b, c->g);
+    pb_varint(b, c->stack);
 }
 
 static void write_sync(struct tw *w)
@@ -361,12 +318,12 @@ static void write_sync(struct tw *w)
     struct pbuf body = {0};
     put_byte(&body, EV_SYNC);
     put_byte(&body, EV_FREQUENCY);
-    put_varint(&body, 1000000000ULL); /* timestamps are nanoseconds */
+    pb_varint(&body, 1000000000ULL); /* timestamps are nanoseconds */
     put_byte(&body, EV_CLOCK_SNAPSHOT);
-    put_varint(&body, 0);
-    put_varint(&body, (uint64_t)w->t0);
-    put_varint(&body, (uint64_t)(at_t0 / 1000000000LL));
-    put_varint(&body, (uint64_t)(at_t0 % 1000000000LL));
+    pb_varint(&body, 0);
+    pb_varint(&body, (uint64_t)w->t0);
+    pb_varint(&body, (uint64_t)(at_t0 / 1000000000LL));
+    pb_varint(&body, (uint64_t)(at_t0 % 1000000000LL));
     batch(w, NO_THREAD, w->t0, &body);
     pbuf_free(&body);
 }

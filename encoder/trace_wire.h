@@ -31,9 +31,17 @@ enum {
     TW_USER_LOG = 44,
     TW_GO_STATUS_STACK = 48,
 };
-/* Statuses (tracev2.ProcStatus, tracev2.GoStatus). */
-enum { TW_PROC_RUNNING = 1, TW_PROC_SYSCALL = 3 };
-enum { TW_GO_RUNNING = 2, TW_GO_SYSCALL = 3, TW_GO_WAITING = 4 };
+/* Statuses of a P (tracev2.ProcStatus). */
+enum {
+    TW_PROC_RUNNING = 1,
+    TW_PROC_SYSCALL = 3,
+};
+/* Statuses of a goroutine (tracev2.GoStatus). */
+enum {
+    TW_GO_RUNNING = 2,
+    TW_GO_SYSCALL = 3,
+    TW_GO_WAITING = 4,
+};
 
 struct tw_str {
     char *s;

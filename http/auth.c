@@ -26,19 +26,16 @@ int auth_equal(const char *a, size_t alen, const char *b, size_t blen)
     return diff == 0;
 }
 
+/* A digit's value in the base64 alphabet, or in the URL-safe one (- and
+ * _ for + and /); -1 for anything else. */
 static int b64_value(unsigned char c)
 {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "abcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *at = c ? strchr(alphabet, c) : NULL;
+    if (at)
+        return (int)(at - alphabet);
+    return c == '-' ? 62 : c == '_' ? 63 : -1;
 }
 
 int auth_base64_decode(const char *in, size_t len, char *out, size_t size)

@@ -31,7 +31,6 @@ static void serve(struct request *r, const char *name, struct stack_table *t,
     struct pbuf out = {0};
     int err = contention_write(is_mutex, &tr.snap, &tr.o, &out);
     http_reply(r, name, &tr.o, err, &out);
-    pbuf_free(&out);
     stack_snapshot_free(&tr.snap);
 }
 

@@ -53,7 +53,6 @@ void handle_goroutine(struct request *r)
     int err = goroutine_write(&s, &o, &out);
     goroutine_free(&s);
     http_reply(r, "goroutine", &o, err, &out);
-    pbuf_free(&out);
 }
 
 long goroutine_count(const char *name)

@@ -19,7 +19,6 @@
 #include "encoder/encoder.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,26 +37,6 @@ static void reply_records(struct request *r, const char *name,
     struct pbuf out = {0};
     int err = heap_write(name, recs, n, extra, o, &out);
     http_reply(r, name, o, err, &out);
-    pbuf_free(&out);
-}
-
-/* min_age=SECONDS: a non-negative number of seconds, fractions allowed.
- * Returns 1 with *ns set, 0 when absent, -1 after answering 400. */
-static int param_min_age(struct request *r, int64_t *ns)
-{
-    char buf[64];
-    if (!http_param(r, "min_age", buf, sizeof buf) || buf[0] == '\0')
-        return 0;
-    char *end;
-    double v = strtod(buf, &end);
-    if (*end != '\0' || !(v >= 0) || v > 1e9 || isnan(v)) {
-        http_error(r, 400,
-                   "invalid value for \"min_age\" - must be a non-negative "
-                   "number of seconds");
-        return -1;
-    }
-    *ns = (int64_t)(v * 1e9);
-    return 1;
 }
 
 /* heap?min_age=N (and allocs): only live samples at least N s old. With
@@ -122,7 +101,7 @@ static void serve_min_age(struct request *r, const char *name,
 static void serve_heap(struct request *r, const char *name)
 {
     int64_t min_age_ns = 0;
-    int has_min_age = param_min_age(r, &min_age_ns);
+    int has_min_age = http_param_ns(r, "min_age", &min_age_ns);
     if (has_min_age < 0)
         return;
     if (has_min_age) {

@@ -92,6 +92,11 @@ int http_param_debug(struct request *r);
  * absent or empty (*seconds untouched), -1 after answering 400. */
 int http_param_seconds(struct request *r, long *seconds);
 
+/* Parameter `name` as a non-negative number of seconds, fractions allowed
+ * (min_age, min_seconds): returns 1 with *ns set, 0 when absent or empty
+ * (*ns untouched), -1 after answering 400. */
+int http_param_ns(struct request *r, const char *name, int64_t *ns);
+
 /* Appends s with the five HTML-special characters as entities (as Go's
  * html.EscapeString). Not async-signal-safe. */
 void http_html_escape(struct pbuf *b, const char *s);
@@ -268,10 +273,9 @@ int http_table_snapshot(struct request *r, struct stack_table *t,
                         struct table_read *out);
 /* Answers with a profile a writer produced (err its status): text when
  * o->debug was set, otherwise the profile "name", or "name-delta" for a
- * delta; 500 when err is not 0. Not async-signal-safe. */
+ * delta; 500 when err is not 0. Frees out. Not async-signal-safe. */
 void http_reply(struct request *r, const char *name,
-                const struct write_options *o, int err,
-                const struct pbuf *out);
+                const struct write_options *o, int err, struct pbuf *out);
 
 /* Serves a count profile (one counter per stack) from a stack table:
  * debug=0 proto, debug=1 text, seconds=N delta. */

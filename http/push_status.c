@@ -31,35 +31,60 @@ static void put_escaped(struct pbuf *b, const char *s, int html)
     }
 }
 
+/* The counters, each read once (relaxed), and the last error copied out
+ * with its NUL: what both forms print. */
+struct status {
+    unsigned long long intervals, sent, attempts, retries, dropped, queued;
+    unsigned long long bytes;
+    long long last_ok_ms;
+    int last_status;
+    char err[sizeof push_counters.last_error];
+};
+
+static void status_read(struct status *s)
+{
+    const struct push_counters *c = &push_counters;
+    s->intervals = get(&c->intervals);
+    s->sent = get(&c->sent);
+    s->attempts = get(&c->attempts);
+    s->retries = get(&c->retries);
+    s->dropped = get(&c->dropped);
+    s->queued = get(&c->queued);
+    s->bytes = get(&c->bytes);
+    s->last_ok_ms = __atomic_load_n(&c->last_ok_ns, __ATOMIC_RELAXED) / 1000000;
+    s->last_status = __atomic_load_n(&c->last_status, __ATOMIC_RELAXED);
+    memcpy(s->err, c->last_error, sizeof s->err);
+    s->err[sizeof s->err - 1] = '\0';
+}
+
+/* Reads the status into s and writes lead and the endpoint, escaped for
+ * the form. */
+static void status_begin(struct pbuf *b, struct status *s, const char *lead,
+                         int html)
+{
+    status_read(s);
+    pbuf_puts(b, lead);
+    put_escaped(b, opt_push.url, html);
+}
+
 void push_status_json(struct pbuf *b)
 {
     if (!opt_push.on) {
         pbuf_puts(b, "null");
         return;
     }
-    const struct push_counters *c = &push_counters;
-    pbuf_puts(b, "{\"endpoint\": \"");
-    put_escaped(b, opt_push.url, 0);
+    struct status s;
+    status_begin(b, &s, "{\"endpoint\": \"", 0);
     pbuf_printf(b,
                 "\", \"interval_seconds\": %ld, \"intervals\": %llu, "
                 "\"sent\": %llu, \"attempts\": %llu, \"retries\": %llu, "
                 "\"dropped\": %llu, \"queued\": %llu, \"bytes_sent\": %llu, "
                 "\"last_status\": %d, \"last_ok_unix_ms\": %lld, "
                 "\"last_error\": \"",
-                opt_push.interval_s, (unsigned long long)get(&c->intervals),
-                (unsigned long long)get(&c->sent),
-                (unsigned long long)get(&c->attempts),
-                (unsigned long long)get(&c->retries),
-                (unsigned long long)get(&c->dropped),
-                (unsigned long long)get(&c->queued),
-                (unsigned long long)get(&c->bytes),
-                __atomic_load_n(&c->last_status, __ATOMIC_RELAXED),
-                (long long)(__atomic_load_n(&c->last_ok_ns, __ATOMIC_RELAXED) /
-                            1000000));
-    char err[sizeof c->last_error];
-    memcpy(err, c->last_error, sizeof err);
-    err[sizeof err - 1] = '\0';
-    put_escaped(b, err, 0);
+                opt_push.interval_s, s.intervals, s.sent, s.attempts,
+                s.retries, s.dropped, s.queued, s.bytes, s.last_status,
+                s.last_ok_ms);
+    put_escaped(b, s.err, 0);
     pbuf_puts(b, "\"}");
 }
 
@@ -67,23 +92,16 @@ void push_status_html(struct pbuf *b)
 {
     if (!opt_push.on)
         return;
-    const struct push_counters *c = &push_counters;
-    pbuf_puts(b, "<p>\nPush (OTLP) to ");
-    put_escaped(b, opt_push.url, 1);
+    struct status s;
+    status_begin(b, &s, "<p>\nPush (OTLP) to ", 1);
     pbuf_printf(b,
                 " every %ld s: %llu intervals, %llu sent, %llu retries, "
                 "%llu dropped, %llu waiting",
-                opt_push.interval_s, (unsigned long long)get(&c->intervals),
-                (unsigned long long)get(&c->sent),
-                (unsigned long long)get(&c->retries),
-                (unsigned long long)get(&c->dropped),
-                (unsigned long long)get(&c->queued));
-    char err[sizeof c->last_error];
-    memcpy(err, c->last_error, sizeof err);
-    err[sizeof err - 1] = '\0';
-    if (err[0]) {
+                opt_push.interval_s, s.intervals, s.sent, s.retries,
+                s.dropped, s.queued);
+    if (s.err[0]) {
         pbuf_puts(b, "; last failure: ");
-        put_escaped(b, err, 1);
+        put_escaped(b, s.err, 1);
     }
     pbuf_puts(b, ".\n</p>\n");
 }

@@ -12,6 +12,7 @@
 
 #include <civetweb.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,26 @@ int http_param_seconds(struct request *r, long *seconds)
                    "integer (at most 3600)");
         return -1;
     }
+    return 1;
+}
+
+int http_param_ns(struct request *r, const char *name, int64_t *ns)
+{
+    char buf[64];
+    if (!http_param(r, name, buf, sizeof buf) || buf[0] == '\0')
+        return 0;
+    char *end;
+    double v = strtod(buf, &end);
+    if (*end != '\0' || !(v >= 0) || v > 1e9 || isnan(v)) {
+        char msg[128];
+        log_snprintf(msg, sizeof msg,
+                     "invalid value for \"%s\" - must be a non-negative "
+                     "number of seconds",
+                     name);
+        http_error(r, 400, msg);
+        return -1;
+    }
+    *ns = (int64_t)(v * 1e9);
     return 1;
 }
 

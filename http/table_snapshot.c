@@ -81,8 +81,7 @@ int http_table_snapshot(struct request *r, struct stack_table *t,
 }
 
 void http_reply(struct request *r, const char *name,
-                const struct write_options *o, int err,
-                const struct pbuf *out)
+                const struct write_options *o, int err, struct pbuf *out)
 {
     if (err != 0) {
         http_error(r, 500, "failed to collect profile");
@@ -94,6 +93,7 @@ void http_reply(struct request *r, const char *name,
                      o->duration_nanos > 0 ? "%s-delta" : "%s", name);
         http_send_profile(r, filename, out);
     }
+    pbuf_free(out);
 }
 
 void serve_count_table(struct request *r, const char *name,
@@ -111,7 +111,6 @@ void serve_count_table(struct request *r, const char *name,
         err = count_write(name, recs, n, &tr.o, &out);
     }
     http_reply(r, name, &tr.o, err, &out);
-    pbuf_free(&out);
     free(recs);
     stack_snapshot_free(&tr.snap);
 }

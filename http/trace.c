@@ -19,6 +19,7 @@
  */
 #include "http/http.h"
 
+#include "agent/array.h"
 #include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/log.h"
@@ -45,25 +46,11 @@ static void keep_sample(const struct cpu_sample *c, void *arg)
     struct samples *k = arg;
     if (k->oom)
         return;
-    if (k->n == k->cap) {
-        size_t n = k->cap ? k->cap * 2 : 1024;
-        void *p = realloc(k->s, n * sizeof *k->s);
-        if (!p) {
-            k->oom = 1;
-            return;
-        }
-        k->s = p;
-        k->cap = n;
-    }
-    if (k->npcs + c->depth > k->pcs_cap) {
-        size_t n = k->pcs_cap ? k->pcs_cap * 2 : 1024 * CPU_STACK_MAX;
-        void *p = realloc(k->pcs, n * sizeof *k->pcs);
-        if (!p) {
-            k->oom = 1;
-            return;
-        }
-        k->pcs = p;
-        k->pcs_cap = n;
+    if (ARRAY_RESERVE(k->s, k->cap, k->n + 1, 1024) != 0 ||
+        ARRAY_RESERVE(k->pcs, k->pcs_cap, k->npcs + c->depth,
+                      1024 * CPU_STACK_MAX) != 0) {
+        k->oom = 1;
+        return;
     }
     memcpy(k->pcs + k->npcs, c->pcs, c->depth * sizeof *c->pcs);
     /* Stacks point into pcs by offset until the end (pcs may move). */

@@ -168,26 +168,43 @@ static int write_atomic(const char *path, const struct pbuf *data)
     return err;
 }
 
-/* Writes gz as stem + suffix; 1 when written. */
-static int save_as(const char *stem, const char *suffix, const struct pbuf *gz)
+/* Writes data, which its encoder returned err for, as stem + suffix when
+ * err is 0 and data whole, then frees data; 1 when written, else one log
+ * line. The one writer of every dump file:
+ * save(stem, "cpu", &gz, encode_cpu(&gz)). */
+static int save_as(const char *stem, const char *suffix, struct pbuf *data,
+                   int err)
 {
     char path[1300];
     log_snprintf(path, sizeof path, "%s%s", stem, suffix);
-    int err = write_atomic(path, gz);
+    if (err == 0)
+        err = data->oom ? -ENOMEM : write_atomic(path, data);
+    size_t len = data->len;
+    pbuf_free(data);
     if (err) {
         log_info("cannot write %s: %s", path, log_errtext(-err));
         return 0;
     }
-    log_debug("wrote %s (%zu bytes)", path, gz->len);
+    log_debug("wrote %s (%zu bytes)", path, len);
     __atomic_fetch_add(&dump_files_written, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
-static int save(const char *stem, const char *kind, const struct pbuf *gz)
+/* A profile, as stem.kind.pb.gz. */
+static int save(const char *stem, const char *kind, struct pbuf *gz, int err)
 {
     char suffix[64];
     log_snprintf(suffix, sizeof suffix, ".%s.pb.gz", kind);
-    return save_as(stem, suffix, gz);
+    return save_as(stem, suffix, gz, err);
+}
+
+/* A text (not a profile), as stem.name. */
+static int save_plain(const char *stem, const char *name, struct pbuf *text,
+                      int err)
+{
+    char suffix[64];
+    log_snprintf(suffix, sizeof suffix, ".%s", name);
+    return save_as(stem, suffix, text, err);
 }
 
 /* What the flight recorder keeps, as stem.trace; 1 when written. */
@@ -196,9 +213,8 @@ static int save_flight(const char *stem)
     if (!trace_flight_on() || trace_flight_take(0) != 0)
         return 0;
     struct pbuf t = {0};
-    int written = trace_write(NULL, 0, &t) == 0 && save_as(stem, ".trace", &t);
+    int written = save_as(stem, ".trace", &t, trace_write(NULL, 0, &t));
     trace_flight_give();
-    pbuf_free(&t);
     return written;
 }
 
@@ -245,17 +261,13 @@ static int dump_locked(const char *reason, int final)
             cpu_profile_drain(cpu_agg_add, cpu_agg);
         }
         struct pbuf gz = {0};
-        if (encode_cpu(&gz) == 0 && !gz.oom)
-            written += save(stem, "cpu", &gz);
-        pbuf_free(&gz);
+        written += save(stem, "cpu", &gz, encode_cpu(&gz));
         if (final)
             cpu_profile_release();
     }
     if (opt_heap_rate > 0) {
         struct pbuf gz = {0};
-        if (encode_heap(&gz) == 0 && !gz.oom)
-            written += save(stem, "heap", &gz);
-        pbuf_free(&gz);
+        written += save(stem, "heap", &gz, encode_heap(&gz));
     }
     written += save_flight(stem);
     log_debug("dump (%s): %d files as %s.*", reason, written, stem);
@@ -301,40 +313,34 @@ static void dump_at_exit(void)
 
 /* ---- the watch's evidence (process/watch.c) --------------------------------- */
 
-/* stem.name (a text, not a profile) written whole. */
-static int save_plain(const char *stem, const char *name,
-                      const struct pbuf *data)
+/* Runs locked(arg) under dump_lock, as the other dumps: one file name at
+ * a time, none after the exit dump; then the symbolizer gives back what it
+ * loaded. The files written. */
+static int dump_under_lock(int (*locked)(const void *arg), const void *arg)
 {
-    char path[1300];
-    log_snprintf(path, sizeof path, "%s.%s", stem, name);
-    int err = data->oom ? -ENOMEM : write_atomic(path, data);
-    if (err) {
-        log_info("cannot write %s: %s", path, log_errtext(-err));
+    if (!opt_dump_dir[0])
         return 0;
-    }
-    log_debug("wrote %s (%zu bytes)", path, data->len);
-    __atomic_fetch_add(&dump_files_written, 1, __ATOMIC_RELAXED);
-    return 1;
+    spin_lock(&dump_lock);
+    int n = exited ? 0 : locked(arg);
+    spin_unlock(&dump_lock);
+    symbols_release();
+    return n;
 }
 
-/* Under dump_lock, as the other dumps: one file name at a time, none
- * after the exit dump. */
-static int deadlock_locked(const struct deadlock_report *r)
+static int deadlock_locked(const void *arg)
 {
+    const struct deadlock_report *r = arg;
     char stem[1200];
     file_stem(stem, sizeof stem);
     int written = 0;
     struct write_options o = {.debug = 1};
     struct pbuf text = {0};
-    if (deadlock_write(r, &o, &text) == 0)
-        written += save_plain(stem, "deadlock.txt", &text);
-    pbuf_free(&text);
+    written += save_plain(stem, "deadlock.txt", &text,
+                          deadlock_write(r, &o, &text));
     struct thread_dump d;
     if (threads_dump(&d) == 0) {
-        struct pbuf dump = {0};
-        if (threads_dump_text(&d, &dump) == 0)
-            written += save_plain(stem, "threads.txt", &dump);
-        pbuf_free(&dump);
+        written += save_plain(stem, "threads.txt", &text,
+                              threads_dump_text(&d, &text));
         threads_dump_free(&d);
     }
     return written;
@@ -342,13 +348,7 @@ static int deadlock_locked(const struct deadlock_report *r)
 
 int dump_deadlock(const struct deadlock_report *r)
 {
-    if (!opt_dump_dir[0])
-        return 0;
-    spin_lock(&dump_lock);
-    int n = exited ? 0 : deadlock_locked(r);
-    spin_unlock(&dump_lock);
-    symbols_release();
-    return n;
+    return dump_under_lock(deadlock_locked, r);
 }
 
 /* The peak heap profile as /debug/pprof/peak serves it. */
@@ -370,7 +370,7 @@ static int encode_peak(struct pbuf *out)
     return err;
 }
 
-static int memory_locked(const char *summary)
+static int memory_locked(const void *summary)
 {
     char stem[1200];
     file_stem(stem, sizeof stem);
@@ -381,37 +381,23 @@ static int memory_locked(const char *summary)
     stacks_addresses_only(1);
     if (opt_heap_rate > 0) {
         struct pbuf gz = {0};
-        if (encode_heap(&gz) == 0 && !gz.oom)
-            written += save(stem, "heap", &gz);
-        pbuf_free(&gz);
-        if (encode_peak(&gz) == 0 && !gz.oom)
-            written += save(stem, "peak", &gz);
-        pbuf_free(&gz);
+        written += save(stem, "heap", &gz, encode_heap(&gz));
+        written += save(stem, "peak", &gz, encode_peak(&gz));
     }
     stacks_addresses_only(0);
-    struct pbuf note = {0};
-    pbuf_puts(&note, summary);
-    written += save_plain(stem, "memory.txt", &note);
-    pbuf_free(&note);
+    struct pbuf text = {0};
+    pbuf_puts(&text, summary);
+    written += save_plain(stem, "memory.txt", &text, 0);
     struct memory_report rep;
-    if (memory_read(&rep) == 0) {
-        struct pbuf json = {0};
-        if (memory_report_json(&rep, &json) == 0)
-            written += save_plain(stem, "memory.json", &json);
-        pbuf_free(&json);
-    }
+    if (memory_read(&rep) == 0)
+        written += save_plain(stem, "memory.json", &text,
+                              memory_report_json(&rep, &text));
     return written;
 }
 
 int dump_memory(const char *summary)
 {
-    if (!opt_dump_dir[0])
-        return 0;
-    spin_lock(&dump_lock);
-    int n = exited ? 0 : memory_locked(summary);
-    spin_unlock(&dump_lock);
-    symbols_release();
-    return n;
+    return dump_under_lock(memory_locked, summary);
 }
 
 /* ---- the dump thread --------------------------------------------------------- */

@@ -35,28 +35,36 @@ enum {
     TLSEXT_NAMETYPE_host_name_ = 0,
 };
 
+/* The OpenSSL functions the push calls, each once: the field of `ssl`,
+ * the symbol it is loaded from, its type. */
+#define SSL_FUNCTIONS(F)                                                       \
+    F(client_method, "TLS_client_method", void *, (void))                     \
+    F(ctx_new, "SSL_CTX_new", void *, (void *))                               \
+    F(ctx_set_verify, "SSL_CTX_set_verify", void, (void *, int, void *))      \
+    F(ctx_default_paths, "SSL_CTX_set_default_verify_paths", int, (void *))   \
+    F(ctx_load_locations, "SSL_CTX_load_verify_locations", int,               \
+      (void *, const char *, const char *))                                   \
+    F(ssl_new, "SSL_new", void *, (void *))                                   \
+    F(set_fd, "SSL_set_fd", int, (void *, int))                               \
+    F(ctrl, "SSL_ctrl", long, (void *, int, long, void *))                    \
+    F(set1_host, "SSL_set1_host", int, (void *, const char *))                \
+    F(get0_param, "SSL_get0_param", void *, (void *))                         \
+    F(param_set1_ip_asc, "X509_VERIFY_PARAM_set1_ip_asc", int,                \
+      (void *, const char *))                                                 \
+    F(connect, "SSL_connect", int, (void *))                                  \
+    F(get_error, "SSL_get_error", int, (const void *, int))                   \
+    F(verify_result, "SSL_get_verify_result", long, (const void *))           \
+    F(verify_string, "X509_verify_cert_error_string", const char *, (long))   \
+    F(write, "SSL_write", int, (void *, const void *, int))                   \
+    F(read, "SSL_read", int, (void *, void *, int))                           \
+    F(shutdown, "SSL_shutdown", int, (void *))                                \
+    F(ssl_free, "SSL_free", void, (void *))                                   \
+    F(err_get, "ERR_get_error", unsigned long, (void))                        \
+    F(err_string, "ERR_error_string_n", void, (unsigned long, char *, size_t))
+
+#define SSL_FIELD(field, symbol, ret, params) ret(*field) params;
 static struct {
-    void *(*client_method)(void);
-    void *(*ctx_new)(void *);
-    void (*ctx_set_verify)(void *, int, void *);
-    int (*ctx_default_paths)(void *);
-    int (*ctx_load_locations)(void *, const char *, const char *);
-    void *(*ssl_new)(void *);
-    int (*set_fd)(void *, int);
-    long (*ctrl)(void *, int, long, void *);
-    int (*set1_host)(void *, const char *);
-    void *(*get0_param)(void *);
-    int (*param_set1_ip_asc)(void *, const char *);
-    int (*connect)(void *);
-    int (*get_error)(const void *, int);
-    long (*verify_result)(const void *);
-    const char *(*verify_string)(long);
-    int (*write)(void *, const void *, int);
-    int (*read)(void *, void *, int);
-    int (*shutdown)(void *);
-    void (*ssl_free)(void *);
-    unsigned long (*err_get)(void);
-    void (*err_string)(unsigned long, char *, size_t);
+    SSL_FUNCTIONS(SSL_FIELD)
 } ssl;
 
 static void *ctx;
@@ -68,8 +76,9 @@ struct push_tls {
     int64_t deadline;
 };
 
-#define SYM(field, name)                                                       \
-    ((ssl.field = (__typeof__(ssl.field))loader_sym(h, name)) != NULL)
+/* Loads one function of SSL_FUNCTIONS from h; 0 when it is missing. */
+#define SSL_LOAD(field, symbol, ret, params)                                   \
+    &&(ssl.field = (__typeof__(ssl.field))loader_sym(h, symbol)) != NULL
 
 static int load(void)
 {
@@ -83,21 +92,7 @@ static int load(void)
                  opt_push.url, dlerror());
         return -ENOSYS;
     }
-    if (!(SYM(client_method, "TLS_client_method") &&
-          SYM(ctx_new, "SSL_CTX_new") && SYM(ctx_set_verify, "SSL_CTX_set_verify") &&
-          SYM(ctx_default_paths, "SSL_CTX_set_default_verify_paths") &&
-          SYM(ctx_load_locations, "SSL_CTX_load_verify_locations") &&
-          SYM(ssl_new, "SSL_new") && SYM(set_fd, "SSL_set_fd") &&
-          SYM(ctrl, "SSL_ctrl") && SYM(set1_host, "SSL_set1_host") &&
-          SYM(get0_param, "SSL_get0_param") &&
-          SYM(param_set1_ip_asc, "X509_VERIFY_PARAM_set1_ip_asc") &&
-          SYM(connect, "SSL_connect") && SYM(get_error, "SSL_get_error") &&
-          SYM(verify_result, "SSL_get_verify_result") &&
-          SYM(verify_string, "X509_verify_cert_error_string") &&
-          SYM(write, "SSL_write") && SYM(read, "SSL_read") &&
-          SYM(shutdown, "SSL_shutdown") && SYM(ssl_free, "SSL_free") &&
-          SYM(err_get, "ERR_get_error") &&
-          SYM(err_string, "ERR_error_string_n"))) {
+    if (!(1 SSL_FUNCTIONS(SSL_LOAD))) {
         log_info("push: the OpenSSL found lacks a function the push needs");
         return -ENOSYS;
     }

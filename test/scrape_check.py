@@ -96,16 +96,12 @@ def decode(raw):
         elif num == 3:
             p["mapping"].append(dict((n, x) for n, _, x in fields(v)))
         elif num == 4:
-            loc = {"id": 0, "mapping_id": 0, "address": 0, "lines": []}
-            for n, _, x in fields(v):
-                if n == 1:
-                    loc["id"] = x
-                elif n == 2:
-                    loc["mapping_id"] = x
-                elif n == 3:
-                    loc["address"] = x
-                elif n == 4:
-                    loc["lines"].append(dict((a, b) for a, _, b in fields(x)))
+            f = list(fields(v))
+            names = {1: "id", 2: "mapping_id", 3: "address"}
+            loc = {"id": 0, "mapping_id": 0, "address": 0}
+            loc.update((names[n], x) for n, _, x in f if n in names)
+            loc["lines"] = [dict((a, b) for a, _, b in fields(x))
+                            for n, _, x in f if n == 4]
             p["location"].append(loc)
         elif num == 5:
             p["function"].append(dict((n, x) for n, _, x in fields(v)))

@@ -227,24 +227,35 @@ bad:
     return -EINVAL;
 }
 
+/* The pairs of variable name, s (NULL: none), into out; a bad list is
+ * told (a header's value never: it may be a secret) and turns the push
+ * off (-EINVAL). */
+static int load_pairs(const char *name, const char *s, struct push_pair *out,
+                      size_t max, size_t *n, int headers)
+{
+    if (!s || parse_pairs(s, out, max, n, headers) == 0)
+        return 0;
+    if (headers)
+        log_info("%s is not a list of name=value (names HTTP tokens, values "
+                 "percent-encoded, at most %zu); push is off",
+                 name, max);
+    else
+        log_info("%s=\"%s\" is not a list of key=value (percent-encoded, at "
+                 "most %zu); push is off",
+                 name, s, max);
+    return -EINVAL;
+}
+
 static int load_lists(struct push_config *c)
 {
     const char *name;
     const char *s = either("OTEL_EXPORTER_OTLP_PROFILES_HEADERS",
                            "OTEL_EXPORTER_OTLP_HEADERS", &name);
-    if (s && parse_pairs(s, c->headers, PUSH_MAX_HEADERS, &c->nheaders, 1)) {
-        log_info("%s is not a list of name=value (names HTTP tokens, values "
-                 "percent-encoded, at most %d); push is off",
-                 name, PUSH_MAX_HEADERS);
+    if (load_pairs(name, s, c->headers, PUSH_MAX_HEADERS, &c->nheaders, 1) ||
+        load_pairs("OTEL_RESOURCE_ATTRIBUTES",
+                   config_env("OTEL_RESOURCE_ATTRIBUTES"), c->attrs,
+                   PUSH_MAX_ATTRS, &c->nattrs, 0))
         return -EINVAL;
-    }
-    s = config_env("OTEL_RESOURCE_ATTRIBUTES");
-    if (s && parse_pairs(s, c->attrs, PUSH_MAX_ATTRS, &c->nattrs, 0)) {
-        log_info("OTEL_RESOURCE_ATTRIBUTES=\"%s\" is not a list of key=value "
-                 "(percent-encoded, at most %d); push is off",
-                 s, PUSH_MAX_ATTRS);
-        return -EINVAL;
-    }
     s = config_env("OTEL_SERVICE_NAME");
     if (s && (config_copy_prefix(c->service, sizeof c->service, s,
                                  strlen(s)) != 0)) {

@@ -72,6 +72,18 @@ struct htab_slot *htab_find_for_insert(struct htab *t, uint64_t hash,
     return htab_find(t, hash, eq, ctx, key);
 }
 
+size_t htab_lookup(struct htab *t, uint64_t hash, htab_eq_fn eq,
+                   const void *ctx, const void *key, struct htab_slot **slot,
+                   int *oom)
+{
+    *slot = htab_find_for_insert(t, hash, eq, ctx, key);
+    if (!*slot) {
+        *oom = 1;
+        return 0;
+    }
+    return (*slot)->idx1;
+}
+
 void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx)
 {
     s->hash = hash;

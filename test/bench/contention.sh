@@ -74,17 +74,6 @@ s0=$(median <"$tmp/s0"); s1=$(median <"$tmp/s1")
 # Instructions inside the loop only (--toggle-collect), warm-up included:
 # n/10 + n pairs.
 n=200000
-# ir LOOP_FUNCTION PROGRAM_AND_ARGS... -- VALGRIND_PREFIX...
-ir() {
-    fn=$1; shift
-    args=""
-    while [ "$1" != -- ]; do args="$args $1"; shift; done
-    shift
-    # shellcheck disable=SC2086
-    "$@" --tool=callgrind --toggle-collect="$fn" \
-        --callgrind-out-file="$tmp/cg.out" $args >/dev/null 2>&1
-    awk '/^totals:/ {print $2}' "$tmp/cg.out"
-}
 with_agent="env LD_PRELOAD=$agent PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet $agent_env valgrind"
 i0=$(ir uncontended_loop "$prog" uncontended "$n" -- valgrind)
 # shellcheck disable=SC2086

@@ -1,5 +1,7 @@
-# Sourced by the benchmarks: the two figures every time table reports.
-# Each reads one number per line from FILE, or from standard input.
+# Sourced by the benchmarks: the two figures every time table reports, and
+# the instructions of a loop under callgrind (ir).
+# median and spread read one number per line from FILE, or from standard
+# input.
 
 # median [FILE]: the middle value (the mean of the two middle ones for an
 # even count).
@@ -36,4 +38,19 @@ need() {
 stamp() {
     rev=${BENCH_TREE:-$(git -C "$(dirname "$0")" describe --always --dirty 2>/dev/null || echo "not a git tree")}
     echo "run of $(date -u '+%Y-%m-%d %H:%M UTC'), tree $rev, load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+}
+
+# ir LOOP_FUNCTION PROGRAM_AND_ARGS... -- VALGRIND_PREFIX...: the
+# instructions callgrind counts inside LOOP_FUNCTION (--toggle-collect) of
+# the program run by VALGRIND_PREFIX (valgrind, or env SETTINGS...
+# valgrind); callgrind's file goes to the caller's $tmp.
+ir() {
+    fn=$1; shift
+    args=""
+    while [ "$1" != -- ]; do args="$args $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    "$@" --tool=callgrind --toggle-collect="$fn" \
+        --callgrind-out-file="$tmp/cg.out" $args >/dev/null 2>&1
+    awk '/^totals:/ {print $2}' "$tmp/cg.out"
 }

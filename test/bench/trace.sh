@@ -33,27 +33,17 @@ trap cleanup EXIT
 
 # ---- instructions with no trace running ------------------------------------
 n=200000
-# ir LOOP_FUNCTION PROGRAM_AND_ARGS... -- PREFIX...: instructions inside the
-# loop function (warm-up included: n / 10 + n calls).
-ir() {
-    fn=$1; shift
-    args=""
-    while [ "$1" != -- ]; do args="$args $1"; shift; done
-    shift
-    # shellcheck disable=SC2086
-    "$@" valgrind --tool=callgrind --toggle-collect="$fn" \
-        --callgrind-out-file="$tmp/cg.out" $args >/dev/null 2>&1
-    awk '/^totals:/ {print $2}' "$tmp/cg.out"
-}
-agent_env="env LD_PRELOAD=$agent PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet"
-r0=$(ir read_loop "$prog" read "$n" -- env)
+# ir (stats.sh) counts the loop function's instructions, warm-up included:
+# n / 10 + n calls.
+agent_env="env LD_PRELOAD=$agent PPROF_ADDR=127.0.0.1:0 PPROF_LOG=quiet valgrind"
+r0=$(ir read_loop "$prog" read "$n" -- valgrind)
 # shellcheck disable=SC2086
 r1=$(ir read_loop "$prog" read "$n" -- $agent_env)
 # With no agent thread the process stays single-threaded, as without the
 # agent: glibc's read then skips its cancellation steps, and the
 # difference is the hook alone.
-r2=$(ir read_loop "$prog" read "$n" -- env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet)
-l0=$(ir uncontended_loop "$cprog" uncontended "$n" -- env)
+r2=$(ir read_loop "$prog" read "$n" -- env LD_PRELOAD="$agent" PPROF_ADDR=off PPROF_LOG=quiet valgrind)
+l0=$(ir uncontended_loop "$cprog" uncontended "$n" -- valgrind)
 # shellcheck disable=SC2086
 l1=$(ir uncontended_loop "$cprog" uncontended "$n" -- $agent_env)
 [ -n "$r0" ] && [ -n "$r1" ] && [ -n "$r2" ] && [ -n "$l0" ] && [ -n "$l1" ] ||

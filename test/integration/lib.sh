@@ -172,6 +172,15 @@ within() {
     note "$4: $2 ms in the profile, the program measured $3 ms"
 }
 
+# trace_top KIND: `pprof -top -unit=ms` of the KIND blocking profile
+# (go tool trace -pprof=KIND) of $WORK/trace; the test fails when go tool
+# trace cannot make it. Call it as top=$(trace_top KIND) || exit 1.
+trace_top() {
+    "$GO" tool trace -pprof="$1" "$WORK/trace" >"$WORK/$1.pb" 2>"$WORK/$1.err" ||
+        { cat "$WORK/$1.err" >&2; fail "go tool trace -pprof=$1"; }
+    "$GO" tool pprof -top -unit=ms "$WORK/$1.pb" 2>/dev/null
+}
+
 # trace_ui TRACE: serves TRACE with go tool trace -http; sets url, and ui
 # to its pid.
 trace_ui() {

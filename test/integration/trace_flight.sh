@@ -50,9 +50,7 @@ measured() {
 }
 for case in sync:lock:lock_waiter syscall:pipe:pipe_reader net:sock:sock_reader; do
     kind=${case%%:*}; rest=${case#*:}; what=${rest%%:*}; fn=${rest#*:}
-    "$GO" tool trace -pprof="$kind" "$WORK/trace" >"$WORK/$kind.pb" 2>"$WORK/$kind.err" ||
-        { cat "$WORK/$kind.err"; fail "go tool trace -pprof=$kind"; }
-    top=$("$GO" tool pprof -top -unit=ms "$WORK/$kind.pb" 2>/dev/null)
+    top=$(trace_top "$kind") || exit 1
     m=$(measured "$what")
     awk -v m="$m" 'BEGIN { exit !(m > 100) }' || fail "$what waits: only $m ms measured in the window"
     within 10 "$(flat_ms "$top" "$fn")" "$m" "flight -pprof=$kind on $fn"

@@ -36,23 +36,21 @@ static void stuck_on(pthread_mutex_t *m)
     pthread_mutex_lock(m);
 }
 
-static void *take_ab(void *arg)
-{
-    (void)arg;
-    pthread_setname_np(pthread_self(), "t-ab");
-    pthread_mutex_lock(&a);
-    pthread_barrier_wait(&both);
-    stuck_on(&b);
-    return NULL;
-}
+/* The two threads of the cycle: each takes a and b, in opposite orders. */
+struct lock_order {
+    const char *name;
+    pthread_mutex_t *first, *second;
+};
+static struct lock_order take_ab = {"t-ab", &a, &b};
+static struct lock_order take_ba = {"t-ba", &b, &a};
 
-static void *take_ba(void *arg)
+static void *take_in_order(void *arg)
 {
-    (void)arg;
-    pthread_setname_np(pthread_self(), "t-ba");
-    pthread_mutex_lock(&b);
+    const struct lock_order *o = arg;
+    pthread_setname_np(pthread_self(), o->name);
+    pthread_mutex_lock(o->first);
     pthread_barrier_wait(&both);
-    stuck_on(&a);
+    stuck_on(o->second);
     return NULL;
 }
 
@@ -95,10 +93,10 @@ static void *self(void *arg)
     return NULL;
 }
 
-static void spawn(void *(*fn)(void *))
+static void spawn(void *(*fn)(void *), void *arg)
 {
     pthread_t t;
-    pthread_create(&t, NULL, fn, NULL);
+    pthread_create(&t, NULL, fn, arg);
     pthread_detach(t);
 }
 
@@ -129,14 +127,14 @@ TEST(cycles_and_chains_are_found)
 {
     assert_true(pipe(pipe_fds) == 0);
     pthread_barrier_init(&both, NULL, 2);
-    spawn(reader);
+    spawn(reader, NULL);
     while (__atomic_load_n(&holders_ready, __ATOMIC_SEQ_CST) == 0)
         usleep(1000);
-    spawn(take_ab);
-    spawn(take_ba);
-    spawn(waiter);
-    spawn(rw_waiter);
-    spawn(self);
+    spawn(take_in_order, &take_ab);
+    spawn(take_in_order, &take_ba);
+    spawn(waiter, NULL);
+    spawn(rw_waiter, NULL);
+    spawn(self, NULL);
     /* Wait for the state: every thread blocked where it stays. */
     for (int i = 0; i < 2000 && !settled(); i++)
         usleep(5000);

@@ -1,8 +1,9 @@
 /*
  * Unit tests for encoder/buf.c, encoder/pb.c and encoder/gzip.c: golden
  * bytes for varints, tagged scalars (zeros skipped, negatives as ten-byte
- * varints), length-delimited and packed fields and nested messages, buffer
- * growth, and a gzip round trip through zlib's own inflater.
+ * varints), runs of scalar fields, length-delimited and packed fields and
+ * nested messages, buffer growth, and a gzip round trip through zlib's own
+ * inflater.
  */
 #include "encoder/encoder.h"
 #include "harness.h"
@@ -130,6 +131,24 @@ TEST(packed_fields)
     pb_packed_int64(&b, 2, v, 2);
     expect_bytes(&b, 0x12, 0x0b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
                  0xff, 0xff, 0x01, 0x05);
+    pbuf_free(&b);
+}
+
+/* A run of scalar fields numbered in a row: fields 2, 3, 4 with the zero
+ * left out and a negative int64 as ten bytes; then the same kind of run as
+ * a message of fields 1.. (how profile.proto's and OTLP's flat messages
+ * are written). */
+TEST(varint_runs)
+{
+    struct pbuf b = {0};
+    uint64_t v[] = {150, 0, (uint64_t)-1};
+    pb_varints(&b, 2, v, 3);
+    expect_bytes(&b, 0x10, 0x96, 0x01, 0x20, 0xff, 0xff, 0xff, 0xff, 0xff,
+                 0xff, 0xff, 0xff, 0xff, 0x01);
+    b.len = 0;
+    uint64_t w[] = {1, 0, 3};
+    pb_varints_message(&b, 4, w, 3);
+    expect_bytes(&b, 0x22, 0x04, 0x08, 0x01, 0x18, 0x03);
     pbuf_free(&b);
 }
 
@@ -262,6 +281,7 @@ TEST(gzip_round_trip)
 int main(void)
 {
     return run_tests(varint_golden, scalar_fields, negative_int64,
-                     bytes_fields, packed_fields, nested_messages,
+                     bytes_fields, packed_fields, varint_runs,
+                     nested_messages,
                      pbuf_growth, gzip_round_trip, NULL);
 }

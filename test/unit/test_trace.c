@@ -134,6 +134,19 @@ static int has_string(const struct decoded *d, const char *s)
     return 0;
 }
 
+/* Stops the recording, writes it and decodes it into d (checked well
+ * formed), and gives the slot back. */
+static void stop_and_read(struct decoded *d)
+{
+    trace_stop();
+    struct pbuf out = {0};
+    assert_true(trace_write(NULL, 0, &out) == 0);
+    decode(&out, d);
+    expect_int_eq(d->bad, 0);
+    pbuf_free(&out);
+    trace_release();
+}
+
 TEST(records_come_out_as_go_trace)
 {
     assert_true(trace_start() == 0);
@@ -149,13 +162,8 @@ TEST(records_come_out_as_go_trace)
     trace_instant(TRACE_REGION_END, 7, 0, "parse", 5);
     trace_instant(TRACE_LOG, 7, 0, "user\0alice", 10);
     trace_instant(TRACE_TASK_END, 7, 0, NULL, 0);
-    trace_stop();
-
-    struct pbuf out = {0};
-    assert_true(trace_write(NULL, 0, &out) == 0);
     struct decoded d;
-    decode(&out, &d);
-    expect_int_eq(d.bad, 0);
+    stop_and_read(&d);
     expect_true(d.end_ok);
     expect_true(d.sync_ok);
     expect_int_eq(d.events[20], 4); /* GoBlock: sync, cond, network, sleep */
@@ -174,18 +182,11 @@ TEST(records_come_out_as_go_trace)
     expect_true(has_string(&d, "request"));
     expect_true(has_string(&d, "alice"));
     expect_true(has_string(&d, "test_trace")); /* this thread's name */
-    pbuf_free(&out);
-    trace_release();
 
     /* The slot is free again; nothing recorded before is in the next. */
     assert_true(trace_start() == 0);
-    trace_stop();
-    assert_true(trace_write(NULL, 0, &out) == 0);
-    decode(&out, &d);
-    expect_int_eq(d.bad, 0);
+    stop_and_read(&d);
     expect_int_eq(d.events[20], 0);
-    pbuf_free(&out);
-    trace_release();
 }
 
 TEST(a_region_end_that_closes_nothing_open_is_left_out)
@@ -194,16 +195,10 @@ TEST(a_region_end_that_closes_nothing_open_is_left_out)
     trace_instant(TRACE_REGION_BEGIN, 1, 0, "outer", 5);
     trace_instant(TRACE_REGION_END, 1, 0, "inner", 5); /* misuse */
     trace_instant(TRACE_REGION_END, 1, 0, "outer", 5);
-    trace_stop();
-    struct pbuf out = {0};
-    assert_true(trace_write(NULL, 0, &out) == 0);
     struct decoded d;
-    decode(&out, &d);
-    expect_int_eq(d.bad, 0);
+    stop_and_read(&d);
     expect_int_eq(d.events[42], 1);
     expect_int_eq(d.events[43], 1);
-    pbuf_free(&out);
-    trace_release();
 }
 
 int main(void)
