@@ -349,7 +349,7 @@ static int heir_wanted(void)
             children_of(pid_now(), &child) != 1)
             return 0;
         if (only_waits(pid_now()))
-            return last_waited(child);
+            return child;
         struct timespec nap = {0, LOOK_PAUSE_NS};
         nanosleep(&nap, NULL);
     }
@@ -400,36 +400,72 @@ static int relay_port(void)
     return 1;
 }
 
-int handoff_down(int (*gone)(void))
+/* Listens for pid under its role name; 0 or -1. */
+static int offer(int pid)
 {
-    int child = heir_wanted();
-    if (!child)
-        return 0;
-    unsigned long long start = stat_field(child, 22);
+    if (offer_fd >= 0)
+        fds_close(offer_fd);
     struct sockaddr_un a;
-    socklen_t len = role_addr(&a, child);
+    socklen_t len = role_addr(&a, pid);
     fds_begin();
     offer_fd = fds_adopt(
         socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0),
         FDS_HELD, &offer_fd);
     fds_end();
-    if (offer_fd < 0)
+    if (offer_fd >= 0 && bind(offer_fd, (struct sockaddr *)&a, len) == 0 &&
+        listen(offer_fd, 4) == 0)
         return 0;
-    if (bind(offer_fd, (struct sockaddr *)&a, len) != 0 ||
-        listen(offer_fd, 4) != 0) {
+    if (offer_fd >= 0)
         fds_close(offer_fd);
-        offer_fd = -1;
+    offer_fd = -1;
+    return -1;
+}
+
+/* Holds the role for the heir while its connection lasts, writing the
+ * port it sends to PPROF_PORT_FILE (the heir may have given up the rights
+ * to its folder). Returns -1 when gone() or the child ended, 1 when the
+ * connection ended (the heir's image exec'd another). */
+static int hold(int (*gone)(void), int child, unsigned long long start)
+{
+    int r;
+    while ((r = wait_on(heir_fd, -1, gone, child, start)) > 0 && relay_port())
+        ;
+    fds_close(heir_fd);
+    heir_fd = -1;
+    return r < 0 ? -1 : 1;
+}
+
+int handoff_down(int (*gone)(void))
+{
+    int first = heir_wanted();
+    if (!first)
         return 0;
-    }
+    int child = last_waited(first);
+    unsigned long long start = stat_field(child, 22);
+    if (offer(child) != 0)
+        return 0;
     char name[64];
     comm_of(child, name, sizeof name);
     int handed = 0, ended = 0;
+    int64_t until = agent_mono_ns() + ROLE_GRACE_MS * 1000000LL;
     /* Offered; then held while the heir (or its next image) holds it. */
-    while (!ended) {
-        int r = wait_on(offer_fd, ROLE_GRACE_MS, gone, child, start);
-        if (r <= 0) {
-            ended = r < 0 && gone();
+    for (;;) {
+        int r = wait_on(offer_fd, 100, gone, child, start);
+        if (r < 0) {
+            ended = gone();
             break;
+        }
+        if (r == 0) {
+            if (agent_mono_ns() >= until)
+                break; /* not taken: the role stays here */
+            /* The chain grew meanwhile (su's shell forked the command). */
+            int last = handed ? child : last_waited(first);
+            if (last != child && offer(last) == 0) {
+                child = last;
+                start = stat_field(child, 22);
+                comm_of(child, name, sizeof name);
+            }
+            continue;
         }
         fds_begin();
         heir_fd = fds_adopt(accept4(offer_fd, NULL, NULL, SOCK_CLOEXEC),
@@ -442,20 +478,14 @@ int handoff_down(int (*gone)(void))
                       "process only waits for",
                       name, child);
         handed = 1;
-        /* The connection carries the heir's port, which this process
-         * writes to PPROF_PORT_FILE (the heir may have given up the
-         * rights to), and ends with the heir or its image. */
-        while ((r = wait_on(heir_fd, -1, gone, child, start)) > 0 &&
-               relay_port())
-            ;
-        fds_close(heir_fd);
-        heir_fd = -1;
-        if (r < 0) {
+        if (hold(gone, child, start) < 0) {
             ended = gone();
             break;
         }
+        until = agent_mono_ns() + ROLE_GRACE_MS * 1000000LL;
     }
-    fds_close(offer_fd);
+    if (offer_fd >= 0)
+        fds_close(offer_fd);
     offer_fd = -1;
     if (ended)
         return 1;
