@@ -104,7 +104,7 @@ int children_passive(void)
 int children_port_file(void)
 {
     /* An heir's is written by the process that handed it the role. */
-    return !exec_child && !children_parent_lives() && !handoff_relays_port();
+    return !exec_child && !children_parent_lives() && !role_relays_port();
 }
 
 int children_parent_lives(void)
@@ -186,7 +186,7 @@ static void find_listener(int port)
 void children_announce(int port)
 {
     find_listener(port);
-    handoff_listening(port);
+    role_listening(port);
     if (!opt_run_dir[0])
         return;
     char addr[256];
@@ -200,9 +200,19 @@ void children_announce(int port)
  * its new parent for the one it was forked from. */
 static int forking_pid;
 
+/* Forks this process made through fork() (its prepare step ran), for
+ * the serving role (role.c): a wrapper forks once. */
+static int forks_made;
+
+int children_forks(void)
+{
+    return __atomic_load_n(&forks_made, __ATOMIC_RELAXED);
+}
+
 void children_fork_prepare(void)
 {
     forking_pid = (int)getpid();
+    __atomic_add_fetch(&forks_made, 1, __ATOMIC_RELAXED);
 }
 
 void children_fork_child(void)

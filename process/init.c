@@ -85,8 +85,8 @@ __attribute__((constructor)) static void agent_init(void)
     if (config_exec_child && opt_exec_children != CHILDREN_SERVE &&
         !opt_dump_dir[0] && opt_enable) {
         /* Unless it may be the one a forking wrapper hands the serving
-         * role down to (handoff.c). */
-        candidate = opt_serve && opt_start_delay_ms > 0 && handoff_candidate();
+         * role down to (role.c). */
+        candidate = opt_serve && opt_start_delay_ms > 0 && role_candidate();
         if (!candidate)
             opt_enable = 0;
     }

@@ -295,8 +295,8 @@ static void *starter_run(void *arg)
     pthread_mutex_unlock(&wait_lock);
     pthread_detach(pthread_self());
     /* The serving role may be handed down to a wrapper's child, or be
-     * this process's by hand-down (handoff.c). */
-    if (handoff_gate(nothing_to_start)) {
+     * this process's by hand-down (role.c). */
+    if (role_gate(nothing_to_start)) {
         start_work_done();
         return NULL;
     }

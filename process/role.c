@@ -4,9 +4,11 @@
  * service and only waits for it, so the process that does the work is an
  * exec'd descendant, which stays passive (children.c). The rule:
  *
- * - The wrapper's side (handoff_down, on its starter once the start delay
+ * - The wrapper's side (role_down, on its starter once the start delay
  *   ended, before the server starts): when the process has no host thread
- *   but its main one, exactly one child, and that main thread is blocked
+ *   but its main one, exactly one child, which is the only one it forked
+ *   through fork() (vfork, posix_spawn and bwrap's raw clone are not
+ *   counted), and that main thread is blocked
  *   in a call that only waits for a child or a signal (wait4, waitid,
  *   sigsuspend, pause, sigtimedwait, or a poll whose every descriptor is a
  *   signalfd), the role is offered to that child: a listening socket in
@@ -16,13 +18,13 @@
  *   child that does not take it within ROLE_GRACE_MS, or an heir that
  *   ended while this process lives on (a script's next command), leaves
  *   the role here: the server starts as it always did.
- * - The child's side (handoff_candidate, in the constructor of an exec'd
+ * - The child's side (role_candidate, in the constructor of an exec'd
  *   descendant): a process whose ancestors up to the process started by
  *   hand (PPROF_FAMILY's founder) each have it, or the one before it, as
  *   their only child (MAX_DEPTH generations: su runs the shell that forks
  *   the service) is a candidate: the agent stays on, but records no heap
  *   sample, its start is armed as a forked child's is, and its starter
- *   (handoff_gate) only looks for the offer, every ROLE_LOOK_NS, until it
+ *   (role_gate) only looks for the offer, every ROLE_LOOK_NS, until it
  *   connects or gives up (the parent changed, CANDIDATE_S passed): then it
  *   leaves, having started nothing, said nothing and written nothing.
  *   Connected, it serves as a process started by hand: the configured
@@ -31,10 +33,11 @@
  *
  * A shell running a script (sh -c 'cmd1; cmd2') looks like a wrapper while
  * its first command runs: that command, when it outlives the delay, serves
- * until it ends, and the shell after it. A process whose threads do work,
+ * until it ends, and the shell after it; its later commands are never
+ * offered the role. A process whose threads do work,
  * serve, or have more than one child keeps the role.
  *
- * Contexts: handoff_candidate in the constructor; handoff_gate on the
+ * Contexts: role_candidate in the constructor; role_gate on the
  * agent's starter thread (guard entered), never on a host thread.
  */
 #include "process/process.h"
@@ -130,7 +133,7 @@ static int children_of(int pid, int *first)
     return count;
 }
 
-int handoff_candidate(void)
+int role_candidate(void)
 {
     const char *family = getenv("PPROF_FAMILY");
     char *dot;
@@ -157,7 +160,7 @@ int handoff_candidate(void)
     return 0;
 }
 
-int handoff_is_candidate(void)
+int role_is_candidate(void)
 {
     return candidate;
 }
@@ -214,7 +217,7 @@ static int take_role(int (*gone)(void))
     return 0;
 }
 
-int handoff_gate(int (*gone)(void))
+int role_gate(int (*gone)(void))
 {
     if (candidate) {
         candidate = 0;
@@ -246,15 +249,15 @@ int handoff_gate(int (*gone)(void))
                      pid_now(), by, parent);
         notes_set("serving", note);
     }
-    return handoff_down(gone);
+    return role_down(gone);
 }
 
-int handoff_relays_port(void)
+int role_relays_port(void)
 {
     return role_fd >= 0;
 }
 
-void handoff_listening(int port)
+void role_listening(int port)
 {
     char line[16];
     size_t n = log_snprintf(line, sizeof line, "%d\n", port);
@@ -335,7 +338,8 @@ static int last_waited(int child)
     return child;
 }
 
-/* The child the role may go to: this process's only one, its main thread
+/* The child the role may go to: this process's only one, and the only
+ * one it forked (a script's later commands are not offered the role), its main thread
  * only waiting, no other host thread (this one is the agent's starter).
  * 0 when there is none. */
 static int heir_wanted(void)
@@ -345,7 +349,7 @@ static int heir_wanted(void)
         return 0;
     for (int i = 0; i < LOOK_TRIES; i++) {
         int child = 0;
-        if (stat_field(pid_now(), 20) != 2 ||
+        if (stat_field(pid_now(), 20) != 2 || children_forks() > 1 ||
             children_of(pid_now(), &child) != 1)
             return 0;
         if (only_waits(pid_now()))
@@ -435,7 +439,7 @@ static int hold(int (*gone)(void), int child, unsigned long long start)
     return r < 0 ? -1 : 1;
 }
 
-int handoff_down(int (*gone)(void))
+int role_down(int (*gone)(void))
 {
     int first = heir_wanted();
     if (!first)
