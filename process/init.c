@@ -148,7 +148,7 @@ __attribute__((constructor)) static void agent_init(void)
             push_start();
     }
     if (candidate)
-        start_arm(0, children_own_pid());
+        role_arm();
     else if (serve && opt_start_delay_ms == 0)
         start_now();
     else if ((serve || push || (opt_dump_dir[0] && !passive)) &&

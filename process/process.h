@@ -76,12 +76,14 @@ int children_forks(void);
  * samples no allocation and arms its start; 0 otherwise. Not
  * async-signal-safe. */
 int role_candidate(void);
-/* 1 in a candidate whose starter has not looked for the role yet. */
-int role_is_candidate(void);
 
-/* On the starter, once the delay ended, before anything starts: a
- * candidate waits for the role (returns 1, leave, when it did not get
- * it); then role_down. gone() says the process is ending. Guard
+/* Arms a candidate's start: its own calls look for the offer (no
+ * thread, three system calls every 50 ms at most, 10 s at most); the
+ * starter is created once it took the role. No system call. */
+void role_arm(void);
+/* On the starter, once the delay ended, before anything starts: in a
+ * candidate, the bookkeeping of the role it took (returns 1, leave, when
+ * it holds none); then role_down. gone() says the process is ending. Guard
  * entered. Not async-signal-safe. */
 int role_gate(int (*gone)(void));
 /* In the heir: 1 while the process that handed the role down writes

@@ -21,13 +21,16 @@
  * - The child's side (role_candidate, in the constructor of an exec'd
  *   descendant): a process whose ancestors up to the process started by
  *   hand (PPROF_FAMILY's founder) each have it, or the one before it, as
- *   their only child (MAX_DEPTH generations: su runs the shell that forks
+ *   their only child, and have reaped no child before (a script's later
+ *   commands) (MAX_DEPTH generations: su runs the shell that forks
  *   the service) is a candidate: the agent stays on, but records no heap
- *   sample, its start is armed as a forked child's is, and its starter
- *   (role_gate) only looks for the offer, every ROLE_LOOK_NS, until it
- *   connects or gives up (the parent changed, CANDIDATE_S passed): then it
- *   leaves, having started nothing, said nothing and written nothing.
- *   Connected, it serves as a process started by hand: the configured
+ *   sample and creates no thread: its start is armed (agent/arm.h), and
+ *   its own calls look for the offer (candidate_fire: one connect every
+ *   ROLE_LOOK_NS at most) until it connects or gives up (the parent
+ *   changed, a sandbox went in, CANDIDATE_S passed), having started
+ *   nothing, said nothing and written nothing: a browser's zygote keeps
+ *   its one thread. Connected, its starter is created and runs at once;
+ *   it serves as a process started by hand: the configured
  *   address, PPROF_PORT_FILE, the serving line at the default level, which
  *   names the process that handed the role down (as the index does).
  *
@@ -37,11 +40,14 @@
  * offered the role. A process whose threads do work,
  * serve, or have more than one child keeps the role.
  *
- * Contexts: role_candidate in the constructor; role_gate on the
- * agent's starter thread (guard entered), never on a host thread.
+ * Contexts: role_candidate and role_arm in the constructor;
+ * candidate_fire on a host thread, in a call that fired the armed start
+ * (guard entered, no signal blocked); role_gate and role_down on the
+ * agent's starter thread (guard entered).
  */
 #include "process/process.h"
 
+#include "agent/arm.h"
 #include "agent/clock.h"
 #include "agent/config.h"
 #include "agent/fds.h"
@@ -145,7 +151,11 @@ int role_candidate(void)
     for (int depth = 0; depth < MAX_DEPTH; depth++) {
         int parent = depth == 0 ? (int)getppid() : (int)stat_field(pid, 4);
         int only = 0;
-        if (parent <= 1 || children_of(parent, &only) != 1 || only != pid)
+        /* A parent that reaped a child already (its children's minor
+         * faults, field 11) forked more than once: a script's later
+         * commands stay passive pass-throughs, as cheap as before. */
+        if (parent <= 1 || children_of(parent, &only) != 1 || only != pid ||
+            stat_field(parent, 11) != 0)
             return 0;
         if (parent == founder) {
             if (stat_field(parent, 22) != founder_start)
@@ -158,11 +168,6 @@ int role_candidate(void)
         pid = parent;
     }
     return 0;
-}
-
-int role_is_candidate(void)
-{
-    return candidate;
 }
 
 /* The abstract socket's address for the child pid (and its start time). */
@@ -197,35 +202,65 @@ static void comm_of(int pid, char *out, size_t size)
         out[strcspn(out, "\n")] = '\0';
 }
 
-/* The candidate's wait for the offer. Returns 1 once it holds the role. */
-static int take_role(int (*gone)(void))
+/* One look for the offer: 1 when connected (the role is this process's). */
+static int look_for_offer(void)
 {
     struct sockaddr_un a;
     socklen_t len = role_addr(&a, pid_now());
-    while (!gone() && !sandbox_installed() && (int)getppid() == candidate_ppid &&
-           agent_mono_ns() < candidate_until_ns) {
-        int fd = new_socket();
-        if (fd < 0)
-            return 0;
-        if (connect(role_fd, (struct sockaddr *)&a, len) == 0)
-            return 1;
-        fds_close(role_fd);
-        role_fd = -1;
-        struct timespec nap = {0, ROLE_LOOK_NS};
-        nanosleep(&nap, NULL);
-    }
+    if (new_socket() < 0)
+        return 0;
+    if (connect(role_fd, (struct sockaddr *)&a, len) == 0)
+        return 1;
+    fds_close(role_fd);
+    role_fd = -1;
     return 0;
+}
+
+/* The candidate's armed start (agent/arm.h), fired by its own calls on a
+ * host thread (guard entered): no thread until the role is offered, so a
+ * process nobody hands it to (a browser's zygote, which aborts with a
+ * second thread) never has one. One look every ROLE_LOOK_NS at most
+ * (three system calls), CANDIDATE_S from the start at most. */
+static int64_t candidate_deadline_ns, next_look_ns;
+
+static void candidate_fire(void)
+{
+    int64_t now = agent_mono_ns();
+    if (now >= candidate_until_ns || (int)getppid() != candidate_ppid ||
+        agent_sandboxed) {
+        /* Not the heir: off for good, as any passive descendant. */
+        candidate = 0;
+        __atomic_store_n(&heap_enabled, -1, __ATOMIC_RELEASE);
+        return;
+    }
+    if (now >= next_look_ns) {
+        next_look_ns = now + ROLE_LOOK_NS;
+        if (look_for_offer()) {
+            /* The starter starts at once: the process lived its delay
+             * as a candidate. */
+            if (start_later(0, now - opt_start_delay_ms * 1000000LL) != 0) {
+                fds_close(role_fd);
+                role_fd = -1;
+                candidate = 0;
+            }
+            return;
+        }
+    }
+    arm_set(candidate_fire, candidate_deadline_ns, pid_now());
+}
+
+void role_arm(void)
+{
+    candidate_deadline_ns = agent_mono_ns() + opt_start_delay_ms * 1000000LL;
+    arm_set(candidate_fire, candidate_deadline_ns, pid_now());
 }
 
 int role_gate(int (*gone)(void))
 {
     if (candidate) {
         candidate = 0;
-        if (!take_role(gone)) {
-            /* Not the heir: off for good, as any passive descendant. */
-            __atomic_store_n(&heap_enabled, -1, __ATOMIC_RELEASE);
-            return 1;
-        }
+        if (role_fd < 0)
+            return 1; /* not the heir (the starter runs only once it is) */
         int off = 0;
         __atomic_compare_exchange_n(&heap_enabled, &off, 1, 0,
                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED);
