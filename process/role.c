@@ -77,7 +77,7 @@
 #define ROLE_LOOK_NS 50000000LL
 /* How long an offer waits for the child (and, after the heir's image
  * exec'd another, for the next one). */
-#define ROLE_GRACE_MS 3000
+#define ROLE_GRACE_MS 1000
 /* The wrapper's look at its main thread: tries, and the pause between
  * them (tini wakes every second to reap). */
 #define LOOK_TRIES 10
