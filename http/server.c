@@ -57,12 +57,15 @@
 #define SERVER_THREADS "2"
 
 static struct mg_context *server_ctx;
+/* Why this process serves (server_role_note): "" or ", <text>". */
+static char role_note[160];
 
 void server_fork_child(void)
 {
     /* The parent's server and its requests in flight are not the child's:
      * its own server starts from nothing (process/children.c). */
     server_ctx = NULL;
+    role_note[0] = '\0';
     handoff_fork_child();
 }
 
@@ -389,6 +392,11 @@ void server_address(char *out, size_t size)
     log_snprintf(out, size, "%s:%d", host, serving_port);
 }
 
+void server_role_note(const char *text)
+{
+    log_snprintf(role_note, sizeof role_note, ", %s", text);
+}
+
 /* Set once this process (or the parent it was forked from) said where it
  * serves at the default level. */
 static int said_serving;
@@ -405,11 +413,12 @@ static void say_serving(int port, const char *first_error, int quiet)
     if (first_error[0])
         log_msg(level,
                 "cannot serve on %s (%s); serving "
-                "http://%s:%d/debug/pprof/ instead (pid %d)",
-                opt_addr_shown, first_error, host, port, (int)getpid());
+                "http://%s:%d/debug/pprof/ instead (pid %d%s)",
+                opt_addr_shown, first_error, host, port, (int)getpid(),
+                role_note);
     else
-        log_msg(level, "serving http://%s:%d/debug/pprof/ (pid %d)", host,
-                port, (int)getpid());
+        log_msg(level, "serving http://%s:%d/debug/pprof/ (pid %d%s)", host,
+                port, (int)getpid(), role_note);
     if (level == LOG_INFO && opt_log_level >= LOG_INFO)
         said_serving = 1;
 }

@@ -48,6 +48,10 @@ void server_port_file_after_exec(int64_t lived_ns);
 /* Where this process serves, "host:port" (host as configured, 0.0.0.0 for
  * a bare port), or "" before the server listens. Not async-signal-safe. */
 void server_address(char *out, size_t size);
+
+/* Text the serving line carries after the pid ("handed down by timeout
+ * pid 12"); copied. Before server_start. Not async-signal-safe. */
+void server_role_note(const char *text);
 /* In a fork child (the only thread): forgets the parent's server, so that
  * server_start() can start the child's own. Async-signal-safe. */
 void server_fork_child(void);

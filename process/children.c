@@ -103,7 +103,8 @@ int children_passive(void)
 
 int children_port_file(void)
 {
-    return !exec_child && !children_parent_lives();
+    /* An heir's is written by the process that handed it the role. */
+    return !exec_child && !children_parent_lives() && !role_relays_port();
 }
 
 int children_parent_lives(void)
@@ -185,6 +186,7 @@ static void find_listener(int port)
 void children_announce(int port)
 {
     find_listener(port);
+    role_listening(port);
     if (!opt_run_dir[0])
         return;
     char addr[256];
@@ -198,9 +200,19 @@ void children_announce(int port)
  * its new parent for the one it was forked from. */
 static int forking_pid;
 
+/* Forks this process made through fork() (its prepare step ran), for
+ * the serving role (role.c): a wrapper forks once. */
+static int forks_made;
+
+int children_forks(void)
+{
+    return __atomic_load_n(&forks_made, __ATOMIC_RELAXED);
+}
+
 void children_fork_prepare(void)
 {
     forking_pid = (int)getpid();
+    __atomic_add_fetch(&forks_made, 1, __ATOMIC_RELAXED);
 }
 
 void children_fork_child(void)
@@ -245,6 +257,15 @@ void children_after_fork(void)
      * thread, and one that execs or exits before the delay never binds a
      * port. */
     start_arm(start_dumps, own_pid);
+}
+
+void children_take_role(void)
+{
+    exec_child = 0;
+    config_exec_child = 0;
+    const char *level = getenv("PPROF_LOG");
+    if ((!level || !level[0]) && opt_log_level < LOG_INFO)
+        opt_log_level = LOG_INFO;
 }
 
 static void at_exit(void)

@@ -81,9 +81,15 @@ __attribute__((constructor)) static void agent_init(void)
      * nobody could read, and its stack walks would build unwind tables
      * (Firefox's content processes: 53 MB and a second of CPU each, and
      * an mremap their sandbox traps). */
+    int candidate = 0;
     if (config_exec_child && opt_exec_children != CHILDREN_SERVE &&
-        !opt_dump_dir[0])
-        opt_enable = 0;
+        !opt_dump_dir[0] && opt_enable) {
+        /* Unless it may be the one a forking wrapper hands the serving
+         * role down to (role.c). */
+        candidate = opt_serve && opt_start_delay_ms > 0 && role_candidate();
+        if (!candidate)
+            opt_enable = 0;
+    }
     if (!opt_enable) {
         heap_init();
         futex_hooks_init(); /* forward syscall() through the loader */
@@ -103,6 +109,9 @@ __attribute__((constructor)) static void agent_init(void)
     cpu_timer_init();
     threadcreate_table = stack_table_create(1, 4096);
     heap_init();
+    /* A candidate samples no allocation unless the role comes. */
+    if (candidate && heap_enabled > 0)
+        __atomic_store_n(&heap_enabled, 0, __ATOMIC_RELEASE);
     /* Each interposer-plus-recorder pair alike: the interposers resolve
      * the C library's functions, then the recorder turns on. */
     lock_hooks_init();
@@ -138,7 +147,9 @@ __attribute__((constructor)) static void agent_init(void)
         if (push)
             push_start();
     }
-    if (serve && opt_start_delay_ms == 0)
+    if (candidate)
+        role_arm();
+    else if (serve && opt_start_delay_ms == 0)
         start_now();
     else if ((serve || push || (opt_dump_dir[0] && !passive)) &&
              opt_start_delay_ms > 0 &&

@@ -57,6 +57,45 @@ int children_own_pid(void);
  * port, no file, no line. Async-signal-safe. */
 int children_passive(void);
 
+/* Makes an exec'd descendant that took the serving role (role.c) a
+ * process started by hand: it serves, writes PPROF_PORT_FILE, and says so
+ * at the default log level unless PPROF_LOG says otherwise. On the
+ * agent's starter. Not async-signal-safe. */
+void children_take_role(void);
+
+/* Forks this process made through fork() since it was set up (counted
+ * by the prepare step; vfork, posix_spawn and raw clones are not).
+ * Async-signal-safe. */
+int children_forks(void);
+
+/* ---- the serving role handed down by a wrapper (role.c) -------------------- */
+
+/* In the constructor of an exec'd descendant that would be passive:
+ * returns 1 when it is a candidate for the role (each ancestor up to the
+ * process started by hand has one child), which then keeps the agent on,
+ * samples no allocation and arms its start; 0 otherwise. Not
+ * async-signal-safe. */
+int role_candidate(void);
+
+/* Arms a candidate's start: its own calls look for the offer (no
+ * thread, three system calls every 50 ms at most, 10 s at most); the
+ * starter is created once it took the role. No system call. */
+void role_arm(void);
+/* On the starter, once the delay ended, before anything starts: in a
+ * candidate, the bookkeeping of the role it took (returns 1, leave, when
+ * it holds none); then role_down. gone() says the process is ending. Guard
+ * entered. Not async-signal-safe. */
+int role_gate(int (*gone)(void));
+/* In the heir: 1 while the process that handed the role down writes
+ * PPROF_PORT_FILE for it (it kept the rights the heir may have given
+ * up); role_listening(port) tells it the port. Not async-signal-safe. */
+int role_relays_port(void);
+void role_listening(int port);
+/* Offers the role to this process's only child when its main thread only
+ * waits for it, and holds it while the heir lives. Returns 1 when the
+ * process ended meanwhile (start nothing), 0 to start as usual. */
+int role_down(int (*gone)(void));
+
 /* ---- _exit and _Exit (exit_hooks.c) -------------------------------------- */
 
 /* Resolves the C library's _exit. Called once by the constructor. */

@@ -294,6 +294,12 @@ static void *starter_run(void *arg)
     int dumps = starter_dumps;
     pthread_mutex_unlock(&wait_lock);
     pthread_detach(pthread_self());
+    /* The serving role may be handed down to a wrapper's child, or be
+     * this process's by hand-down (role.c). */
+    if (role_gate(nothing_to_start)) {
+        start_work_done();
+        return NULL;
+    }
     /* The process lived the delay: the unwind tables (deferred by
      * stack_init) are built here, off the host's threads. */
     starter_work(dumps, 1);

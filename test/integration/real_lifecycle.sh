@@ -140,9 +140,10 @@ PID=$(pgrep -o -P "$LPID" || true)
 [ -n "$PID" ] || fail "chromium: no browser process"
 # The port file may first name the wrapper script (/usr/bin/chromium),
 # which served if it lived a start delay before it exec'd the browser in
-# place: wait until the browser's own server answers.
+# place: wait until the browser's own server answers. Between the two the
+# file is absent (the browser's image removes the wrapper's).
 for i in $(seq 200); do
-    ADDR=$(cat "$WORK/chrome.port")
+    ADDR=$(cat "$WORK/chrome.port" 2>/dev/null || true)
     curl -s --max-time 5 "http://$ADDR/debug/pprof/cmdline" | tr '\0' ' ' |
         grep -q '/usr/lib/chromium/chromium' && break
     [ $i -lt 200 ] || fail "chromium: the browser does not serve"
