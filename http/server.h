@@ -48,6 +48,10 @@ void server_port_file_after_exec(int64_t lived_ns);
 /* Where this process serves, "host:port" (host as configured, 0.0.0.0 for
  * a bare port), or "" before the server listens. Not async-signal-safe. */
 void server_address(char *out, size_t size);
+/* Stops the server (an attached agent's detach, process/attach.c): the
+ * port closes once the requests in flight ended (civetweb joins its
+ * threads); server_start() may start it again. Not async-signal-safe. */
+void server_stop(void);
 /* In a fork child (the only thread): forgets the parent's server, so that
  * server_start() can start the child's own. Async-signal-safe. */
 void server_fork_child(void);
