@@ -40,6 +40,7 @@
 #include "agent/guard.h"
 #include "agent/heap.h"
 #include "agent/log.h"
+#include "agent/stack.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 #include "process/push.h"
@@ -237,18 +238,19 @@ static void starter_work(int dumps, int tables)
 {
     /* An attached agent serves and does nothing else: the watch looks at
      * lock waits the interposers note, which an attach does not bind, and
-     * the dumps and the push would outlive a detach (attach.c). It serves
-     * first: pprof-attach waits for the port file. */
+     * the dumps and the push would outlive a detach (attach.c). The
+     * unwind tables come first: the first request after pprof-attach
+     * returned walks stacks through the C library. */
+    if (tables)
+        cfi_tables_refresh();
     if (start_attached) {
+        /* The threads there before the attach: their stacks (stack.h). */
+        stack_foreign_snapshot();
         if (opt_serve)
             start_now();
         attach_served();
-        if (tables)
-            cfi_tables_refresh();
         return;
     }
-    if (tables)
-        cfi_tables_refresh();
     check_allocator();
     watch_start();
     if (dumps)
