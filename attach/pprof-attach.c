@@ -266,6 +266,16 @@ static int do_attach(pid_t pid, const char *agent)
             "pass --agent", agent, (int)pid, reach);
         return 1;
     }
+    /* Another copy of the agent (another path, another version) already
+     * there: a second one would serve beside it. */
+    struct mapping ours, other;
+    if (target_find_mapping(pid, "libpprofagent", 0, &other) == 0 &&
+        (agent_mapping(pid, agent, &ours) != 0 || ours.inode != other.inode)) {
+        say("another agent is already loaded in pid %d (%s): preloaded, or "
+            "attached from another path; use it, or --agent %s",
+            (int)pid, other.path, other.path);
+        return 1;
+    }
     char *settings = settings_text();
     if (!settings)
         return 1;

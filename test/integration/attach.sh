@@ -153,3 +153,16 @@ wait_exit "$PID" 60
 cat "$WORK/target.out" | tail -n 3
 expect_contains "$(cat "$WORK/target.out")" "rounds_ok eintr=0 short=0 bad=0" "the target's account"
 [ "$STATUS" = 0 ] || fail "the target exited with $STATUS"
+
+# --- a preloaded agent is refused, in one line, and left serving ---
+start_agent pre "$BUILD/test/programs/attach_target" "$WORK/stop-pre"
+if PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/pre.err"; then
+    fail "an attach to a preloaded agent succeeded"
+fi
+expect_contains "$(cat "$WORK/pre.err")" "preloaded" "the attach to a preloaded agent"
+note "preloaded: $(cat "$WORK/pre.err")"
+untraced "$PID" || fail "the preloaded target is left stopped or traced"
+[ "$(http_status debug/pprof/)" = 200 ] || fail "the preloaded agent stopped serving"
+touch "$WORK/stop-pre"
+wait_exit "$PID" 60
+[ "$STATUS" = 0 ] || fail "the preloaded target exited with $STATUS"
