@@ -33,7 +33,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -178,9 +177,6 @@ int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
                 *ret = now.rax;
                 return 0; /* back at the return address: the call returned */
             }
-            if (getenv("PPROF_ATTACH_DEBUG"))
-                say("SIGSEGV at %llx (call of %lx)", (unsigned long long)now.rip,
-                    (unsigned long)fn);
         }
         ptrace(PTRACE_CONT, r->tid, 0, (void *)(long)sig);
     }
