@@ -90,7 +90,9 @@ CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
 
 # pprof-attach, a program of its own beside the library (attach/,
 # docs/attach.md): it loads the agent into a process already running.
-ATTACH := $(BUILD)/pprof-attach
+# Its calls are x86_64's (registers, stack, system-call restart): other
+# targets build and install the library without it.
+ATTACH := $(if $(findstring x86_64,$(shell $(CC) -dumpmachine)),$(BUILD)/pprof-attach)
 ATTACH_SRCS := $(wildcard attach/*.c)
 
 SRCS := $(wildcard agent/*.c agent/*/*.c encoder/*.c http/*.c process/*.c)
@@ -193,10 +195,12 @@ $(LIB): $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) agent/exports.map
 	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) \
 	    $(LIBS_AGENT)
 
+ifneq ($(ATTACH),)
 $(ATTACH): $(ATTACH_SRCS) attach/attach.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -I. $(WARN) $(CPPFLAGS) $(CFLAGS) \
 	    $(ATTACH_SRCS) -o $@ $(LDFLAGS)
+endif
 
 $(UNIT_LIB): $(UNIT_OBJS)
 	@rm -f $@
@@ -351,7 +355,7 @@ install: $(LIB) $(ATTACH)
 	    > $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc
 	for s in $(SCRIPTS); do install -m 0755 scripts/$$s $(DESTDIR)$(BINDIR)/$$s; done
-	install -m 0755 $(ATTACH) $(DESTDIR)$(BINDIR)/pprof-attach
+	[ -z "$(ATTACH)" ] || install -m 0755 $(ATTACH) $(DESTDIR)$(BINDIR)/pprof-attach
 	install -m 0644 agent/pprofagent.7 $(DESTDIR)$(MANDIR)/man7/pprofagent.7
 
 uninstall:
