@@ -85,8 +85,15 @@ endif
 CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fvisibility=hidden -ftls-model=initial-exec -D_GNU_SOURCE -pthread \
         -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
-        -DREENTRANT_TIME -Dgmtime_r=clock_gmtime_r \
+        -DREENTRANT_TIME -Dgmtime_r=clock_gmtime_r -include agent/cond_calls.h \
         -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+
+# pprof-attach, a program of its own beside the library (attach/,
+# docs/attach.md): it loads the agent into a process already running.
+# Its calls are x86_64's (registers, stack, system-call restart): other
+# targets build and install the library without it.
+ATTACH := $(if $(findstring x86_64,$(shell $(CC) -dumpmachine)),$(BUILD)/pprof-attach)
+ATTACH_SRCS := $(wildcard attach/*.c)
 
 SRCS := $(wildcard agent/*.c agent/*/*.c encoder/*.c http/*.c process/*.c)
 # Assembled: files embedded with .incbin (the flame graph's script).
@@ -121,7 +128,7 @@ DEPS_STAMP := $(BUILD)/.deps-installed
 .PHONY: all deps demo check test test-bins bench bench-bins install uninstall clean \
         fuzz test-asan test-tsan
 
-all: $(LIB)
+all: $(LIB) $(ATTACH)
 
 # Installs missing system packages once per build tree. Only `make deps`,
 # `make demo` and `make test` run it: a plain `make` builds with what is
@@ -173,7 +180,7 @@ $(BUILD)/encoder/flamegraph_js.o: encoder/flamegraph.js
 $(CIVETWEB_SRC)/src/civetweb.c: scripts/civetweb-source
 	@sh scripts/civetweb-source $(CIVETWEB_SRC)
 
-$(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c
+$(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c agent/cond_calls.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_CIVETWEB) -c $< -o $@
 
@@ -188,6 +195,13 @@ $(LIBIBERTY):
 $(LIB): $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) agent/exports.map
 	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) \
 	    $(LIBS_AGENT)
+
+ifneq ($(ATTACH),)
+$(ATTACH): $(ATTACH_SRCS) attach/attach.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE -I. $(WARN) $(CPPFLAGS) $(CFLAGS) \
+	    $(ATTACH_SRCS) -o $@ $(LDFLAGS)
+endif
 
 $(UNIT_LIB): $(UNIT_OBJS)
 	@rm -f $@
@@ -260,7 +274,7 @@ $(BUILD)/test/programs/%: test/programs/%.rs
 	@mkdir -p $(dir $@)
 	MAKEFLAGS= $(RUSTC) -O -g $< -o $@
 
-test-bins: $(LIB) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
+test-bins: $(LIB) $(ATTACH) $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 
 # The tests' OpenTelemetry Collector, built from the Go modules pinned in
 # test/collector/go.mod (test/collector/build; kept while newer than them).
@@ -335,7 +349,7 @@ PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SCRIPTS      := pprof-systemd pprof-snapshot
 VERSION      ?= $(shell git describe --always --dirty 2>/dev/null || echo 0)
 
-install: $(LIB)
+install: $(LIB) $(ATTACH)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 	    $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libpprofagent.so
@@ -348,6 +362,7 @@ install: $(LIB)
 	    > $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc
 	for s in $(SCRIPTS); do install -m 0755 scripts/$$s $(DESTDIR)$(BINDIR)/$$s; done
+	[ -z "$(ATTACH)" ] || install -m 0755 $(ATTACH) $(DESTDIR)$(BINDIR)/pprof-attach
 	install -m 0644 agent/pprofagent.7 $(DESTDIR)$(MANDIR)/man7/pprofagent.7
 
 uninstall:
@@ -355,7 +370,7 @@ uninstall:
 	      $(DESTDIR)$(INCLUDEDIR)/pprofagent.h \
 	      $(DESTDIR)$(PKGCONFIGDIR)/pprofagent.pc \
 	      $(DESTDIR)$(MANDIR)/man7/pprofagent.7 \
-	      $(SCRIPTS:%=$(DESTDIR)$(BINDIR)/%)
+	      $(SCRIPTS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(BINDIR)/pprof-attach
 
 clean:
 	rm -rf $(BUILD)

@@ -27,6 +27,16 @@ extern char opt_debug_dir[4096]; /* PPROF_DEBUG_DIR: absolute dirs, ':' */
  * when config_exec_child (agent/ops.h) is set. Not async-signal-safe. */
 void config_load(void);
 
+/* config_load() from entries ("NAME=value", NULL-terminated, which must
+ * outlive the agent) instead of the environment: the settings an attach
+ * brought. From then on config_env() answers the PPROF_, OTEL_ and XDG_
+ * names from them alone, never from the host's environment. Not
+ * async-signal-safe. */
+void config_load_from(char *const *entries);
+/* 1 once config_load_from() ran: the agent was attached to a running
+ * process (process/attach.c) and must leave its environment alone. */
+extern int config_attached;
+
 /* getenv(name), from the entries config_load gathered while it runs (the
  * environment cannot change under a constructor), from getenv otherwise.
  * Not async-signal-safe. */

@@ -328,6 +328,10 @@ int malloc_hooks_check(void);
 extern char heap_hidden_by[256];
 /* The sentence that says so, for the profile, the index and stderr. */
 void heap_hidden_text(char *buf, size_t size);
+/* Makes why the sentence heap_hidden_text() gives, and the heap profiles
+ * say it (an attached agent, whose malloc is not bound). Not
+ * async-signal-safe. */
+void heap_hidden_set(const char *why);
 
 /* Called once by the constructor after config_load() and stack_init():
  * resolves the allocator, creates the tables and turns sampling on, or off

@@ -96,6 +96,26 @@ void stack_note_handler(int sig);
 
 /* Address range of the agent's own code, to strip its frames. */
 extern uintptr_t stack_self_start, stack_self_end;
+
+/*
+ * The stacks of threads the agent did not see start, whose bounds the
+ * signal handlers cannot learn: the threads of a process the agent was
+ * attached to (process/attach.c). stack_foreign_snapshot() keeps the
+ * process's writable mappings as /proc/self/maps lists them now; it is
+ * called only while no handler of the agent can run (before an attached
+ * agent serves). A thread of the C library's keeps its control block at
+ * the top of its stack's mapping, above every frame: the handler takes
+ * [sp, that block) as the stack when one mapping of the snapshot holds
+ * both (stack_signal.c). Not async-signal-safe.
+ */
+void stack_foreign_snapshot(void);
+struct stack_range {
+    uintptr_t lo, hi;
+};
+/* Written by stack_foreign_snapshot (sorted by lo), read by the handlers
+ * after it. */
+extern struct stack_range stack_foreign[];
+extern int stack_foreign_n;
 /* 1 when pc lies in the agent's own code. Async-signal-safe. */
 static inline int stack_is_self(uintptr_t pc)
 {

@@ -90,6 +90,12 @@ int contention_write(int is_mutex, const struct stack_snapshot *snap,
             profile_sample_type(p, "delay", "nanoseconds");
             profile_period(p, "contentions", "count", 1);
             profile_time(p, o->time_nanos, o->duration_nanos);
+            /* No wait reaches the agent: the profile says why it is
+             * empty. */
+            if (contention_unseen[0]) {
+                profile_comment(p, contention_unseen);
+                notes_set(is_mutex ? "mutex" : "block", contention_unseen);
+            }
             err = stack_records_proto(p, recs, n, 2, out);
             profile_free(p);
         }

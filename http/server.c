@@ -59,6 +59,19 @@
 static struct mg_context *server_ctx;
 /* Why this process serves (server_role_note): "" or ", <text>". */
 static char role_note[160];
+/* The port listened on, 0 before (or after server_stop). */
+static int serving_port;
+
+void server_stop(void)
+{
+    if (!server_ctx)
+        return;
+    /* civetweb joins its workers: a request in flight (a CPU profile)
+     * ends first. */
+    mg_stop(server_ctx);
+    server_ctx = NULL;
+    serving_port = 0;
+}
 
 void server_fork_child(void)
 {
@@ -380,8 +393,6 @@ static void bind_error(const char *civet_text, char *out, size_t size)
 }
 
 /* The port this process's server listens on, 0 before it does. */
-static int serving_port;
-
 void server_address(char *out, size_t size)
 {
     out[0] = '\0';

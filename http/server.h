@@ -52,6 +52,10 @@ void server_address(char *out, size_t size);
 /* Text the serving line carries after the pid ("handed down by timeout
  * pid 12"); copied. Before server_start. Not async-signal-safe. */
 void server_role_note(const char *text);
+/* Stops the server (an attached agent's detach, process/attach.c): the
+ * port closes once the requests in flight ended (civetweb joins its
+ * threads); server_start() may start it again. Not async-signal-safe. */
+void server_stop(void);
 /* In a fork child (the only thread): forgets the parent's server, so that
  * server_start() can start the child's own. Async-signal-safe. */
 void server_fork_child(void);

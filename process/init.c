@@ -65,9 +65,41 @@ STARTUP static void stand_aside(void)
                  "profiling is off in this process");
 }
 
+STARTUP void init_tables(int defer_tables)
+{
+    agent_start_ns = agent_now_ns();
+    symbols_short_init();
+    thread_hooks_init();
+    stack_init();
+    /* The unwind tables wait for the deferred start (start.c), so that a
+     * process that execs or exits within the delay never builds them. */
+    if (defer_tables)
+        cfi_tables_defer();
+    else
+        cfi_tables_refresh();
+    cpu_timer_init();
+    threadcreate_table = stack_table_create(1, 4096);
+    heap_init();
+    /* Each interposer-plus-recorder pair alike: the interposers resolve
+     * the C library's functions, then the recorder turns on. */
+    lock_hooks_init();
+    wait_hooks_init();
+    futex_hooks_init();
+    contention_init();
+    trace_init();
+    agent_ready = 1;
+}
+
 __attribute__((constructor)) static void agent_init(void)
 {
     guard_enter();
+    /* Loaded into a process that was already running (pprof-attach): the
+     * settings come with the attach call, not from the host's environment
+     * (attach.c). Only a flag here. */
+    if (attach_loaded_late()) {
+        guard_leave();
+        return;
+    }
     if (!loader_is_glibc()) {
         stand_aside();
     } else {
@@ -96,30 +128,10 @@ __attribute__((constructor)) static void agent_init(void)
         guard_leave();
         return;
     }
-    agent_start_ns = agent_now_ns();
-    symbols_short_init();
-    thread_hooks_init();
-    stack_init();
-    /* The unwind tables wait for the deferred start (start.c), so that a
-     * process that execs or exits within the delay never builds them. */
-    if (opt_start_delay_ms > 0)
-        cfi_tables_defer();
-    else
-        cfi_tables_refresh();
-    cpu_timer_init();
-    threadcreate_table = stack_table_create(1, 4096);
-    heap_init();
+    init_tables(opt_start_delay_ms > 0);
     /* A candidate samples no allocation unless the role comes. */
     if (candidate && heap_enabled > 0)
         __atomic_store_n(&heap_enabled, 0, __ATOMIC_RELEASE);
-    /* Each interposer-plus-recorder pair alike: the interposers resolve
-     * the C library's functions, then the recorder turns on. */
-    lock_hooks_init();
-    wait_hooks_init();
-    futex_hooks_init();
-    contention_init();
-    trace_init();
-    agent_ready = 1;
     exit_hooks_init();
     children_init();
     fork_init(children_fork_prepare, children_fork_child,

@@ -126,6 +126,43 @@ int children_port0(char *addr, size_t size);
  * Not async-signal-safe. */
 void children_announce(int port);
 
+/* ---- the constructor (init.c) and the attach (attach.c) ------------------ */
+
+/* Builds the agent's tables and resolves the C library's functions, as
+ * the constructor does; the unwind tables wait for the starter when
+ * defer_tables is set. Once per process. Not async-signal-safe. */
+void init_tables(int defer_tables);
+
+/* In the constructor: 1 when the agent was loaded by dlopen into a
+ * process already running (pprof-attach), after the C library; 0 when it
+ * was preloaded. Sets the state pprof-attach reads. Not
+ * async-signal-safe. */
+int attach_loaded_late(void);
+
+/* Exported for pprof-attach, which makes a stopped host thread call
+ * them (not an API: absent from pprofagent.h). pprof_attach_start() takes
+ * the settings ("NAME=value" lines), builds the tables once and creates
+ * the starter; pprof_attach_stop() creates the thread that stops the
+ * server. Both return at once: 0, or a code pprof-attach explains
+ * (attach.c). Not async-signal-safe. */
+int pprof_attach_start(const char *settings);
+int pprof_attach_stop(void);
+
+/* 1 once attached: the starter serves and starts nothing else. */
+extern int start_attached;
+
+/* On the starter of an attached agent, once the server listens or could
+ * not: tells pprof-attach where it serves, or goes back to detached.
+ * Not async-signal-safe. */
+void attach_served(void);
+
+/* Waits until the starter created for the attach did its work (or left).
+ * Not async-signal-safe. */
+void start_wait_done(void);
+/* After a detach stopped the server: the next attach starts it again.
+ * Not async-signal-safe. */
+void start_attached_reset(void);
+
 /* ---- deferred start (start.c) ------------------------------------------- */
 
 /* Arms the deferred start (agent/arm.h) for process pid: nothing is

@@ -34,6 +34,7 @@
 #include "process/push.h"
 
 #include "agent/clock.h"
+#include "agent/cond_calls.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/push.h"

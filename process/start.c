@@ -34,11 +34,13 @@
 #include "agent/arm.h"
 #include "agent/cfi.h"
 #include "agent/clock.h"
+#include "agent/cond_calls.h"
 #include "agent/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"
 #include "agent/heap.h"
 #include "agent/log.h"
+#include "agent/stack.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 #include "process/push.h"
@@ -59,6 +61,7 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 /* 1 once the server was started (or its start attempted) in this process,
  * or what needs root was prepared. Under start_lock. */
 static int started, prepared;
+int start_attached;
 
 /* The server listens: announce this process, then write the port file
  * (in that order: a script that waits for the port file finds the process
@@ -233,8 +236,21 @@ static void check_allocator(void)
  * with the guard entered. */
 static void starter_work(int dumps, int tables)
 {
+    /* An attached agent serves and does nothing else: the watch looks at
+     * lock waits the interposers note, which an attach does not bind, and
+     * the dumps and the push would outlive a detach (attach.c). The
+     * unwind tables come first: the first request after pprof-attach
+     * returned walks stacks through the C library. */
     if (tables)
         cfi_tables_refresh();
+    if (start_attached) {
+        /* The threads there before the attach: their stacks (stack.h). */
+        stack_foreign_snapshot();
+        if (opt_serve)
+            start_now();
+        attach_served();
+        return;
+    }
     check_allocator();
     watch_start();
     if (dumps)
@@ -506,4 +522,20 @@ void start_before_confine(void)
         start_work_here();
     }
     guard_leave();
+}
+
+void start_wait_done(void)
+{
+    pthread_mutex_lock(&wait_lock);
+    while (starter_state == STARTER_WAITING ||
+           starter_state == STARTER_STARTING)
+        pthread_cond_wait(&wait_cond, &wait_lock);
+    pthread_mutex_unlock(&wait_lock);
+}
+
+void start_attached_reset(void)
+{
+    pthread_mutex_lock(&start_lock);
+    started = 0;
+    pthread_mutex_unlock(&start_lock);
 }

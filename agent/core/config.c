@@ -52,6 +52,11 @@ long opt_block_rate = 100000;
 enum { ENV_MAX = 64 };
 static const char *env_seen[ENV_MAX];
 static int env_count = -1; /* -1: not gathered, ask getenv */
+/* The entries config_load_from was handed (the settings pprof-attach
+ * brought), or NULL: the environment. Set, they stay the only source of
+ * the relevant names: an attached agent never reads the host's. */
+static char *const *env_source;
+int config_attached;
 
 static int env_relevant(const char *e)
 {
@@ -63,7 +68,7 @@ static int env_relevant(const char *e)
 STARTUP static void env_gather(void)
 {
     int n = 0;
-    for (char **e = environ; e && *e; e++) {
+    for (char *const *e = env_source ? env_source : environ; e && *e; e++) {
         if (!env_relevant(*e))
             continue;
         if (n == ENV_MAX)
@@ -386,7 +391,21 @@ STARTUP void config_load(void)
     load_debug_dir();
     config_load_ops();
     config_load_push();
-    env_count = -1; /* the host may change its environment from now on */
+    if (!env_source)
+        env_count = -1; /* the host may change its environment from now on */
+}
+
+STARTUP void config_load_from(char *const *entries)
+{
+    env_source = entries;
+    config_attached = 1;
+    /* A second attach starts from the defaults, not from the first's. */
+    opt_port_file[0] = '\0';
+    opt_token[0] = '\0';
+    opt_serve = 1;
+    copy_str(opt_addr, sizeof opt_addr, "127.0.0.1:6060");
+    copy_str(opt_addr_shown, sizeof opt_addr_shown, "127.0.0.1:6060");
+    config_load();
 }
 
 /* ---- operations: run directory, children, dumps (agent/ops.h) ------------ */

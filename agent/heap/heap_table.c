@@ -385,9 +385,22 @@ int heap_table_init(void)
 }
 
 char heap_hidden_by[256];
+/* The whole sentence, when the reason is not another allocator (an
+ * attached agent); written before heap_hidden_by, read after it. */
+static char heap_hidden_why[400];
+
+void heap_hidden_set(const char *why)
+{
+    log_snprintf(heap_hidden_why, sizeof heap_hidden_why, "%s", why);
+    log_snprintf(heap_hidden_by, sizeof heap_hidden_by, "%s", "attach");
+}
 
 void heap_hidden_text(char *buf, size_t size)
 {
+    if (heap_hidden_why[0]) {
+        log_snprintf(buf, size, "%s", heap_hidden_why);
+        return;
+    }
     log_snprintf(buf, size,
                  "malloc in this process is %s's, loaded before the agent: "
                  "no allocation reaches the agent and the heap profiles are "

@@ -400,7 +400,7 @@ STARTUP int rundir_env_own(int64_t *lived_ns)
 
 void rundir_family_init(void)
 {
-    const char *s = getenv("PPROF_FAMILY");
+    const char *s = config_env("PPROF_FAMILY");
     if (s && family_valid(s)) {
         log_snprintf(own_family, sizeof own_family, "%s", s);
         family_inherited = rundir_env_from_ancestor();
@@ -423,8 +423,9 @@ void rundir_family_init(void)
      * LD_PRELOAD the constructor runs before main(), on the only thread;
      * loaded by dlopen into a process with threads, changing the
      * environment could race with their getenv(): exec'd children then
-     * find the family through this process's announcement instead. */
-    if (&__libc_single_threaded && __libc_single_threaded)
+     * find the family through this process's announcement instead. An
+     * attached agent never changes the host's environment. */
+    if (!config_attached && &__libc_single_threaded && __libc_single_threaded)
         setenv("PPROF_FAMILY", own_family, 1);
 }
 

@@ -36,6 +36,7 @@
 #include "agent/config.h"
 #include "agent/guard.h"
 #include "agent/hash.h"
+#include "agent/log.h"
 #include "agent/spinlock.h"
 #include "agent/stack.h"
 #include "agent/stack_table.h"
@@ -423,4 +424,11 @@ void contention_mutex_event_key(int64_t delay, int64_t count, uint64_t key)
     guard_enter();
     record(mutex_table, count, delay, key);
     guard_leave();
+}
+
+char contention_unseen[400];
+
+void contention_unseen_set(const char *why)
+{
+    log_snprintf(contention_unseen, sizeof contention_unseen, "%s", why);
 }

@@ -191,3 +191,68 @@ int stack_capture_no_alloc(uintptr_t *pcs, int max)
 {
     return capture(NULL, pcs, max, 0);
 }
+
+/* Up to 8192 mappings: a process with more keeps the lowest, and a thread
+ * whose stack is beyond them is seen by its leaf alone. */
+#define FOREIGN_MAX 8192
+struct stack_range stack_foreign[FOREIGN_MAX];
+int stack_foreign_n;
+
+static uintptr_t hex_at(const char **p)
+{
+    uintptr_t v = 0;
+    for (;; (*p)++) {
+        int c = **p;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (uintptr_t)(c - '0');
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            v = v * 16 + (uintptr_t)((c | 0x20) - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+/* "start-end rw-p ..." at line: its range when writable and private. */
+static int writable_range(const char *line, struct stack_range *r)
+{
+    const char *p = line;
+    uintptr_t lo = hex_at(&p);
+    if (*p++ != '-')
+        return 0;
+    uintptr_t hi = hex_at(&p);
+    if (*p++ != ' ' || strncmp(p, "rw-p", 4) != 0 || hi <= lo)
+        return 0;
+    r->lo = lo;
+    r->hi = hi;
+    return 1;
+}
+
+void stack_foreign_snapshot(void)
+{
+    int fd = fds_open("/proc/self/maps", O_RDONLY);
+    if (fd < 0)
+        return;
+    int n = 0;
+    char buf[4096];
+    size_t have = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf + have, sizeof buf - 1 - have);
+        if (got <= 0)
+            break;
+        have += (size_t)got;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = '\0';
+            if (n < FOREIGN_MAX && writable_range(line, &stack_foreign[n]))
+                n++;
+            line = nl + 1;
+        }
+        have = (size_t)(buf + have - line);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1)
+            have = 0;
+    }
+    fds_close(fd);
+    __atomic_store_n(&stack_foreign_n, n, __ATOMIC_RELEASE);
+}

@@ -104,12 +104,48 @@ static PPROF_SIGNAL_SAFE int go_stack_top(uintptr_t sp, uintptr_t *hi)
 #endif
 }
 
+/* A thread the agent did not see start: [sp, its control block) when one
+ * writable mapping of the snapshot (stack.c) holds both, as a stack of
+ * the C library's threads does. 0, or -1 (its leaf alone is taken). */
+static PPROF_SIGNAL_SAFE int foreign_bounds(uintptr_t sp, uintptr_t *lo,
+                                            uintptr_t *hi)
+{
+#if defined(__x86_64__)
+    int n = __atomic_load_n(&stack_foreign_n, __ATOMIC_ACQUIRE);
+    uintptr_t tcb = (uintptr_t)__builtin_thread_pointer();
+    int a = 0, b = n;
+    while (a < b) { /* the last range starting at or below sp */
+        int m = (a + b) / 2;
+        if (stack_foreign[m].lo <= sp)
+            a = m + 1;
+        else
+            b = m;
+    }
+    if (a == 0)
+        return -1;
+    const struct stack_range *r = &stack_foreign[a - 1];
+    if (sp >= r->hi || tcb <= sp || tcb > r->hi)
+        return -1;
+    *lo = sp;
+    *hi = tcb;
+    return 0;
+#else
+    (void)sp;
+    (void)lo;
+    (void)hi;
+    return -1;
+#endif
+}
+
 PPROF_SIGNAL_SAFE
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
 {
     const ucontext_t *uc = ucontext;
     uintptr_t lo, hi;
-    if (max == 0 || cfi_stack_bounds(&lo, &hi) != 0)
+    if (max == 0)
+        return 0;
+    if (cfi_stack_bounds(&lo, &hi) != 0 &&
+        foreign_bounds((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &lo, &hi) != 0)
         return 0;
     struct cfi_regs r = {(uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
                          (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],

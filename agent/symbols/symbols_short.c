@@ -16,6 +16,7 @@
  * symbolizer's lock, or from a unit test); pure string work.
  */
 #include "agent/symbols.h"
+#include "agent/config.h"
 
 #include "agent/log.h"
 
@@ -26,7 +27,7 @@ int opt_symbols_short;
 
 void symbols_short_init(void)
 {
-    const char *s = getenv("PPROF_SYMBOLS");
+    const char *s = config_env("PPROF_SYMBOLS");
     if (!s || strcmp(s, "full") == 0)
         return;
     if (strcmp(s, "short") == 0)

@@ -397,14 +397,14 @@ void trace_each(void (*fn)(void *arg, uint32_t tid, const struct trace_rec *r),
 
 void trace_init(void)
 {
-    const char *s = getenv("PPROF_TRACE_MB");
+    const char *s = config_env("PPROF_TRACE_MB");
     if (s && *s && config_parse_long(s, 1, 1L << 20, &opt_trace_mb) < 0) {
         log_info("PPROF_TRACE_MB=%s: not a number of MiB (1 to 1048576); "
                  "using %d",
                  s, TRACE_MB_DEFAULT);
         opt_trace_mb = TRACE_MB_DEFAULT;
     }
-    s = getenv("PPROF_TRACE_FLIGHT");
+    s = config_env("PPROF_TRACE_FLIGHT");
     long seconds = 0;
     if (!s || !*s)
         return;

@@ -9,10 +9,15 @@ make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$dest" PREFIX="$prefix" > "$WO
     || { cat "$WORK/install.log"; fail "make install failed"; }
 root="$dest$prefix"
 for f in lib/libpprofagent.so include/pprofagent.h lib/pkgconfig/pprofagent.pc \
-    bin/pprof-systemd bin/pprof-snapshot share/man/man7/pprofagent.7; do
+    bin/pprof-systemd bin/pprof-snapshot bin/pprof-attach share/man/man7/pprofagent.7; do
     [ -f "$root/$f" ] || { find "$dest" -type f; fail "install lacks $prefix/$f"; }
 done
-[ -x "$root/bin/pprof-systemd" ] && [ -x "$root/bin/pprof-snapshot" ] || fail "scripts are not executable"
+[ -x "$root/bin/pprof-systemd" ] && [ -x "$root/bin/pprof-snapshot" ] &&
+    [ -x "$root/bin/pprof-attach" ] || fail "scripts are not executable"
+# The installed pprof-attach finds the installed agent (../lib): with no
+# such process it says that, not that the library is missing.
+"$root/bin/pprof-attach" 999999999 2>"$WORK/attach.err" && fail "pprof-attach of no process succeeded"
+grep -q "no such process" "$WORK/attach.err" || { cat "$WORK/attach.err"; fail "installed pprof-attach: $(cat "$WORK/attach.err")"; }
 cmp -s "$root/lib/libpprofagent.so" "$AGENT" || fail "installed library differs from the build"
 # Nothing outside DESTDIR/PREFIX.
 outside=$(find "$dest" -type f | grep -v "^$root/" || true)

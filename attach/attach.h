@@ -1,0 +1,89 @@
+/*
+ * pprof-attach: loads the agent into a process that is already running,
+ * or detaches it (docs/attach.md). A program of its own, beside the
+ * library: it includes nothing of agent/, encoder/, http/ or process/, and
+ * they know nothing of it but the two exported calls and the state word
+ * (process/attach.c).
+ *
+ * Errors are one line on stderr, "pprof-attach: ...", said where they are
+ * found; functions return 0 or -1 after saying it.
+ */
+#ifndef PPROF_ATTACH_H
+#define PPROF_ATTACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Says one line on stderr, prefixed "pprof-attach: ". */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the target as /proc shows it (target.c) ---------------------------- */
+
+struct mapping {
+    uintptr_t start;    /* where the object's code is mapped */
+    uint64_t offset;    /* the file offset mapped there */
+    uint64_t inode;
+    char path[4096];    /* as the target sees it */
+};
+
+/* The first executable mapping whose file's name (after the last '/')
+ * starts with prefix, or whose inode is inode when inode is not 0. Returns 0, or -1
+ * when there is none (nothing said). */
+int target_find_mapping(pid_t pid, const char *prefix, uint64_t inode,
+                        struct mapping *out);
+/* 1 when a mapping's file name contains s. */
+int target_maps_contain(pid_t pid, const char *s);
+/* A field of /proc/PID/status ("State", "TracerPid", "Seccomp"), its
+ * value into out. Returns 0 or -1. */
+int target_status(pid_t pid, const char *field, char *out, size_t size);
+/* The thread to make the calls on: the main thread, or the first other
+ * one when it has ended. Returns its id, or -1. */
+pid_t target_thread(pid_t pid);
+/* path as the target sees it, as this process reaches it
+ * (/proc/PID/root/path). */
+void target_path(pid_t pid, const char *path, char *out, size_t size);
+
+/* ---- symbols of an ELF file (elf_symbol.c) ------------------------------ */
+
+/* The address of the dynamic symbol name of the file at path (a
+ * shared object) loaded where m says (a mapping of its code). Returns 0
+ * or -1 (nothing said). */
+int elf_symbol_address(const char *path, const struct mapping *m,
+                       const char *name, uintptr_t *out);
+
+/* ---- calls made by a stopped thread (remote_call.c) --------------------- */
+
+struct remote {
+    pid_t pid, tid;
+    int mem;            /* /proc/PID/mem, read-write */
+    int stopped;        /* 1 between remote_stop and remote_release */
+    int64_t stopped_ns; /* how long the thread was stopped, once released */
+    /* What the thread was doing, put back by remote_release. */
+    unsigned char regs[27 * 8];  /* struct user_regs_struct */
+    unsigned char xstate[16384]; /* NT_X86_XSTATE */
+    size_t xstate_len;
+    int64_t stop_at_ns;
+};
+
+/* Seizes and stops thread tid of pid, saving its registers. Returns 0 or
+ * -1 (said). */
+int remote_stop(struct remote *r, pid_t pid, pid_t tid);
+/* Makes the stopped thread call fn(a0, a1), with data (size bytes) put on
+ * its stack below the red zone; *a0 (or *a1) equal to REMOTE_DATA means
+ * the data's address there. Signals that arrive meanwhile are delivered.
+ * The result (rax) into *ret. Returns 0 or -1 (said; the target ended, or
+ * the call crashed). */
+#define REMOTE_DATA ((uint64_t)-2)
+int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
+                const void *data, size_t size, uint64_t *ret);
+/* Reads a string of the target at addr (NUL-terminated, within size). */
+int remote_read(struct remote *r, uintptr_t addr, void *buf, size_t size);
+/* Puts the registers back and detaches: a system call the stop
+ * interrupted restarts as the kernel would have restarted it. */
+void remote_release(struct remote *r);
+
+/* Reads size bytes of pid's memory at addr without stopping it. */
+int peek(pid_t pid, uintptr_t addr, void *buf, size_t size);
+
+#endif

@@ -1,0 +1,216 @@
+/*
+ * Calls made by a thread of the target, stopped with ptrace (x86_64).
+ *
+ * PTRACE_SEIZE, then PTRACE_INTERRUPT: the thread stops where it is, in
+ * its own code or inside a system call. Its registers and its extended
+ * state (the vector registers the call will use) are saved. A call sets
+ * the arguments, points the instruction pointer at the function and
+ * pushes a return address of 0, below the thread's red zone: returning,
+ * the function faults at address 0, which stops the thread again
+ * (SIGSEGV, reported to the tracer before any handler of the host sees
+ * it; it is then discarded). Nothing of the host's memory is changed: the
+ * arguments lie below the stack pointer, where the thread writes only
+ * after it moved the pointer past them.
+ *
+ * A thread stopped inside a blocking system call has been made to return
+ * -ERESTARTSYS (or a relative) with orig_rax holding the call's number;
+ * the kernel restarts such a call on the way back to user space, looking
+ * at those two registers. Each call is made with orig_rax = -1, so that
+ * no restart is applied to it; remote_release() puts back the original
+ * registers at the last stop, which is inside the kernel's signal
+ * delivery: the restart then happens exactly as it would have without us.
+ *
+ * Signals that arrive while the thread runs a call are delivered to it
+ * (the host's handler runs, as it would have in any code). If the tracer
+ * ends, the kernel detaches the thread and lets it run on with whatever
+ * registers it has: pprof-attach makes these calls from a helper process
+ * that outlives pprof-attach itself (pprof-attach.c).
+ */
+#include "attach/attach.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct user_regs_struct) <= sizeof(((struct remote *)0)->regs),
+               "register buffer");
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Waits for the next stop of the thread. Returns the status, or -1 when
+ * it (or its process) ended. */
+static int wait_stop(struct remote *r)
+{
+    int st;
+    for (;;) {
+        pid_t w = waitpid(r->tid, &st, __WALL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+            return -1;
+        return st;
+    }
+}
+
+int remote_stop(struct remote *r, pid_t pid, pid_t tid)
+{
+    memset(r, 0, sizeof *r);
+    r->pid = pid;
+    r->tid = tid;
+    r->mem = -1;
+    if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+        int e = errno;
+        if (e == EPERM)
+            say("not allowed to trace pid %d (ptrace: %s): it needs the same "
+                "user and no Yama restriction "
+                "(/proc/sys/kernel/yama/ptrace_scope 0), or CAP_SYS_PTRACE; "
+                "or another tracer (a debugger) holds it",
+                (int)pid, strerror(e));
+        else if (e == ESRCH)
+            say("no such process: %d", (int)pid);
+        else
+            say("cannot trace pid %d: %s", (int)pid, strerror(e));
+        return -1;
+    }
+    r->stop_at_ns = mono_ns();
+    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) {
+        say("cannot stop thread %d: %s", (int)tid, strerror(errno));
+        ptrace(PTRACE_DETACH, tid, 0, 0);
+        return -1;
+    }
+    for (;;) {
+        int st = wait_stop(r);
+        if (st < 0) {
+            say("pid %d ended", (int)pid);
+            return -1;
+        }
+        if ((st >> 16) == PTRACE_EVENT_STOP)
+            break;
+        /* A signal on its way to the thread: delivered, and the
+         * interrupt's stop follows. */
+        ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(st));
+    }
+    r->stopped = 1;
+    struct iovec iov = {r->xstate, sizeof r->xstate};
+    if (ptrace(PTRACE_GETREGS, tid, 0, r->regs) != 0 ||
+        ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) != 0) {
+        say("cannot read the registers of thread %d: %s", (int)tid,
+            strerror(errno));
+        ptrace(PTRACE_DETACH, tid, 0, 0);
+        r->stopped = 0;
+        return -1;
+    }
+    r->xstate_len = iov.iov_len;
+    char mem[64];
+    snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pid);
+    r->mem = open(mem, O_RDWR | O_CLOEXEC);
+    if (r->mem < 0) {
+        say("cannot open %s: %s", mem, strerror(errno));
+        remote_release(r);
+        return -1;
+    }
+    return 0;
+}
+
+int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
+                const void *data, size_t size, uint64_t *ret)
+{
+    struct user_regs_struct regs;
+    memcpy(&regs, r->regs, sizeof regs);
+    /* Below the red zone (128 bytes) and a margin; the data 16-aligned,
+     * the return address under it, so that at the function's entry the
+     * stack is as after a call (rsp + 8 a multiple of 16). */
+    uint64_t top = regs.rsp - 256;
+    uint64_t data_at = (top - size) & ~(uint64_t)15;
+    uint64_t ret_at = data_at - 8;
+    uint64_t zero = 0;
+    if ((size && pwrite(r->mem, data, size, (off_t)data_at) != (ssize_t)size) ||
+        pwrite(r->mem, &zero, 8, (off_t)ret_at) != 8) {
+        say("cannot write to the stack of thread %d: %s", (int)r->tid,
+            strerror(errno));
+        return -1;
+    }
+    regs.rdi = a0 == REMOTE_DATA ? data_at : a0;
+    regs.rsi = a1 == REMOTE_DATA ? data_at : a1;
+    regs.rax = 0;
+    regs.rsp = ret_at;
+    regs.rip = fn;
+    regs.orig_rax = (uint64_t)-1; /* no system call restart for the call */
+    regs.eflags &= ~(1ULL << 10);  /* the direction flag clear, per the ABI */
+    if (ptrace(PTRACE_SETREGS, r->tid, 0, &regs) != 0 ||
+        ptrace(PTRACE_CONT, r->tid, 0, 0) != 0) {
+        say("cannot start the call on thread %d: %s", (int)r->tid,
+            strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        int st = wait_stop(r);
+        if (st < 0) {
+            say("pid %d ended during the call", (int)r->pid);
+            r->stopped = 0;
+            return -1;
+        }
+        int sig = WSTOPSIG(st);
+        if ((st >> 16) == PTRACE_EVENT_STOP) {
+            /* A group stop (SIGSTOP) asked while the call runs: the call
+             * goes on; the stop is the host's to repeat. */
+            ptrace(PTRACE_CONT, r->tid, 0, 0);
+            continue;
+        }
+        if (sig == SIGSEGV) {
+            struct user_regs_struct now;
+            if (ptrace(PTRACE_GETREGS, r->tid, 0, &now) == 0 && now.rip == 0) {
+                *ret = now.rax;
+                return 0; /* back at the return address: the call returned */
+            }
+        }
+        ptrace(PTRACE_CONT, r->tid, 0, (void *)(long)sig);
+    }
+}
+
+int remote_read(struct remote *r, uintptr_t addr, void *buf, size_t size)
+{
+    ssize_t n = pread(r->mem, buf, size - 1, (off_t)addr);
+    if (n <= 0)
+        return -1;
+    ((char *)buf)[n] = '\0';
+    return 0;
+}
+
+void remote_release(struct remote *r)
+{
+    if (r->stopped) {
+        struct iovec iov = {r->xstate, r->xstate_len};
+        ptrace(PTRACE_SETREGSET, r->tid, (void *)NT_X86_XSTATE, &iov);
+        ptrace(PTRACE_SETREGS, r->tid, 0, r->regs);
+        /* Signal 0: the fault at the return address is discarded. */
+        ptrace(PTRACE_DETACH, r->tid, 0, 0);
+        r->stopped = 0;
+        r->stopped_ns = mono_ns() - r->stop_at_ns;
+    }
+    if (r->mem >= 0)
+        close(r->mem);
+    r->mem = -1;
+}
+
+int peek(pid_t pid, uintptr_t addr, void *buf, size_t size)
+{
+    struct iovec local = {buf, size}, remote = {(void *)addr, size};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)size
+               ? 0
+               : -1;
+}

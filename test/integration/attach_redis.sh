@@ -1,0 +1,88 @@
+# pprof-attach on a real service started without the agent: Debian's
+# redis-server under redis-benchmark. Attached, the CPU profile names
+# redis's own functions and the threads view its threads started before
+# (bio_*); then 10 attach/detach rounds while the benchmark runs: every
+# round serves, the benchmark sees no error (it loops until the end), redis answers
+# as before and is left running, not stopped and not traced. The stop
+# times of the rounds are printed.
+. "$TOP/test/integration/lib.sh"
+
+for p in redis-server redis-benchmark redis-cli; do
+    command -v "$p" >/dev/null 2>&1 || fail "$p is not installed (scripts/install-deps)"
+done
+ATTACH="$BUILD/pprof-attach"
+[ -x "$ATTACH" ] || fail "no $ATTACH (make test-bins builds it)"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
+    >"$WORK/redis.out" 2>&1 &
+PID=$!
+PIDS="$PIDS $PID"
+wait_until "redis to answer" sh -c "redis-cli -p $port ping 2>/dev/null | grep -q PONG"
+
+untraced() {
+    kill -0 "$PID" 2>/dev/null || fail "redis ended"
+    grep -q '^TracerPid:[[:space:]]*0$' "/proc/$PID/status" &&
+        ! grep -q '^State:[[:space:]]*[tT]' "/proc/$PID/status"
+}
+
+# The benchmark runs through the whole test and is ended by it: what
+# counts is that it saw no error.
+redis-benchmark -p "$port" -q -n 100000000 -t set,get -c 20 -l \
+    >"$WORK/bench.out" 2>&1 &
+B=$!
+PIDS="$PIDS $B"
+busy() {
+    n=$(redis-cli -p "$port" info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
+    [ "${n:-0}" -gt 5 ]
+}
+wait_until "the benchmark to connect" busy
+
+PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/attach.err" ||
+    { cat "$WORK/attach.err" >&2; fail "pprof-attach redis failed"; }
+cat "$WORK/attach.err"
+ADDR=$(sed -n 's|^pprofagent: serving http://\([^/]*\)/.*|\1|p' "$WORK/attach.err")
+[ -n "$ADDR" ] || fail "no serving line"
+# Enough of redis's CPU to see its functions: 200 ms (20 samples).
+for try in 1 2 3 4; do
+    fetch 'debug/pprof/profile?seconds=5' >"$WORK/cpu.pb.gz"
+    top=$(pprof -top -cum -unit=ms -nodecount=60 "$WORK/cpu.pb.gz")
+    total=$(printf '%s\n' "$top" | sed -n 's/.*Total samples = \([0-9.]*\)ms.*/\1/p' | head -n 1)
+    note "redis CPU profile: ${total:-0} ms"
+    awk -v t="${total:-0}" 'BEGIN { exit !(t >= 200) }' && break
+done
+echo "$top" | head -n 12
+expect_contains "$top" "aeMain" "redis's CPU profile after the attach"
+case "$top" in
+    *readQueryFromClient* | *writeToClient*) ;;
+    *) fail "redis's CPU profile after the attach names neither readQueryFromClient nor writeToClient" ;;
+esac
+g=$(fetch 'debug/pprof/goroutine?debug=2')
+expect_contains "$g" 'thread "bio_' "redis's threads after the attach"
+expect_contains "$g" "aeMain(" "redis's main thread after the attach"
+"$ATTACH" --detach "$PID" 2>>"$WORK/rounds.err" || { cat "$WORK/rounds.err" >&2; fail "detach"; }
+
+for i in $(seq 10); do
+    PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>>"$WORK/rounds.err" >/dev/null ||
+        { cat "$WORK/rounds.err" >&2; fail "attach round $i failed"; }
+    "$ATTACH" --detach "$PID" 2>>"$WORK/rounds.err" ||
+        { cat "$WORK/rounds.err" >&2; fail "detach round $i failed"; }
+    untraced || fail "redis stopped or traced after round $i"
+done
+for kind in attached detached; do
+    sed -n "s/.*$kind [a-z]* pid [0-9]*; thread [0-9]* stopped \([0-9.]*\) ms/\1/p" "$WORK/rounds.err" |
+        sort -n | awk -v k="$kind" '{a[NR] = $1}
+            END { printf "# stop when %s: min %s ms, median %s ms, max %s ms (%d rounds)\n",
+                  k, a[1], a[int(NR / 2) + 1], a[NR], NR }'
+done
+
+kill -0 "$B" 2>/dev/null || { tail -c 2000 "$WORK/bench.out" >&2; fail "redis-benchmark ended early"; }
+kill "$B"; wait "$B" 2>/dev/null || true
+tr '\r' '\n' <"$WORK/bench.out" | tail -n 2
+if tr '\r' '\n' <"$WORK/bench.out" | grep -qi error; then
+    tr '\r' '\n' <"$WORK/bench.out" | grep -i error | head >&2
+    fail "redis-benchmark saw errors"
+fi
+echo "SET k v" | redis-cli -p "$port" >/dev/null
+[ "$(echo "GET k" | redis-cli -p "$port")" = v ] || fail "redis answers wrong after the rounds"
+untraced || fail "redis stopped or traced at the end"
