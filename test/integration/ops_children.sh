@@ -36,7 +36,7 @@ sh "$TOP/scripts/pprof-snapshot" --all "$ADDR" "$WORK/snap" 0 > "$WORK/snap.log"
 [ "$(ls -d "$WORK"/snap/*-fork_bench | wc -l)" = 4 ] || { ls "$WORK/snap"; fail "expected 4 snapshots"; }
 for w in $(pgrep -P "$PID") "$PID"; do
     d="$WORK/snap/$w-fork_bench"
-    [ -s "$d/threadcreate.pb.gz" ] && [ -s "$d/heap.pb.gz" ] || { ls "$d"; fail "snapshot of $w is incomplete"; }
+    [ -s "$d/threadcreate.pb.gz" ] && [ -s "$d/heap.pb.gz" ] || { ls "$d"; cat "$WORK/snap/$w-fork_bench.log" "$WORK/prefork.err"; ps -o pid,stat,etime,cmd --ppid "$PID" -p "$PID" || true; fail "snapshot of $w is incomplete"; }
     expect_contains "$(cat "$d/cmdline.txt")" "fork_bench hold 3 30" "snapshot of $w"
 done
 
