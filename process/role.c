@@ -55,10 +55,12 @@
 #include "agent/heap.h"
 #include "agent/log.h"
 #include "agent/proc.h"
+#include "agent/trace.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 
 #include <errno.h>
+#include <sys/single_threaded.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +71,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#pragma weak __libc_single_threaded
+
 /* Generations between a candidate and the process started by hand. */
 #define MAX_DEPTH 3
+/* The variable naming the process an exec'd child may take the role from:
+ * "<pid>.<generation>". */
+#define ROLE_FROM "PPROF_ROLE_FROM"
 /* How long a candidate looks for the offer, from its start. */
 #define CANDIDATE_S 10
 /* How often it looks. */
@@ -139,35 +146,79 @@ static int children_of(int pid, int *first)
     return count;
 }
 
+/* The value of PPROF_ROLE_FROM this process set (its own string, from
+ * setenv), NULL when it set none. */
+static char *from_value;
+
+static int single_threaded(void)
+{
+    return &__libc_single_threaded && __libc_single_threaded;
+}
+
+/* No later child is a candidate: the value's first character becomes
+ * '-', in place. One byte, the length kept: another thread's execve or
+ * getenv meanwhile sees either value whole. Async-signal-safe. */
+static void blank(void)
+{
+    if (from_value && from_value[0] != '-')
+        __atomic_store_n(&from_value[0], '-', __ATOMIC_RELAXED);
+}
+
+/* Names this process (generation gen below the one started by hand) as
+ * the parent its exec'd first child may take the role from; "" past
+ * MAX_DEPTH. In the constructor, on the only thread. */
+static void hand_down(int gen)
+{
+    if (!single_threaded())
+        return;
+    char value[40] = "";
+    if (gen < MAX_DEPTH)
+        log_snprintf(value, sizeof value, "%d.%d", pid_now(), gen);
+    if (setenv(ROLE_FROM, value, 1) != 0 || !value[0])
+        return;
+    from_value = getenv(ROLE_FROM);
+    /* A child reaped (a script's first command, vfork'd by dash, which
+     * passes no fork handler): the next one is not the first. */
+    __atomic_store_n(&trace_child_waited, blank, __ATOMIC_RELEASE);
+}
+
+void role_hand_down(void)
+{
+    hand_down(0);
+}
+
+void role_fork_prepare(int first)
+{
+    /* A second fork, or one made with threads (a wrapper forks once, on
+     * its only thread): neither this child nor any later is a candidate.
+     * Before the fork, so the child copies the blanked value. */
+    if (!first || !single_threaded())
+        blank();
+}
+
 int role_candidate(void)
 {
-    const char *family = getenv("PPROF_FAMILY");
-    char *dot;
-    long founder = family ? strtol(family, &dot, 10) : 0;
-    if (founder <= 0 || *dot != '.')
+    /* The common case: no variable, or a blanked one, costs nothing. */
+    const char *from = getenv(ROLE_FROM);
+    if (!from || from[0] < '1' || from[0] > '9')
         return 0;
-    unsigned long long founder_start = strtoull(dot + 1, NULL, 10);
-    int pid = pid_now();
-    for (int depth = 0; depth < MAX_DEPTH; depth++) {
-        int parent = depth == 0 ? (int)getppid() : (int)stat_field(pid, 4);
-        int only = 0;
-        /* A parent that reaped a child already (its children's minor
-         * faults, field 11) forked more than once: a script's later
-         * commands stay passive pass-throughs, as cheap as before. */
-        if (parent <= 1 || children_of(parent, &only) != 1 || only != pid ||
-            stat_field(parent, 11) != 0)
-            return 0;
-        if (parent == founder) {
-            if (stat_field(parent, 22) != founder_start)
-                return 0;
-            candidate = 1;
-            candidate_ppid = (int)getppid();
-            candidate_until_ns = agent_mono_ns() + CANDIDATE_S * 1000000000LL;
-            return 1;
-        }
-        pid = parent;
-    }
-    return 0;
+    char *dot;
+    long parent = strtol(from, &dot, 10);
+    if (parent <= 1 || *dot != '.' || parent != (long)getppid())
+        return 0;
+    int gen = (int)strtol(dot + 1, NULL, 10) + 1;
+    /* A parent that posix_spawn'd this one (no fork handler blanked the
+     * variable): one child, this one, and none reaped before (its
+     * children's minor faults, field 11). */
+    int only = 0;
+    if (gen < 1 || children_of((int)parent, &only) != 1 ||
+        only != pid_now() || stat_field((int)parent, 11) != 0)
+        return 0;
+    candidate = 1;
+    candidate_ppid = (int)parent;
+    candidate_until_ns = agent_mono_ns() + CANDIDATE_S * 1000000000LL;
+    hand_down(gen);
+    return 1;
 }
 
 /* The abstract socket's address for the child pid (and its start time). */
