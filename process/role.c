@@ -55,6 +55,7 @@
 #include "agent/heap.h"
 #include "agent/log.h"
 #include "agent/proc.h"
+#include "agent/thread_hooks.h"
 #include "agent/trace.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
@@ -76,7 +77,7 @@
 /* Generations between a candidate and the process started by hand. */
 #define MAX_DEPTH 3
 /* The variable naming the process an exec'd child may take the role from:
- * "<pid>.<generation>". */
+ * "<pid>.<generation>.<its parent's pid>". */
 #define ROLE_FROM "PPROF_ROLE_FROM"
 /* How long a candidate looks for the offer, from its start. */
 #define CANDIDATE_S 10
@@ -164,17 +165,17 @@ static void blank(void)
         __atomic_store_n(&from_value[0], '-', __ATOMIC_RELAXED);
 }
 
-/* Names this process (generation gen below the one started by hand) as
- * the parent its exec'd first child may take the role from; "" past
- * MAX_DEPTH. In the constructor, on the only thread. */
-static void hand_down(int gen)
+/* Names this process, generation gen below the one started by hand,
+ * whose parent is parent, as the one its exec'd first child may take the
+ * role from (and a later image of itself, with the same parent). In the
+ * constructor, on the only thread. */
+static void hand_down(int gen, int parent)
 {
     if (!single_threaded())
         return;
-    char value[40] = "";
-    if (gen < MAX_DEPTH)
-        log_snprintf(value, sizeof value, "%d.%d", pid_now(), gen);
-    if (setenv(ROLE_FROM, value, 1) != 0 || !value[0])
+    char value[64];
+    log_snprintf(value, sizeof value, "%d.%d.%d", pid_now(), gen, parent);
+    if (setenv(ROLE_FROM, value, 1) != 0)
         return;
     from_value = getenv(ROLE_FROM);
     /* A child reaped (a script's first command, vfork'd by dash, which
@@ -184,15 +185,16 @@ static void hand_down(int gen)
 
 void role_hand_down(void)
 {
-    hand_down(0);
+    hand_down(0, 0);
 }
 
 void role_fork_prepare(int first)
 {
-    /* A second fork, or one made with threads (a wrapper forks once, on
-     * its only thread): neither this child nor any later is a candidate.
+    /* A second fork, or one made after the host created a thread (a
+     * wrapper forks once, from its only thread; the agent's starter is
+     * not counted): neither this child nor any later is a candidate.
      * Before the fork, so the child copies the blanked value. */
-    if (!first || !single_threaded())
+    if (!first || __atomic_load_n(&threads_created, __ATOMIC_RELAXED) > 0)
         blank();
 }
 
@@ -202,22 +204,28 @@ int role_candidate(void)
     const char *from = getenv(ROLE_FROM);
     if (!from || from[0] < '1' || from[0] > '9')
         return 0;
-    char *dot;
-    long parent = strtol(from, &dot, 10);
-    if (parent <= 1 || *dot != '.' || parent != (long)getppid())
+    char *p;
+    long named = strtol(from, &p, 10);
+    long gen = *p == '.' ? strtol(p + 1, &p, 10) : -1;
+    long named_parent = *p == '.' ? strtol(p + 1, NULL, 10) : -1;
+    int parent = (int)getppid();
+    if (gen < 0 || parent <= 1)
         return 0;
-    int gen = (int)strtol(dot + 1, NULL, 10) + 1;
+    if (named == parent)
+        gen++; /* its first child */
+    else if (named != pid_now() || named_parent != parent || gen == 0)
+        return 0; /* unless a candidate's earlier image (su's shell's exec) */
     /* A parent that posix_spawn'd this one (no fork handler blanked the
      * variable): one child, this one, and none reaped before (its
      * children's minor faults, field 11). */
     int only = 0;
-    if (gen < 1 || children_of((int)parent, &only) != 1 ||
-        only != pid_now() || stat_field((int)parent, 11) != 0)
+    if (gen > MAX_DEPTH || children_of(parent, &only) != 1 ||
+        only != pid_now() || stat_field(parent, 11) != 0)
         return 0;
     candidate = 1;
-    candidate_ppid = (int)parent;
+    candidate_ppid = parent;
     candidate_until_ns = agent_mono_ns() + CANDIDATE_S * 1000000000LL;
-    hand_down(gen);
+    hand_down((int)gen, parent);
     return 1;
 }
 
