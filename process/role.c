@@ -19,11 +19,23 @@
  *   ended while this process lives on (a script's next command), leaves
  *   the role here: the server starts as it always did.
  * - The child's side (role_candidate, in the constructor of an exec'd
- *   descendant): a process whose ancestors up to the process started by
- *   hand (PPROF_FAMILY's founder) each have it, or the one before it, as
- *   their only child, and have reaped no child before (a script's later
- *   commands) (MAX_DEPTH generations: su runs the shell that forks
- *   the service) is a candidate: the agent stays on, but records no heap
+ *   descendant): the parent names its first child, so a child reads no
+ *   file to know it is not one. A process that may offer the role (one
+ *   started by hand that would serve: role_hand_down; a candidate, in
+ *   turn) sets PPROF_ROLE_FROM=<pid>.<generation>.<parent> in its
+ *   constructor, on its only thread, and blanks it in place (blank(): its
+ *   first digit becomes '-') once a later child cannot be the heir: its
+ *   second fork(), a fork after the host created a thread
+ *   (role_fork_prepare), a child its wait reported (trace_child_waited:
+ *   dash vforks a script's commands, which passes no fork handler). An
+ *   exec'd descendant whose variable is absent or blanked is a
+ *   pass-through with no system call more than before the role existed
+ *   (a script's later commands). One whose variable names its parent
+ *   (getppid), or itself with its parent (a candidate's later image: su's
+ *   shell execs the command), MAX_DEPTH generations at most, and whose
+ *   parent has it as its only child and reaped none (/proc: a parent that
+ *   posix_spawn'd it blanked nothing) is a candidate: the agent stays
+ *   on, but records no heap
  *   sample and creates no thread: its start is armed (agent/arm.h), and
  *   its own calls look for the offer (candidate_fire: one connect every
  *   ROLE_LOOK_NS at most) until it connects or gives up (the parent

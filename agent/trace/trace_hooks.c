@@ -19,6 +19,11 @@
  * read or write learns whether its descriptor is a socket from fstat,
  * cached per descriptor for the trace.
  *
+ * The waits for a child (wait, waitpid, wait3, wait4, waitid) are a call
+ * through their route and one test after it: a child reported calls
+ * trace_child_waited when set (process/role.c: a process that named its
+ * first child as the one the serving role may go to un-names it).
+ *
  * Calls the C library makes inside itself (fread's read) do not pass
  * through here: only the program's own calls are seen.
  *
