@@ -139,6 +139,12 @@ uint64_t trace_next_key(void);
  * called by trace_start() and trace_stop(). */
 extern void (*trace_route)(int on);
 
+/* Called on the calling thread after the program's wait, waitpid, wait3,
+ * wait4 or waitid reported a child (trace_hooks.c); NULL: nothing. Set
+ * by the process layer (process/role.c). Must be async-signal-safe and
+ * leave errno alone: a signal handler reaps too. */
+extern void (*trace_child_waited)(void);
+
 /* The forked child starts with no trace (agent/fork.c). */
 void trace_fork_child(void);
 

@@ -212,7 +212,8 @@ int children_forks(void)
 void children_fork_prepare(void)
 {
     forking_pid = (int)getpid();
-    __atomic_add_fetch(&forks_made, 1, __ATOMIC_RELAXED);
+    role_fork_prepare(__atomic_add_fetch(&forks_made, 1, __ATOMIC_RELAXED) ==
+                      1);
 }
 
 void children_fork_child(void)

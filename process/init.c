@@ -159,6 +159,10 @@ __attribute__((constructor)) static void agent_init(void)
         if (push)
             push_start();
     }
+    /* A process started by hand that may offer the role names itself to
+     * its first child (role.c). */
+    if (serve && opt_start_delay_ms > 0 && !config_exec_child)
+        role_hand_down();
     if (candidate)
         role_arm();
     else if (serve && opt_start_delay_ms == 0)

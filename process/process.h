@@ -71,11 +71,21 @@ int children_forks(void);
 /* ---- the serving role handed down by a wrapper (role.c) -------------------- */
 
 /* In the constructor of an exec'd descendant that would be passive:
- * returns 1 when it is a candidate for the role (each ancestor up to the
- * process started by hand has one child), which then keeps the agent on,
- * samples no allocation and arms its start; 0 otherwise. Not
- * async-signal-safe. */
+ * returns 1 when it is a candidate for the role (PPROF_ROLE_FROM names
+ * its parent, which forked it first, on its only thread), which then
+ * keeps the agent on, samples no allocation, arms its start and names
+ * itself to its own first child; 0 otherwise, with no system call when
+ * the variable is absent or blank. Not async-signal-safe. */
 int role_candidate(void);
+/* In the constructor of a process started by hand that may hand the role
+ * down: names it in PPROF_ROLE_FROM (on its only thread). Not
+ * async-signal-safe. */
+void role_hand_down(void);
+/* The fork prepare step (first: this process's first fork through
+ * fork()): from the second fork on, or with threads, blanks in place the
+ * variable this process set, before the child copies it. Async-signal-
+ * safe. */
+void role_fork_prepare(int first);
 
 /* Arms a candidate's start: its own calls look for the offer (no
  * thread, three system calls every 50 ms at most, 10 s at most); the

@@ -19,11 +19,23 @@
  *   ended while this process lives on (a script's next command), leaves
  *   the role here: the server starts as it always did.
  * - The child's side (role_candidate, in the constructor of an exec'd
- *   descendant): a process whose ancestors up to the process started by
- *   hand (PPROF_FAMILY's founder) each have it, or the one before it, as
- *   their only child, and have reaped no child before (a script's later
- *   commands) (MAX_DEPTH generations: su runs the shell that forks
- *   the service) is a candidate: the agent stays on, but records no heap
+ *   descendant): the parent names its first child, so a child reads no
+ *   file to know it is not one. A process that may offer the role (one
+ *   started by hand that would serve: role_hand_down; a candidate, in
+ *   turn) sets PPROF_ROLE_FROM=<pid>.<generation>.<parent> in its
+ *   constructor, on its only thread, and blanks it in place (blank(): its
+ *   first digit becomes '-') once a later child cannot be the heir: its
+ *   second fork(), a fork after the host created a thread
+ *   (role_fork_prepare), a child its wait reported (trace_child_waited:
+ *   dash vforks a script's commands, which passes no fork handler). An
+ *   exec'd descendant whose variable is absent or blanked is a
+ *   pass-through with no system call more than before the role existed
+ *   (a script's later commands). One whose variable names its parent
+ *   (getppid), or itself with its parent (a candidate's later image: su's
+ *   shell execs the command), MAX_DEPTH generations at most, and whose
+ *   parent has it as its only child and reaped none (/proc: a parent that
+ *   posix_spawn'd it blanked nothing) is a candidate: the agent stays
+ *   on, but records no heap
  *   sample and creates no thread: its start is armed (agent/arm.h), and
  *   its own calls look for the offer (candidate_fire: one connect every
  *   ROLE_LOOK_NS at most) until it connects or gives up (the parent
@@ -55,10 +67,13 @@
 #include "agent/heap.h"
 #include "agent/log.h"
 #include "agent/proc.h"
+#include "agent/thread_hooks.h"
+#include "agent/trace.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 
 #include <errno.h>
+#include <sys/single_threaded.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +84,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#pragma weak __libc_single_threaded
+
 /* Generations between a candidate and the process started by hand. */
 #define MAX_DEPTH 3
+/* The variable naming the process an exec'd child may take the role from:
+ * "<pid>.<generation>.<its parent's pid>". */
+#define ROLE_FROM "PPROF_ROLE_FROM"
 /* How long a candidate looks for the offer, from its start. */
 #define CANDIDATE_S 10
 /* How often it looks. */
@@ -139,35 +159,86 @@ static int children_of(int pid, int *first)
     return count;
 }
 
+/* The value of PPROF_ROLE_FROM this process set (its own string, from
+ * setenv), NULL when it set none. */
+static char *from_value;
+
+static int single_threaded(void)
+{
+    return &__libc_single_threaded && __libc_single_threaded;
+}
+
+/* No later child is a candidate: the value's first character becomes
+ * '-', in place. One byte, the length kept: another thread's execve or
+ * getenv meanwhile sees either value whole. Async-signal-safe. */
+static void blank(void)
+{
+    if (from_value && from_value[0] != '-')
+        __atomic_store_n(&from_value[0], '-', __ATOMIC_RELAXED);
+}
+
+/* Names this process, generation gen below the one started by hand,
+ * whose parent is parent, as the one its exec'd first child may take the
+ * role from (and a later image of itself, with the same parent). In the
+ * constructor, on the only thread. */
+static void hand_down(int gen, int parent)
+{
+    if (!single_threaded())
+        return;
+    char value[64];
+    log_snprintf(value, sizeof value, "%d.%d.%d", pid_now(), gen, parent);
+    if (setenv(ROLE_FROM, value, 1) != 0)
+        return;
+    from_value = getenv(ROLE_FROM);
+    /* A child reaped (a script's first command, vfork'd by dash, which
+     * passes no fork handler): the next one is not the first. */
+    __atomic_store_n(&trace_child_waited, blank, __ATOMIC_RELEASE);
+}
+
+void role_hand_down(void)
+{
+    hand_down(0, 0);
+}
+
+void role_fork_prepare(int first)
+{
+    /* A second fork, or one made after the host created a thread (a
+     * wrapper forks once, from its only thread; the agent's starter is
+     * not counted): neither this child nor any later is a candidate.
+     * Before the fork, so the child copies the blanked value. */
+    if (!first || __atomic_load_n(&threads_created, __ATOMIC_RELAXED) > 0)
+        blank();
+}
+
 int role_candidate(void)
 {
-    const char *family = getenv("PPROF_FAMILY");
-    char *dot;
-    long founder = family ? strtol(family, &dot, 10) : 0;
-    if (founder <= 0 || *dot != '.')
+    /* The common case: no variable, or a blanked one, costs nothing. */
+    const char *from = getenv(ROLE_FROM);
+    if (!from || from[0] < '1' || from[0] > '9')
         return 0;
-    unsigned long long founder_start = strtoull(dot + 1, NULL, 10);
-    int pid = pid_now();
-    for (int depth = 0; depth < MAX_DEPTH; depth++) {
-        int parent = depth == 0 ? (int)getppid() : (int)stat_field(pid, 4);
-        int only = 0;
-        /* A parent that reaped a child already (its children's minor
-         * faults, field 11) forked more than once: a script's later
-         * commands stay passive pass-throughs, as cheap as before. */
-        if (parent <= 1 || children_of(parent, &only) != 1 || only != pid ||
-            stat_field(parent, 11) != 0)
-            return 0;
-        if (parent == founder) {
-            if (stat_field(parent, 22) != founder_start)
-                return 0;
-            candidate = 1;
-            candidate_ppid = (int)getppid();
-            candidate_until_ns = agent_mono_ns() + CANDIDATE_S * 1000000000LL;
-            return 1;
-        }
-        pid = parent;
-    }
-    return 0;
+    char *p;
+    long named = strtol(from, &p, 10);
+    long gen = *p == '.' ? strtol(p + 1, &p, 10) : -1;
+    long named_parent = *p == '.' ? strtol(p + 1, NULL, 10) : -1;
+    int parent = (int)getppid();
+    if (gen < 0 || parent <= 1)
+        return 0;
+    if (named == parent)
+        gen++; /* its first child */
+    else if (named != pid_now() || named_parent != parent || gen == 0)
+        return 0; /* unless a candidate's earlier image (su's shell's exec) */
+    /* A parent that posix_spawn'd this one (no fork handler blanked the
+     * variable): one child, this one, and none reaped before (its
+     * children's minor faults, field 11). */
+    int only = 0;
+    if (gen > MAX_DEPTH || children_of(parent, &only) != 1 ||
+        only != pid_now() || stat_field(parent, 11) != 0)
+        return 0;
+    candidate = 1;
+    candidate_ppid = parent;
+    candidate_until_ns = agent_mono_ns() + CANDIDATE_S * 1000000000LL;
+    hand_down((int)gen, parent);
+    return 1;
 }
 
 /* The abstract socket's address for the child pid (and its start time). */

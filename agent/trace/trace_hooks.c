@@ -19,6 +19,11 @@
  * read or write learns whether its descriptor is a socket from fstat,
  * cached per descriptor for the trace.
  *
+ * The waits for a child (wait, waitpid, wait3, wait4, waitid) are a call
+ * through their route and one test after it: a child reported calls
+ * trace_child_waited when set (process/role.c: a process that named its
+ * first child as the one the serving role may go to un-names it).
+ *
  * Calls the C library makes inside itself (fread's read) do not pass
  * through here: only the program's own calls are seen.
  *
@@ -59,7 +64,7 @@ static int fd_kind(int fd);
  * it is (FD: what its descriptor is), the object it is on, and what it
  * does while the start is armed (agent/arm.h): its kind, and whether a
  * signal handler may call it. */
-#define TRACE_HOOKS(X)                                                         \
+#define CALL_HOOKS(X)                                                          \
     X(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n), FD, fd,         \
           ARM_LATE, 1)                                                         \
     X(ssize_t, write, (int fd, const void *b, size_t n), (fd, b, n), FD, fd,  \
@@ -103,7 +108,11 @@ static int fd_kind(int fd);
     X(unsigned, sleep, (unsigned s), (s), TRACE_SLEEP, 0, ARM_WAIT, 1)         \
     X(int, usleep, (useconds_t u), (u), TRACE_SLEEP, 0, ARM_WAIT, 0)           \
     X(int, fsync, (int fd), (fd), TRACE_SYSCALL, fd, ARM_LATE, 1)              \
-    X(int, fdatasync, (int fd), (fd), TRACE_SYSCALL, fd, ARM_LATE, 1)          \
+    X(int, fdatasync, (int fd), (fd), TRACE_SYSCALL, fd, ARM_LATE, 1)
+
+/* The waits for a child: their exported names tell trace_child_waited
+ * (below) when they reported one. */
+#define CHILD_HOOKS(X)                                                         \
     X(pid_t, wait, (int *st), (st), TRACE_SYSCALL, 0, ARM_WAIT, 1)             \
     X(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o), TRACE_SYSCALL,    \
           0, CHILD_WAIT(o), 0)                                                 \
@@ -113,6 +122,8 @@ static int fd_kind(int fd);
           u), TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)                              \
     X(int, waitid, (idtype_t t, id_t i, siginfo_t *in, int o), (t, i, in, o),  \
           TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)
+
+#define TRACE_HOOKS(X) CALL_HOOKS(X) CHILD_HOOKS(X)
 
 /* The system call each hooked function makes on this C library (the wall
  * profile's and the threads dump's label when a note gives the stack). */
@@ -157,7 +168,7 @@ static void resolve(void);
  * exported name jumps through, the stub that resolves every real function
  * on first use, the traced twin and the exported name.
  */
-#define DECLARE(ret, name, params, args, kind, obj, arm, arm_safe)             \
+#define TWINS(ret, name, params, args, kind, obj, arm, arm_safe)               \
     static ret stub_##name params;                                             \
     static ret traced_##name params;                                           \
     static ret(*real_##name) params = stub_##name;                             \
@@ -201,7 +212,9 @@ static void resolve(void);
                        : real_##name)args;                                     \
         BLOCKED_LEAVE(n_);                                                     \
         return rv_;                                                            \
-    }                                                                          \
+    }
+#define DECLARE(ret, name, params, args, kind, obj, arm, arm_safe)             \
+    TWINS(ret, name, params, args, kind, obj, arm, arm_safe)                   \
     EXPORT FAST ret name params                                                \
     {                                                                          \
         return route_##name args;                                              \
@@ -210,7 +223,59 @@ static void resolve(void);
 /* A hook is a jump: no frame to build or walk. */
 #define FAST __attribute__((optimize("omit-frame-pointer")))
 
-TRACE_HOOKS(DECLARE)
+CALL_HOOKS(DECLARE)
+CHILD_HOOKS(TWINS)
+
+void (*trace_child_waited)(void);
+
+/* After a wait that reported a child: the process layer's step, errno
+ * kept (it makes no call). */
+static void child_waited(void)
+{
+    void (*step)(void) = __atomic_load_n(&trace_child_waited, __ATOMIC_ACQUIRE);
+    if (step)
+        step();
+}
+
+EXPORT pid_t wait(int *st)
+{
+    pid_t rv = route_wait(st);
+    if (rv > 0)
+        child_waited();
+    return rv;
+}
+
+EXPORT pid_t waitpid(pid_t p, int *st, int o)
+{
+    pid_t rv = route_waitpid(p, st, o);
+    if (rv > 0)
+        child_waited();
+    return rv;
+}
+
+EXPORT pid_t wait3(int *st, int o, struct rusage *u)
+{
+    pid_t rv = route_wait3(st, o, u);
+    if (rv > 0)
+        child_waited();
+    return rv;
+}
+
+EXPORT pid_t wait4(pid_t p, int *st, int o, struct rusage *u)
+{
+    pid_t rv = route_wait4(p, st, o, u);
+    if (rv > 0)
+        child_waited();
+    return rv;
+}
+
+EXPORT int waitid(idtype_t t, id_t i, siginfo_t *in, int o)
+{
+    int rv = route_waitid(t, i, in, o);
+    if (rv == 0 && in && in->si_pid > 0)
+        child_waited();
+    return rv;
+}
 
 #define RESOLVE(ret, name, params, args, kind, obj, arm, arm_safe)             \
     do {                                                                       \
