@@ -26,6 +26,8 @@
 #include "agent/stack.h"
 
 #include <errno.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 
@@ -38,6 +40,8 @@ __thread uint32_t cpu_periods_owed __attribute__((tls_model("initial-exec")));
  * cost, so one sample in CPU_TIME_EVERY pays them. */
 #define CPU_TIME_EVERY 16
 static __thread unsigned char untimed __attribute__((tls_model("initial-exec")));
+__thread struct cpu_perf_self cpu_perf_self __attribute__((tls_model("initial-exec")));
+int cpu_profile_gen;
 
 void cpu_signal_init(void)
 {
@@ -57,16 +61,63 @@ static inline uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static inline int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* a system call */
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * The periods a perf event's overflow stands for. With kernel time
+ * counted: 1. User time only, from the thread's CPU clock: whole periods since its first overflow (less the stretches its
+ * event was paused, cpu_timer.c), minus those already taken. Usually 1;
+ * more when overflows were lost: an overflow while the thread was in the
+ * kernel with a user-time-only event (dropped by the kernel), or one that
+ * met the previous signal still pending. 0: nothing due (skip it).
+ * The first overflow of the thread in a profile came after a random part
+ * of a period (cpu_timer.c); the event is set to whole periods here.
+ */
+static PPROF_SIGNAL_SAFE uint32_t perf_weight(int fd)
+{
+    struct cpu_perf_self *t = &cpu_perf_self;
+    int gen = __atomic_load_n(&cpu_profile_gen, __ATOMIC_RELAXED);
+    /* With kernel time counted, every overflow is delivered (the handler
+     * runs before the next one could meet it pending): no clock read. */
+    if (t->gen == gen && !cpu_perf_user_only)
+        return 1;
+    int64_t now = thread_cpu_ns();
+    int64_t period = cpu_period_ns;
+    if (t->gen != gen) {
+        t->gen = gen;
+        t->tid = (uint32_t)syscall(SYS_gettid);
+        t->anchor = now;
+        t->taken = 1;
+        t->paused_at = -1;
+        uint64_t p = (uint64_t)period;
+        syscall(SYS_ioctl, fd, PERF_EVENT_IOC_PERIOD, &p);
+        return 1;
+    }
+    uint64_t due = (uint64_t)((now - t->anchor + period / 2) / period) + 1;
+    if (due <= t->taken)
+        return 0;
+    uint64_t w = due - t->taken;
+    t->taken = due;
+    return (uint32_t)(w < 1000 ? w : 1000);
+}
+
 static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
-    /* Only our timers' expiries count: anything else on this signal (a
-     * stray kill, a setitimer the host armed) is ignored. */
-    if (si->si_code != SI_TIMER ||
-        ((uint64_t)(uintptr_t)si->si_value.sival_ptr >> 32) !=
-            CPU_TIMER_COOKIE ||
-        agent_tls.agent_thread ||
+    /* Only our timers' expiries and our perf events' overflows count:
+     * anything else on this signal (a stray kill, a setitimer the host
+     * armed, an O_ASYNC file of the host's) is ignored. */
+    int timer = si->si_code == SI_TIMER &&
+                ((uint64_t)(uintptr_t)si->si_value.sival_ptr >> 32) ==
+                    CPU_TIMER_COOKIE;
+    int perf = si->si_code == POLL_IN && cpu_perf_is_ours(si->si_fd);
+    if ((!timer && !perf) || agent_tls.agent_thread ||
         !__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
         errno = saved_errno;
         return;
@@ -77,11 +128,21 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
         untimed = 0;
         t0 = mono_ns();
     }
-    uint32_t weight = 1 + (uint32_t)(si->si_overrun > 0 ? si->si_overrun : 0);
-    weight += cpu_periods_owed; /* cpu_timer.c's resume */
-    cpu_periods_owed = 0;
+    uint32_t weight, tid;
+    if (perf) {
+        weight = perf_weight(si->si_fd);
+        tid = cpu_perf_self.tid;
+        if (weight == 0) {
+            errno = saved_errno;
+            return;
+        }
+    } else {
+        weight = 1 + (uint32_t)(si->si_overrun > 0 ? si->si_overrun : 0);
+        weight += cpu_periods_owed; /* cpu_timer.c's resume */
+        cpu_periods_owed = 0;
+        tid = (uint32_t)(uintptr_t)si->si_value.sival_ptr;
+    }
     cpu_periods_taken += weight;
-    uint32_t tid = (uint32_t)(uintptr_t)si->si_value.sival_ptr;
     ucontext_t *uc = ucv;
 
     struct cpu_sample *s = cpu_ringbuf_claim();

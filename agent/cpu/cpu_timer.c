@@ -71,6 +71,7 @@ static int slot_taken;
 struct reg_entry {
     int tid; /* 0: free */
     int timer; /* kernel timer id, -1: none */
+    int perf_fd; /* its perf event (cpu_perf.c), -1: none; held (fds.c) */
     int exited;
     /* The thread's open clock: its CPU time while the signal was not
      * blocked, counted from the first pause (see cpu_thread_pause). */
@@ -157,6 +158,7 @@ static struct reg_entry *reg_get(int tid)
     if (e && e->tid == 0) {
         e->tid = tid;
         e->timer = -1;
+        e->perf_fd = -1;
         e->exited = 0;
         e->tracked = 0;
         e->name[0] = '\0';
@@ -212,7 +214,21 @@ static void timer_stop(int id)
         syscall(SYS_timer_delete, id);
 }
 
-/* Gives tid a fresh timer (deleting one it had). reg_lock held. */
+static int armed(const struct reg_entry *e)
+{
+    return e->timer >= 0 || e->perf_fd >= 0;
+}
+
+/* Stops the thread's sampler, whichever it has. reg_lock held. */
+static void disarm(struct reg_entry *e)
+{
+    timer_stop(e->timer);
+    e->timer = -1;
+    cpu_perf_close(&e->perf_fd);
+}
+
+/* Gives tid a fresh sampler (stopping one it had): the profile's perf
+ * event (cpu_perf.c chose), else a timer. reg_lock held. */
 static void arm_thread(int tid, int fresh)
 {
     struct reg_entry *e = reg_get(tid);
@@ -220,17 +236,21 @@ static void arm_thread(int tid, int fresh)
         reg_full++;
         return;
     }
-    if (e->timer >= 0) {
+    if (armed(e)) {
         if (!fresh)
             return;
-        timer_stop(e->timer);
-        e->timer = -1;
+        disarm(e);
     }
     e->exited = 0;
+    int64_t first = 1 + (int64_t)(next_random() % (uint64_t)cpu_period_ns);
+    int fd = cpu_perf_open(tid, first, &e->perf_fd);
+    if (fd >= 0 || fd == -ESRCH)
+        return;
     int id = timer_start(tid);
-    if (id >= 0)
+    if (id >= 0) {
         e->timer = id;
-    else if (id != -EINVAL) /* EINVAL: the thread is already gone */
+        cpu_sampler_count_timer();
+    } else if (id != -EINVAL) /* EINVAL: the thread is already gone */
         timer_failures++;
 }
 
@@ -305,7 +325,15 @@ void cpu_thread_pause(void)
     if (!lock_if_active())
         return;
     struct reg_entry *e = reg_find((int)my_tid());
-    if (e && e->timer >= 0) {
+    if (e && e->perf_fd >= 0) {
+        /* The event's count stops, and its period's phase with it; the
+         * stretch until the resume is left out of the handler's account
+         * (cpu_signal.c's perf_weight). */
+        cpu_perf_pause(e->perf_fd);
+        if (cpu_perf_self.gen == cpu_profile_gen &&
+            cpu_perf_self.paused_at < 0)
+            cpu_perf_self.paused_at = self_cpu_ns();
+    } else if (e && e->timer >= 0) {
         int64_t left = timer_pause(e->timer);
         if (e->tracked) {
             e->open_now = self_cpu_ns() - e->open_off;
@@ -327,7 +355,14 @@ void cpu_thread_resume(void)
         return;
     int tid = (int)my_tid();
     struct reg_entry *e = reg_find(tid);
-    if (e && e->timer >= 0 && e->tracked) {
+    if (e && e->perf_fd >= 0) {
+        if (cpu_perf_self.gen == cpu_profile_gen &&
+            cpu_perf_self.paused_at >= 0) {
+            cpu_perf_self.anchor += self_cpu_ns() - cpu_perf_self.paused_at;
+            cpu_perf_self.paused_at = -1;
+        }
+        cpu_perf_resume(e->perf_fd);
+    } else if (e && e->timer >= 0 && e->tracked) {
         int64_t period = cpu_period_ns;
         int64_t next = e->due +
                        (int64_t)(cpu_periods_taken - e->taken) * period;
@@ -353,8 +388,7 @@ void cpu_thread_exiting(void)
         return;
     struct reg_entry *e = reg_find((int)my_tid());
     if (e) {
-        timer_stop(e->timer);
-        e->timer = -1;
+        disarm(e);
         e->exited = 1;
         prctl(PR_GET_NAME, e->name);
     }
@@ -388,9 +422,14 @@ void cpu_timer_fork_child(void)
                                  &saved_action, &slot_taken);
         reg_lock.locked = 0;
         /* The parent's threads and timer ids mean nothing here, and a
-         * timer the child creates may get one of those ids. */
-        if (reg)
+         * timer the child creates may get one of those ids. The parent's
+         * perf events are the child's descriptors too: closed here. */
+        if (reg) {
+            for (size_t i = 0; i < REG_SLOTS; i++)
+                if (reg[i].tid)
+                    cpu_perf_fork_child(&reg[i].perf_fd);
             memset(reg, 0, REG_SLOTS * sizeof *reg);
+        }
     }
     cpu_share_fork_child();
     cpu_timer_fork_parent();
@@ -441,9 +480,9 @@ static int arm_existing_thread(void *arg, int tid, int dir_fd)
     if (pass->only_unarmed) {
         spin_lock(&reg_lock);
         struct reg_entry *e = reg_find(tid);
-        int armed = e && e->timer >= 0;
+        int has = e && armed(e);
         spin_unlock(&reg_lock);
-        if (armed)
+        if (has)
             return 0;
     }
     /* Its name now, in case it exits without passing our exit hook
@@ -504,6 +543,8 @@ int cpu_profile_start(int hz)
 
     cpu_signo = sig;
     cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
+    __atomic_add_fetch(&cpu_profile_gen, 1, __ATOMIC_RELAXED);
+    cpu_sampler_choose();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = cpu_signal_handler;
@@ -533,6 +574,7 @@ int cpu_profile_start(int hz)
         nanosleep(&pause, NULL);
         arm_existing_threads(1);
     }
+    log_debug("cpu profile: sampler %s", cpu_sampler_why());
     if (timer_failures || reg_full)
         log_info("cpu profile: %ld threads without a timer (%ld failed, "
                  "%ld over the registry)",
@@ -575,12 +617,9 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
 {
     spin_lock(&reg_lock);
     __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
-    for (size_t i = 0; i < REG_SLOTS; i++) {
-        if (reg[i].tid && reg[i].timer >= 0) {
-            timer_stop(reg[i].timer);
-            reg[i].timer = -1;
-        }
-    }
+    for (size_t i = 0; i < REG_SLOTS; i++)
+        if (reg[i].tid && armed(&reg[i]))
+            disarm(&reg[i]);
     spin_unlock(&reg_lock);
     sigmask_watch_end();
 
