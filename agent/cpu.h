@@ -102,6 +102,7 @@ struct cpu_perf_self {
     int64_t anchor;    /* CPU time of the first overflow, plus pauses */
     uint64_t taken;    /* periods the samples so far stood for */
     int64_t paused_at; /* CPU time at the pause, -1: running */
+    int by_clock;      /* weigh each overflow by the CPU clock */
 };
 extern __thread struct cpu_perf_self cpu_perf_self __attribute__((tls_model("initial-exec")));
 /* Bumped by each profile's start: per-thread state of an older profile is
@@ -149,9 +150,9 @@ void cpu_profile_release(void);
 
 /* ---- the sampler and its perf events (cpu_perf.c) ------------------------ */
 
-/* Descriptor numbers the handler's check covers, and the most events one
- * profile opens (one per thread; the rest get timers): the agent's high
- * range holds 256 numbers (docs/descriptors.md). */
+/* Descriptor numbers the handler's check covers, and the most events open
+ * at once (one per thread; the threads past it get timers): the agent's
+ * high range holds 256 numbers (docs/descriptors.md). */
 #define CPU_PERF_FDS 65536
 #define CPU_PERF_MAX 128
 

@@ -24,7 +24,9 @@
  * falls in the kernel is dropped by the kernel, and the handler weighs the
  * periods it missed into the next sample, see cpu_signal.c); else the
  * timer, with the reason. A thread whose event cannot be opened (more than
- * CPU_PERF_MAX threads, no descriptor free) gets a timer instead.
+ * CPU_PERF_MAX threads, no descriptor free) gets a timer instead. Nothing
+ * is opened once the host installed a system-call filter (agent/guard.h):
+ * a sandbox may kill the caller of a system call it does not expect.
  *
  * Only with SIGPROF: the kernel sends a real-time F_SETSIG signal that
  * finds its queue full as SIGIO instead, whose default action ends the
@@ -44,6 +46,7 @@
 
 #include "agent/config.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
 #include "agent/log.h"
 
 #include <errno.h>
@@ -61,7 +64,7 @@ int cpu_perf_user_only;
 uint64_t cpu_perf_fds[CPU_PERF_FDS / 64];
 
 static char why[192] = "timer: no CPU profile yet";
-static int opened; /* events opened in this profile (CPU_PERF_MAX) */
+static int live; /* events open now (at most CPU_PERF_MAX) */
 static int perf_threads, timer_threads;
 
 /* The attributes of every event: the thread's task clock, an overflow
@@ -121,12 +124,18 @@ static int paranoid(void)
 
 void cpu_sampler_choose(void)
 {
-    opened = 0;
+    live = 0;
     perf_threads = timer_threads = 0;
     memset(cpu_perf_fds, 0, sizeof cpu_perf_fds);
     cpu_sampler = CPU_SAMPLER_TIMER;
     if (opt_cpu_sampler == CPU_SAMPLER_TIMER) {
         snprintf(why, sizeof why, "timer (PPROF_CPU_SAMPLER=timer)");
+        return;
+    }
+    if (agent_sandboxed) {
+        snprintf(why, sizeof why,
+                 "timer (the program installed a system-call filter: no "
+                 "perf_event_open)");
         return;
     }
     if (cpu_signo != SIGPROF) {
@@ -194,17 +203,21 @@ static void bit_clear(int fd)
 int cpu_perf_open(int tid, int64_t first, int *holder)
 {
     *holder = -1;
-    if (cpu_sampler != CPU_SAMPLER_PERF)
+    if (cpu_sampler != CPU_SAMPLER_PERF || agent_sandboxed)
         return -ENOTSUP;
-    if (__atomic_add_fetch(&opened, 1, __ATOMIC_RELAXED) > CPU_PERF_MAX)
+    if (__atomic_add_fetch(&live, 1, __ATOMIC_RELAXED) > CPU_PERF_MAX) {
+        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
         return -EMFILE;
+    }
     fds_begin();
     int fd = open_raw(tid, first, cpu_perf_user_only);
     if (fd >= 0)
         fd = fds_adopt(fd, FDS_HELD, holder);
     fds_end();
-    if (fd < 0)
+    if (fd < 0) {
+        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
         return fd;
+    }
     int err = 0;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     if (fd < fds_floor())
@@ -234,6 +247,7 @@ void cpu_perf_close(int *holder)
     bit_clear(fd);
     fds_close(fd);
     __atomic_store_n(holder, -1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
 }
 
 void cpu_perf_pause(int fd)

@@ -84,7 +84,7 @@ static PPROF_SIGNAL_SAFE uint32_t perf_weight(int fd)
     int gen = __atomic_load_n(&cpu_profile_gen, __ATOMIC_RELAXED);
     /* With kernel time counted, every overflow is delivered (the handler
      * runs before the next one could meet it pending): no clock read. */
-    if (t->gen == gen && !cpu_perf_user_only)
+    if (t->gen == gen && !t->by_clock)
         return 1;
     int64_t now = thread_cpu_ns();
     int64_t period = cpu_period_ns;
@@ -94,8 +94,14 @@ static PPROF_SIGNAL_SAFE uint32_t perf_weight(int fd)
         t->anchor = now;
         t->taken = 1;
         t->paused_at = -1;
+        t->by_clock = cpu_perf_user_only;
+        /* A system-call filter the host installed since the event was
+         * opened might kill the thread for the ioctl: the event then keeps
+         * its shorter first period, and the clock thins its overflows. */
         uint64_t p = (uint64_t)period;
-        syscall(SYS_ioctl, fd, PERF_EVENT_IOC_PERIOD, &p);
+        if (agent_sandboxed ||
+            syscall(SYS_ioctl, fd, PERF_EVENT_IOC_PERIOD, &p) != 0)
+            t->by_clock = 1;
         return 1;
     }
     uint64_t due = (uint64_t)((now - t->anchor + period / 2) / period) + 1;
@@ -131,6 +137,11 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
     uint32_t weight, tid;
     if (perf) {
         weight = perf_weight(si->si_fd);
+        /* Overflows the mask interposers discarded (sigmask_hooks.c):
+         * already in the clock's account when it is read. */
+        if (weight && !cpu_perf_self.by_clock)
+            weight += cpu_periods_owed;
+        cpu_periods_owed = 0;
         tid = cpu_perf_self.tid;
         if (weight == 0) {
             errno = saved_errno;

@@ -84,7 +84,12 @@ static void discard_pending(int sig)
         struct timespec zero = {0, 0};
         if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, 8) != sig)
             break;
-        if (agent_sent(&si))
+        if (si.si_code == POLL_IN && cpu_perf_is_ours(si.si_fd)) {
+            /* A perf event's overflow: its period goes to the thread's
+             * next sample (cpu_signal.c). */
+            cpu_periods_owed++;
+            __atomic_fetch_add(&sigmask_discarded, 1, __ATOMIC_RELAXED);
+        } else if (agent_sent(&si))
             __atomic_fetch_add(&sigmask_discarded, 1, __ATOMIC_RELAXED);
         else if (nkeep < 8)
             keep[nkeep++] = si;
