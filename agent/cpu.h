@@ -1,5 +1,7 @@
 /*
- * The CPU profiler: per-thread CPU-clock timers (cpu_timer.c), the signal
+ * The CPU profiler: per-thread samplers, task-clock perf events where the
+ * system allows them (cpu_perf.c) or CPU-clock timers (cpu_timer.c, which
+ * also runs the profile session), the signal
  * handler that turns each expiry into a stack (cpu_signal.c), the lock-free
  * sample buffer between the two worlds (cpu_ringbuf.c), and the cached
  * program headers that let libunwind run inside the handler without the

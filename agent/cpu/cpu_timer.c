@@ -1,8 +1,11 @@
 /*
- * CPU profile sessions and per-thread CPU timers.
+ * CPU profile sessions and per-thread samplers.
  *
- * While a profile runs, every host thread has a POSIX timer on its own CPU
- * clock that sends the profiling signal to that thread (SIGEV_THREAD_ID):
+ * While a profile runs, every host thread has a sampler: a task-clock perf
+ * event when the profile chose those (cpu_perf.c says when, and opens
+ * them), else a POSIX timer on its own CPU clock that sends the profiling
+ * signal to that thread (SIGEV_THREAD_ID). What follows says "timer"; a
+ * perf event is created, paused, resumed and deleted at the same points:
  * threads found in /proc/self/task when the profile starts, and threads
  * that start later (cpu_thread_started, from thread_hooks.c). The agent's
  * own threads are skipped. Timers go away with the profile; a thread that
@@ -330,7 +333,7 @@ void cpu_thread_pause(void)
          * stretch until the resume is left out of the handler's account
          * (cpu_signal.c's perf_weight). */
         cpu_perf_pause(e->perf_fd);
-        if (cpu_perf_self.gen == cpu_profile_gen &&
+        if (cpu_perf_self.gen == cpu_profile_gen && cpu_perf_self.by_clock &&
             cpu_perf_self.paused_at < 0)
             cpu_perf_self.paused_at = self_cpu_ns();
     } else if (e && e->timer >= 0) {
