@@ -118,7 +118,7 @@ FUZZ_DEPS := http/auth.c http/parse.c http/respond.c http/routes.c agent/core/co
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps demo test test-bins bench bench-bins install uninstall clean \
+.PHONY: all deps demo check test test-bins bench bench-bins install uninstall clean \
         fuzz test-asan test-tsan
 
 all: $(LIB)
@@ -144,7 +144,8 @@ SIGNAL_OBJS := $(addprefix $(BUILD)/,agent/cpu/cpu_signal.o \
         agent/threads/threads_signal.o agent/stacks/stack_signal.o \
         agent/stacks/cfi_walk.o agent/stacks/cfi_parse.o \
         process/dump_signal.o agent/wall/wall_signal.o agent/core/log.o \
-        agent/core/next_symbol.o)
+        agent/core/next_symbol.o agent/threads/blocked_notes.o \
+        agent/host/signals_forward.o)
 $(SIGNAL_OBJS): CFLAGS_AGENT += -fno-plt
 
 # The lookup every interposer's first call makes (next_symbol.c) runs before
@@ -274,6 +275,12 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory -j$(JOBS) test-bins
 	@sh test/run-tests $(BUILD)
+
+# The developer's loop: the unit tests, the house's checks (layers,
+# exports) and a smoke run of every endpoint, in a few minutes; `make test`
+# runs everything (test/run-tests).
+check: $(LIB) $(UNIT_BINS) $(PROG_BINS)
+	@PPROF_CHECK=1 sh test/run-tests $(BUILD)
 
 # Several sources in one command: the headers are listed, not generated.
 $(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h encoder/*.h http/*.h)

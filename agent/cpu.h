@@ -15,6 +15,8 @@
 #ifndef PPROF_CPU_H
 #define PPROF_CPU_H
 
+#include "agent/signals.h"
+
 #include <link.h>
 #include <signal.h>
 #include <stddef.h>
@@ -67,6 +69,7 @@ struct cpu_counters {
     uint64_t shallow;     /* leaf-only samples while a library unloaded */
     uint64_t handler_ns;  /* time spent in the timed handlers, summed */
     uint64_t handled;     /* handler invocations that took a stack */
+    uint64_t settled;     /* periods settled when timers went away */
     uint64_t timed;       /* of those, the ones timed (1 in 16 a thread) */
     uint64_t hist[CPU_HIST_BUCKETS]; /* timed handlers, CPU_HIST_STEP_NS each */
 };
@@ -76,9 +79,8 @@ extern struct cpu_counters cpu_counters;
  * last) CPU profile last looked: no timer, so nothing of theirs in it. */
 int cpu_profile_unseen(void);
 
-/* The value a timer of ours carries in si_value: a cookie in the high
- * bits, the thread id in the low 32. */
-#define CPU_TIMER_COOKIE 0x7070726fULL
+/* The value a timer of ours carries in si_value: CPU_TIMER_COOKIE
+ * (signals.h) in the high bits, the thread id in the low 32. */
 
 /* The handler, for sigaction (SA_SIGINFO). Async-signal-safe. */
 void cpu_signal_handler(int sig, siginfo_t *si, void *uc);
@@ -152,10 +154,11 @@ void cpu_profile_release(void);
 
 /* ---- the sampler and its perf events (cpu_perf.c) ------------------------ */
 
-/* Descriptor numbers the handler's check covers, and the most events open
- * at once (one per thread; the threads past it get timers): the agent's
- * high range holds 256 numbers (docs/descriptors.md). */
-#define CPU_PERF_FDS 65536
+/* The most events open at once (one per thread; the threads past it get
+ * timers): the agent's high range holds 256 numbers
+ * (docs/descriptors.md). The descriptors' bitmap and its check
+ * (cpu_perf_fds, cpu_perf_is_ours) are in agent/signals.h, with the rest
+ * of the signal protocol. */
 #define CPU_PERF_MAX 128
 
 /* The running (or last) profile's sampler: CPU_SAMPLER_PERF or
@@ -163,20 +166,6 @@ void cpu_profile_release(void);
  * leave kernel time out (perf_event_paranoid 2). */
 extern int cpu_sampler;
 extern int cpu_perf_user_only;
-/* A bit per descriptor number that is one of the running profile's
- * events. Written by the slot holder and the thread hooks (atomics), read
- * by the handler. */
-extern uint64_t cpu_perf_fds[CPU_PERF_FDS / 64];
-
-/* 1 when fd is one of the running profile's perf events.
- * Async-signal-safe. Does not allocate. */
-static inline int cpu_perf_is_ours(int fd)
-{
-    return (unsigned)fd < CPU_PERF_FDS &&
-           (__atomic_load_n(&cpu_perf_fds[fd / 64], __ATOMIC_ACQUIRE) >>
-            (fd % 64)) & 1;
-}
-
 /* Chooses the profile's sampler (PPROF_CPU_SAMPLER, a probe on the calling
  * thread, the signal: see cpu_perf.c) after cpu_signo and cpu_period_ns
  * are set; clears the per-profile counts. Not async-signal-safe. */
@@ -222,6 +211,9 @@ void cpu_profile_leave(const void *arg);
 /* cpu_timer.c's drains and stop: through the guest too; the stop's end
  * sends the guest away. Not async-signal-safe. */
 void cpu_share_drain(cpu_sample_fn fn, void *arg);
+/* One sample made outside the buffer (cpu_timer.c's settlement) to fn
+ * and the guest. Not async-signal-safe. */
+void cpu_share_emit(cpu_sample_fn fn, void *arg, const struct cpu_sample *s);
 void cpu_share_end(void);
 /* Fork child: no owner's thread, no guest. */
 void cpu_share_fork_child(void);
@@ -229,7 +221,9 @@ void cpu_share_fork_child(void);
 /* Thread lifecycle hooks, called by thread_hooks.c on host threads (never
  * on the agent's own). Not async-signal-safe. */
 void cpu_thread_started(void);
-void cpu_thread_exiting(void);
+/* start_fn: the thread's start routine, the frame its settled periods
+ * (cpu_timer.c) are charged under. */
+void cpu_thread_exiting(uintptr_t start_fn);
 /* The calling host thread is about to block the profiling signal: its
  * timer stops (pause), or has just unblocked it: its timer runs again
  * (resume; a thread without one gets one). No-ops while no profile runs.

@@ -49,6 +49,8 @@
  * forking thread, child and after on the child's only thread.
  */
 #include "agent/fork.h"
+
+#include "agent/blocked.h"
 #include "agent/arm.h"
 #include "agent/cfi.h"
 #include "agent/cpu.h"
@@ -126,6 +128,7 @@ static void fork_child(void)
     trace_fork_child();
     symbols_fork_child();
     threads_fork_child();
+    blocked_notes_fork_child();
     if (shell_child)
         shell_child();
     phdr_cache_fork_child();

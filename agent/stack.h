@@ -12,6 +12,10 @@
 #define FRAME_LOST 2      /* samples that could not be taken or stored */
 #define FRAME_UNKNOWN 3   /* no stack could be captured */
 #define FRAME_UNAVAILABLE 4 /* a thread's stack could not be taken */
+#define FRAME_NOT_NOTED 5 /* a sleeping thread of a process that is not
+                             dumpable, in a call no hook notes */
+#define FRAME_UNSAMPLED 6 /* CPU time whose timer expiries no tick noticed */
+#define FRAME_PSEUDO_KINDS 7 /* the named ones are below this */
 #define FRAME_PSEUDO_MAX 4096
 
 #define STACK_MAX 128
@@ -101,6 +105,17 @@ static inline int stack_is_self(uintptr_t pc)
  * the sa_restorer of every handler installed through its sigaction); 0
  * until stack_note_handler saw one. */
 extern uintptr_t stack_sigreturn_at;
+/* In a Go program (cgo, so the agent is loaded): where the running
+ * goroutine's g sits, as an offset from the thread pointer; 0 elsewhere,
+ * or until stack_go_find() has looked (go_stack.c). */
+extern intptr_t stack_go_g_at;
+/* Looks for Go's runtime.tlsg in the executable, once a process; call on
+ * an agent worker before a profile or a dump sends its first signal. Not
+ * async-signal-safe. */
+void stack_go_find(void);
+/* 1 when the executable carries Go's build ID note (read in memory, no
+ * file). Not async-signal-safe. */
+int stack_go_program(void);
 /* Records the agent's own text range. Not async-signal-safe. */
 void stack_init(void);
 

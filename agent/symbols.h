@@ -291,6 +291,12 @@ int symbols_elf_each_function(struct Elf *elf, unsigned type,
                                         uint64_t size, unsigned char info,
                                         const char *name),
                               void *ctx);
+/* The value of the thread-local (STT_TLS) symbol called name in the
+ * symbol table of the ELF file at path (its offset in the file's TLS
+ * segment) into *value: 0, or -1 when there is none. Not
+ * async-signal-safe. */
+int symbols_elf_tls_symbol(const char *path, const char *name,
+                           uint64_t *value);
 /* The section called name, or NULL. Not async-signal-safe. */
 struct Elf_Scn *symbols_elf_section(struct Elf *elf, const char *name);
 

@@ -18,10 +18,14 @@
  * (poll, epoll_wait, nanosleep, timed futex waits, socket calls with a
  * timeout), or that blocks the signal, is walked by the worker itself from
  * a copy of its stack (threads.c, cfi_walk_copy), never signalled.
- * See threads.c for the list.
+ * See threads.c for the list. In a process that is not dumpable (no
+ * syscall file to read), a sleeping thread is walked from its hook's note
+ * (agent/blocked.h) and a thread stat shows running is asked.
  */
 #ifndef PPROF_THREADS_H
 #define PPROF_THREADS_H
+
+#include "agent/signals.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -43,6 +47,8 @@ enum thread_stack_status {
     THREAD_STACK_UNREADABLE, /* blocked, but its stack could not be read */
     THREAD_STACK_NO_PROC,    /* its /proc syscall file cannot be read (a
                                 process that is not dumpable) */
+    THREAD_STACK_NOT_NOTED,  /* not dumpable, and blocked outside the
+                                calls whose hooks note where they wait */
 };
 
 struct thread_info {
@@ -64,6 +70,9 @@ struct thread_dump {
     size_t walked;        /* blocked threads walked from a copy, unsignalled */
     uint64_t fp_found;    /* their frames whose frame pointer was found */
     uint64_t fp_lost;     /* their walks that ended for want of one */
+    int undumpable;       /* the /proc syscall files could not be read */
+    size_t noted;         /* blocked threads walked from their notes */
+    size_t not_noted;     /* blocked threads without a note */
     int64_t time_ns;      /* when the dump was taken */
     int64_t patience_end_ns; /* extra tries of moving threads end then */
 };
@@ -118,6 +127,20 @@ int threads_read_syscall_at(const int *tasks_fd, int tid,
  * it is gone. Does not allocate. Async-signal-safe. */
 int64_t threads_cpu_ns(int tid);
 
+struct blocked_note;
+
+/* Walks thread tid, blocked inside the noted call n (agent/blocked.h,
+ * read after cpu_before, its CPU time: -1 reads it now) describes, from a
+ * copy of its stack from the note's stack pointer: the copy is kept when
+ * the thread did not run meanwhile (its CPU time) and the note is the same.
+ * pcs: the real function called (leaf), then the call sites above the
+ * hook, the agent's frames left out. No signal is sent, no /proc read.
+ * Returns THREAD_STACK_OK, THREAD_STACK_MOVED or THREAD_STACK_UNREADABLE.
+ * Not async-signal-safe. */
+int threads_walk_noted(const struct blocked_note *n, int tid,
+                       int64_t cpu_before, void *copy, uintptr_t *pcs,
+                       int max, int *depth);
+
 /* Walks thread tid, blocked in the system call st describes (nr >= 0, sp
  * and pc known), from a copy of its stack made in copy (THREADS_COPY_MAX
  * bytes, the caller's): copies, makes sure the thread has not moved since
@@ -165,7 +188,6 @@ extern struct thread_slot *threads_slots;
 extern uint32_t threads_nslots;
 
 /* si_value of a request: cookie, 16-bit generation, 32-bit slot index. */
-#define THREADS_COOKIE 0x7467ULL
 static inline uint64_t threads_value(uint32_t gen, uint32_t slot)
 {
     return (THREADS_COOKIE << 48) | ((uint64_t)(gen & 0xffff) << 32) | slot;

@@ -35,6 +35,8 @@
 #ifndef PPROF_WALL_H
 #define PPROF_WALL_H
 
+#include "agent/signals.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,9 +45,8 @@
 #define WALL_STACK_MAX 64
 /* Threads one session can follow at once (table slots, a power of two). */
 #define WALL_THREADS_MAX 16384
-/* si_value of a wall timer: this cookie in the top 16 bits, the slot index
- * in bits 32..47, the thread id in the low 32. */
-#define WALL_COOKIE 0x7761ULL
+/* si_value of a wall timer: WALL_COOKIE (signals.h) in the top 16 bits,
+ * the slot index in bits 32..47, the thread id in the low 32. */
 
 static inline uint64_t wall_timer_value(uint32_t slot, uint32_t tid)
 {
@@ -299,6 +300,10 @@ struct wall_look_counters {
     uint64_t reads;         /* files read in /proc/self/task/TID */
     uint64_t unreadable;    /* looks whose syscall file could not be read
                                (a process that is not dumpable) */
+    uint64_t noted;         /* of those, sleeping threads walked from their
+                               note (agent/blocked.h) or its kept walk */
+    uint64_t not_noted;     /* sleeping, in a call no hook noted: no stack */
+    int64_t not_noted_ns;   /* the wall time charged to those */
     uint64_t relists;       /* listings of /proc/self/task */
     uint64_t skipped;       /* ticks the cost governor let look at no
                                thread (their time goes to the next look) */

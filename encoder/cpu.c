@@ -214,7 +214,8 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
         log_snprintf(comment, sizeof comment,
                      "pprofagent: %llu samples at %d Hz per thread (signal "
                      "%d), handler median %llu ns, mean %llu ns; lost %llu, "
-                     "leaf-only during dlclose %llu; sampler %s",
+                     "leaf-only during dlclose %llu, settled %llu; "
+                     "sampler %s",
                      (unsigned long long)handled, opt_cpu_hz, cpu_signo,
                      (unsigned long long)handler_median_ns(),
                      (unsigned long long)(timed ? cpu_counters.handler_ns /
@@ -222,6 +223,7 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
                                                 : 0),
                      (unsigned long long)cpu_counters.lost,
                      (unsigned long long)cpu_counters.shallow,
+                     (unsigned long long)cpu_counters.settled,
                      cpu_sampler_why());
     log_debug("cpu profile: %s", comment + strlen("pprofagent: "));
     /* The agent's counters are its own business, not the profile's (Go's

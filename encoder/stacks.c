@@ -34,7 +34,7 @@ struct stack_encoder {
     uint64_t *mapping_ids; /* by symbolizer mapping index */
     int *flags;            /* AND of the flags of the mapping's locations */
     unsigned char *used;   /* the mapping has at least one location */
-    uint64_t pseudo_ids[FRAME_UNKNOWN + 1];
+    uint64_t pseudo_ids[FRAME_PSEUDO_KINDS];
     int raw; /* addresses only: no symbolization */
 };
 
@@ -87,7 +87,9 @@ fail:
  * builder never deduplicates, so they are remembered here. */
 static uint64_t pseudo_location(struct stack_encoder *se, uintptr_t pc)
 {
-    size_t k = pc <= FRAME_UNKNOWN ? pc : FRAME_UNKNOWN;
+    /* Each named kind its own (a location is named by the first pc that
+     * made it); any other small value is [unknown]. */
+    size_t k = pc < FRAME_PSEUDO_KINDS ? pc : FRAME_UNKNOWN;
     if (k == 0)
         k = FRAME_UNKNOWN;
     if (se->pseudo_ids[k])

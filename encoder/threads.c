@@ -40,6 +40,12 @@ static const char *why(int status)
     case THREAD_STACK_NO_PROC:
         return "its /proc syscall file cannot be read (a process that "
                "changed its user is not dumpable)";
+    case THREAD_STACK_NOT_NOTED:
+        return "not dumpable (it changed its user, or said "
+               "PR_SET_DUMPABLE 0): its /proc syscall file cannot be "
+               "read, and it waits in a call whose "
+               "entry the agent does not note (or since before the agent "
+               "began noting)";
     default: return "no signal available";
     }
 }
@@ -134,6 +140,13 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out)
                          "for want of one %llu\n",
                     d->walked, (unsigned long long)d->fp_found,
                     (unsigned long long)d->fp_lost);
+    if (d->undumpable)
+        pbuf_printf(out, "# pprofagent: the process is not dumpable (it "
+                         "changed its user, or said PR_SET_DUMPABLE 0): "
+                         "%zu sleeping threads walked "
+                         "from where the agent's hooks saw them enter their "
+                         "call, %zu without a stack\n",
+                    d->noted, d->not_noted);
     if (d->agent_threads)
         pbuf_printf(out, "# pprofagent: %zu threads of the agent itself are "
                          "not listed\n",

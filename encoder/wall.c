@@ -62,7 +62,8 @@ static void describe(const struct wall_run *run, char *comment, size_t size)
                  "pprofagent: %llu ticks at %d Hz (%llu late), %llu looks "
                  "(running %llu, runnable %llu, blocked %llu; %llu not run "
                  "since the previous look); %llu /proc reads (%llu syscall "
-                 "files unreadable: not dumpable), %llu listings "
+                 "files unreadable: not dumpable; sleeping walked from "
+                 "notes %llu, without one %llu), %llu listings "
                  "of the threads; blocked walks "
                  "%llu, kept %llu; running looks that waited for a stack "
                  "%llu, without one %llu; timer stacks %llu, arms %llu, "
@@ -75,6 +76,8 @@ static void describe(const struct wall_run *run, char *comment, size_t size)
                  (unsigned long long)c->runnable,
                  (unsigned long long)c->blocked, (unsigned long long)c->unmoved,
                  (unsigned long long)c->reads, (unsigned long long)c->unreadable,
+                 (unsigned long long)c->noted,
+                 (unsigned long long)c->not_noted,
                  (unsigned long long)c->relists,
                  (unsigned long long)c->walks,
                  (unsigned long long)c->walks_cached,
@@ -89,10 +92,38 @@ static void describe(const struct wall_run *run, char *comment, size_t size)
                  share % 10);
 }
 
+/* A process that is not dumpable: the profile's comment says how much of
+ * its wall time has no stack for that reason (NULL: it is dumpable). */
+static const char *undumpable_note(const struct wall_run *run,
+                                   const struct wall_group *g, size_t n,
+                                   char *buf, size_t size)
+{
+    const struct wall_look_counters *c = &run->c;
+    if (!c->unreadable)
+        return NULL;
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += g[i].ns;
+    long long tenths =
+        total > 0 ? (long long)((double)c->not_noted_ns * 1000 / (double)total)
+                  : 0;
+    log_snprintf(buf, size,
+                 "pprofagent: the process is not dumpable (it changed its "
+                 "user, or said PR_SET_DUMPABLE 0), so its threads' /proc "
+                 "syscall files cannot be read; "
+                 "sleeping threads are walked from where the agent's hooks "
+                 "saw them enter their call (%llu looks); %lld.%lld%% of the "
+                 "wall time is in calls the agent does not note (%llu looks): "
+                 "[stack unavailable: not dumpable, ...]",
+                 (unsigned long long)c->noted, tenths / 10, tenths % 10,
+                 (unsigned long long)c->not_noted);
+    return buf;
+}
+
 int wall_write(const struct wall_agg *agg, const struct wall_run *run,
                struct pbuf *out)
 {
-    char comment[768];
+    char comment[1024];
     describe(run, comment, sizeof comment);
     log_debug("wall profile: %s", comment);
     /* The agent's counters are its own business, not the profile's (Go's
@@ -121,8 +152,10 @@ int wall_write(const struct wall_agg *agg, const struct wall_run *run,
                 recs[i].syscall = names[i];
             }
         }
+        char why[320];
+        const char *note = undumpable_note(run, g, n, why, sizeof why);
         err = wall_profile_proto(recs, n, run->period_ns, run->start_ns,
-                                 run->duration_ns, NULL, out);
+                                 run->duration_ns, note, out);
     }
     free(names);
     free(recs);

@@ -34,6 +34,7 @@
  * in POSIX; a call from a signal handler, or on a thread inside the
  * agent, goes straight to the C library.
  */
+#include "agent/blocked.h"
 #include "agent/guard.h"
 #include "agent/next_symbol.h"
 #include "process/process.h"
@@ -74,11 +75,12 @@ static void before_change(void)
         before_change();                                                   \
         int paused = start_pause();                                        \
         int ret = real args;                                               \
-        if (paused) {                                                      \
-            int saved = errno;                                             \
+        int saved = errno;                                                 \
+        if (ret == 0)                                                      \
+            blocked_notes_check();                                         \
+        if (paused)                                                        \
             start_resume();                                                \
-            errno = saved;                                                 \
-        }                                                                  \
+        errno = saved;                                                     \
         return ret;                                                        \
     }
 
@@ -113,6 +115,13 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
     unsigned long a4 = va_arg(ap, unsigned long);
     unsigned long a5 = va_arg(ap, unsigned long);
     va_end(ap);
+    if (option == PR_SET_DUMPABLE) {
+        int ret = real(option, a2, a3, a4, a5);
+        int saved = errno;
+        blocked_notes_check();
+        errno = saved;
+        return ret;
+    }
     if (option != PR_SET_SECCOMP || !agent_ready || agent_tls.in_agent)
         return real(option, a2, a3, a4, a5);
     /* The starter leaves before a filter can go in; only a filter that

@@ -27,6 +27,7 @@
 #include "agent/config.h"
 #include "agent/guard.h"
 #include "agent/log.h"
+#include "agent/stack.h"
 #include "agent/spinlock.h"
 #include "agent/stack_table.h"
 #include "agent/symbols.h"
@@ -492,7 +493,13 @@ void dump_start(void)
                  log_errtext(errno));
 
     cpu_agg = cpu_agg_new();
-    int err = cpu_agg ? cpu_profile_start(opt_cpu_hz) : -ENOMEM;
+    /* A Go program's runtime installs its handlers on SIGPROF and every
+     * real-time signal after the constructors, over a handler found there
+     * (docs/cpu.md): a profile started now would get nothing, and its
+     * expiries would reach Go's profiler. */
+    int err = !cpu_agg            ? -ENOMEM
+              : stack_go_program() ? -ENOTSUP
+                                   : cpu_profile_start(opt_cpu_hz);
     if (err == 0) {
         cpu_running = 1;
         cpu_start_ns = agent_now_ns();
@@ -500,6 +507,9 @@ void dump_start(void)
         log_info("PPROF_DUMP_DIR: no CPU profile of the run (%s)",
                  err == -EBUSY    ? "a CPU profile is already running"
                  : err == -EAGAIN ? "no free signal"
+                 : err == -ENOTSUP
+                     ? "a Go program: its runtime takes the signals after "
+                       "this start"
                                   : log_errtext(-err));
         cpu_agg_free(cpu_agg);
         cpu_agg = NULL;

@@ -46,6 +46,14 @@ void cpu_share_drain(cpu_sample_fn fn, void *arg)
     pthread_mutex_unlock(&share_lock);
 }
 
+void cpu_share_emit(cpu_sample_fn fn, void *arg, const struct cpu_sample *s)
+{
+    struct tee t = {fn, arg};
+    pthread_mutex_lock(&share_lock);
+    tee(s, &t);
+    pthread_mutex_unlock(&share_lock);
+}
+
 void cpu_share_end(void)
 {
     pthread_mutex_lock(&share_lock);

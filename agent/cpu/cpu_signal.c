@@ -23,6 +23,7 @@
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/signals.h"
 #include "agent/stack.h"
 
 #include <errno.h>
@@ -116,14 +117,11 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
-    /* Only our timers' expiries and our perf events' overflows count:
-     * anything else on this signal (a stray kill, a setitimer the host
-     * armed, an O_ASYNC file of the host's) is ignored. */
-    int timer = si->si_code == SI_TIMER &&
-                ((uint64_t)(uintptr_t)si->si_value.sival_ptr >> 32) ==
-                    CPU_TIMER_COOKIE;
-    int perf = si->si_code == POLL_IN && cpu_perf_is_ours(si->si_fd);
-    if ((!timer && !perf) || agent_tls.agent_thread ||
+    /* Only our timers' expiries and our perf events' overflows reach here
+     * (the handler sent the host's deliveries on: signals.h); one late,
+     * or on an agent thread, is dropped. */
+    int perf = si->si_code == POLL_IN;
+    if (agent_tls.agent_thread ||
         !__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
         errno = saved_errno;
         return;
@@ -190,5 +188,12 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 
 PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
+    /* Anything else on this signal (a kill, a timer of the host's, an
+     * O_ASYNC file of the host's) is the host's: to the handler the agent
+     * chained in front of, if any. */
+    if (signals_sender(si) != SIGNALS_CPU) {
+        signals_forward(sig, si, ucv);
+        return;
+    }
     stack_signal_run(cpu_signal_take, sig, si, ucv);
 }

@@ -28,7 +28,10 @@
  * Timers for other threads need the raw syscalls: the C library's
  * timer_create only accepts the predefined clocks. The first expiry is
  * drawn uniformly in (0, period] (as Go) so that short-lived and rarely
- * busy threads are not biased against.
+ * busy threads are not biased against. Timers are armed at absolute points
+ * of the thread's CPU clock, so that the periods no tick noticed before a
+ * timer went away are known and settled (see "settlement" below); a perf
+ * event's are not: it overflows where each period ends.
  *
  * Contexts: start/drain/stop run on the one HTTP worker holding the slot;
  * the thread hooks run on host threads. The registry (tid -> timer, name)
@@ -43,6 +46,7 @@
 #include "agent/clock.h"
 #include "agent/hash.h"
 #include "agent/fds.h"
+#include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/phdr_cache.h"
 #include "agent/proc.h"
@@ -83,6 +87,16 @@ struct reg_entry {
     int64_t open_now; /* the open clock at the last pause */
     int64_t due; /* the open clock's first expiry */
     uint64_t taken; /* cpu_periods_taken when it began */
+    /* The settlement (see settle_entry): the thread's CPU clock at its
+     * timer's first expiry (0: not settled, its phase moved with a pause),
+     * the periods its drained samples stood for, its CPU clock when its
+     * timer went away (0: still running), the start routine of a thread
+     * that ended (0: unknown), and whether it was settled. */
+    int64_t first_at;
+    uint64_t seen;
+    int64_t end_cpu;
+    uintptr_t start_fn;
+    int settled;
     char name[16];
 };
 
@@ -164,6 +178,11 @@ static struct reg_entry *reg_get(int tid)
         e->perf_fd = -1;
         e->exited = 0;
         e->tracked = 0;
+        e->first_at = 0;
+        e->seen = 0;
+        e->end_cpu = 0;
+        e->start_fn = 0;
+        e->settled = 0;
         e->name[0] = '\0';
     }
     return e;
@@ -195,15 +214,58 @@ static int timer_arm(int id)
     return thread_timer_set(id, first, period);
 }
 
+/* tid's CPU clock (ns), any thread of this process; 0 when it is gone. */
+static int64_t thread_cpu_ns(int tid)
+{
+    /* The kernel's per-thread CPU clock id (glibc's pthread_getcpuclockid
+     * for a thread id): ~tid << 3, per-thread, the scheduler's clock. */
+    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6);
+    struct timespec ts;
+    if (syscall(SYS_clock_gettime, clk, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Arms timer id on tid's clock with its first expiry at an absolute CPU
+ * time drawn uniformly in (now, now + period], which *first_at receives
+ * (0 when the clock could not be read: no settlement). A thread born
+ * during the profile (birth) has its expiries counted from its clock's
+ * 0, the CPU its start took before this included: the first one drawn in
+ * (0, period], the timer armed at the first one still ahead, and one
+ * already behind is settled when its timer goes away. Returns 0 or
+ * -errno. */
+static int timer_arm_at(int id, int tid, int birth, int64_t *first_at)
+{
+    int64_t period = cpu_period_ns;
+    int64_t now = thread_cpu_ns(tid);
+    if (now <= 0) {
+        *first_at = 0;
+        return timer_arm(id);
+    }
+    int64_t first = (birth ? 0 : now) + 1 +
+                    (int64_t)(next_random() % (uint64_t)period);
+    int64_t at = first;
+    if (at <= now)
+        at += ((now - at) / period + 1) * period;
+    struct itimerspec its = {
+        .it_interval = {period / 1000000000, period % 1000000000},
+        .it_value = {at / 1000000000, at % 1000000000},
+    };
+    if (syscall(SYS_timer_settime, id, TIMER_ABSTIME, &its, NULL) != 0)
+        return -errno;
+    *first_at = first;
+    return 0;
+}
+
 /* Creates and arms a timer on tid's CPU clock. Returns the kernel timer
  * id or -errno. */
-static int timer_start(int tid)
+static int timer_start(int tid, int birth, int64_t *first_at)
 {
     int id = thread_timer_create(tid, cpu_signo,
                                  (CPU_TIMER_COOKIE << 32) | (uint32_t)tid);
     if (id < 0)
         return id;
-    int err = timer_arm(id);
+    int err = timer_arm_at(id, tid, birth, first_at);
     if (err) {
         syscall(SYS_timer_delete, id);
         return err;
@@ -230,8 +292,11 @@ static void disarm(struct reg_entry *e)
     cpu_perf_close(&e->perf_fd);
 }
 
-/* Gives tid a fresh sampler (stopping one it had): the profile's perf
- * event (cpu_perf.c chose), else a timer. reg_lock held. */
+/* Gives tid a sampler: the profile's perf event (cpu_perf.c chose), else
+ * a timer; a fresh one (stopping one it had) for a thread born now, whose
+ * timer's expiries count from its birth (see timer_arm_at). Only a timer
+ * is settled (first_at set): a perf event's overflows come where its
+ * periods end, none is left unnoticed (see "settlement"). reg_lock held. */
 static void arm_thread(int tid, int fresh)
 {
     struct reg_entry *e = reg_get(tid);
@@ -245,16 +310,24 @@ static void arm_thread(int tid, int fresh)
         disarm(e);
     }
     e->exited = 0;
+    e->seen = 0;
+    e->end_cpu = 0;
+    e->start_fn = 0;
+    e->settled = 0;
+    e->first_at = 0;
     int64_t first = 1 + (int64_t)(next_random() % (uint64_t)cpu_period_ns);
     int fd = cpu_perf_open(tid, first, &e->perf_fd);
     if (fd >= 0 || fd == -ESRCH)
         return;
-    int id = timer_start(tid);
+    int id = timer_start(tid, fresh, &e->first_at);
     if (id >= 0) {
         e->timer = id;
         cpu_sampler_count_timer();
-    } else if (id != -EINVAL) /* EINVAL: the thread is already gone */
-        timer_failures++;
+    } else {
+        e->first_at = 0;
+        if (id != -EINVAL) /* EINVAL: the thread is already gone */
+            timer_failures++;
+    }
 }
 
 /* 1 with reg_lock held when a profile runs (checked again under the
@@ -343,6 +416,7 @@ void cpu_thread_pause(void)
         } else if (left > 0) {
             /* Armed by the profile's start: the open clock begins here. */
             e->tracked = 1;
+            e->first_at = 0; /* its phase now follows the open clock */
             e->open_now = 0;
             e->due = left;
             e->taken = cpu_periods_taken;
@@ -379,23 +453,137 @@ void cpu_thread_resume(void)
         thread_timer_set(e->timer, first, period);
     } else if (e && e->timer >= 0) {
         timer_arm(e->timer);
+        e->first_at = 0;
     } else {
         arm_thread(tid, 0);
     }
     spin_unlock(&reg_lock);
 }
 
-void cpu_thread_exiting(void)
+void cpu_thread_exiting(uintptr_t start_fn)
 {
     if (!lock_if_active())
         return;
     struct reg_entry *e = reg_find((int)my_tid());
     if (e) {
+        int had_timer = e->timer >= 0;
         disarm(e);
         e->exited = 1;
+        if (had_timer) {
+            /* After the delete: no expiry of its is noticed past this. */
+            e->end_cpu = self_cpu_ns();
+            e->start_fn = start_fn;
+        }
         prctl(PR_GET_NAME, e->name);
     }
     spin_unlock(&reg_lock);
+}
+
+/* ---- settlement ---------------------------------------------------------- */
+
+/*
+ * The kernel notices a thread CPU timer's expiry only at a scheduler tick
+ * (every 4 ms at 250 Hz) that finds the thread running; the signal then
+ * carries every period passed since (its overrun). A thread that works in
+ * stretches shorter than a tick is found running by few ticks, and the CPU
+ * it used since the last one it met is still unnoticed when its timer goes
+ * away: when it ends (a thread that lives less than a tick is almost never
+ * sampled at all) or when the profile ends (about a tick's worth per busy
+ * thread: 10-15% of a 5 s profile of a JVM's request threads). The timer's
+ * expiries are at known points of the thread's CPU clock (first_at, then
+ * every period), so when the timer goes away the periods its clock went
+ * through and no sample stood for are known exactly: they are settled as
+ * one sample of that weight under the thread, with a pseudo frame for a
+ * leaf (where the CPU went is not known) above the start routine of a
+ * thread that ended. Threads whose timer was paused (they blocked the
+ * signal meanwhile) are not settled.
+ *
+ * A thread sampled by a perf event (cpu_perf.c) is not settled either:
+ * its event's hrtimer overflows mid-slice where a period ends, whether a
+ * tick comes or not, and the signal is taken as the thread returns to
+ * user mode, so no period passes unnoticed but the unfinished one; with
+ * the first overflow drawn in (0, period], the overflows of T ns of CPU
+ * are T / period on average, which is the settlement's own count. (A
+ * user-time-only event's periods in the kernel are weighed into its next
+ * sample by the clock, cpu_signal.c; those after its last one are lost
+ * with the thread, at most its kernel time since then.)
+ *
+ * seen: periods of the samples drained, counted on the way (the drain and
+ * the stop, on the slot holder). A thread's settlement waits for the drain
+ * after the one that found it ended: a sample of its still behind a slot
+ * being written is drained by then. reg_lock held around each entry.
+ */
+struct counting {
+    cpu_sample_fn fn;
+    void *arg;
+};
+
+static void count_sample(const struct cpu_sample *s, void *p)
+{
+    const struct counting *c = p;
+    spin_lock(&reg_lock);
+    struct reg_entry *e = reg_find((int)s->tid);
+    if (e)
+        e->seen += s->weight;
+    spin_unlock(&reg_lock);
+    if (c->fn)
+        c->fn(s, c->arg);
+}
+
+#define SETTLE_NOT_YET 0
+#define SETTLE_NEXT 1 /* ended: settled at the next drain */
+#define SETTLE_DONE 2
+
+/* The periods e's clock went through that no sample stood for, into s;
+ * 0 when none. With `now`, every entry whose timer is gone; otherwise
+ * only those ended before the last drain. reg_lock held. */
+static uint32_t settle_entry(struct reg_entry *e, int now,
+                             struct cpu_sample *s)
+{
+    if (!e->tid || e->settled == SETTLE_DONE || !e->first_at ||
+        !e->end_cpu || e->timer >= 0)
+        return 0;
+    if (!now && e->settled == SETTLE_NOT_YET) {
+        e->settled = SETTLE_NEXT;
+        return 0;
+    }
+    e->settled = SETTLE_DONE;
+    if (e->end_cpu < e->first_at)
+        return 0;
+    uint64_t due = 1 + (uint64_t)((e->end_cpu - e->first_at) / cpu_period_ns);
+    if (due <= e->seen)
+        return 0;
+    uint64_t owed = due - e->seen;
+    s->tid = (uint32_t)e->tid;
+    s->weight = (uint32_t)(owed < 100000 ? owed : 100000);
+    s->labels = 0;
+    s->ns = agent_mono_ns();
+    s->depth = 0;
+    s->pcs[s->depth++] = FRAME_UNSAMPLED;
+    if (e->start_fn)
+        s->pcs[s->depth++] = e->start_fn;
+    return s->weight;
+}
+
+/* Settles what can be (see settle_entry) into fn and the guest. */
+static void settle(cpu_sample_fn fn, void *arg, int now)
+{
+    struct cpu_sample s;
+    for (size_t i = 0; i < REG_SLOTS; i++) {
+        spin_lock(&reg_lock);
+        uint32_t w = settle_entry(&reg[i], now, &s);
+        spin_unlock(&reg_lock);
+        if (w) {
+            __atomic_fetch_add(&cpu_counters.settled, w, __ATOMIC_RELAXED);
+            cpu_share_emit(fn, arg, &s);
+        }
+    }
+}
+
+static void drain_counting(cpu_sample_fn fn, void *arg)
+{
+    struct counting c = {fn, arg};
+    cpu_share_drain(count_sample, &c);
 }
 
 /* ---- fork ---------------------------------------------------------------- */
@@ -446,27 +634,24 @@ void cpu_timer_init(void)
 
 /* ---- session ------------------------------------------------------------- */
 
-static int handler_is(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) &&
-           sa->sa_sigaction == cpu_signal_handler;
-}
+static int unseen_told(int n, int sig);
+
+/* Whether the running (or last) profile's signal is chained in front of
+ * a handler of the host's (signals.h). */
+static int chained;
 
 /* SIGPROF unless the host handles it itself; then a real-time signal the
- * host leaves at its default. Returns the signal or -EAGAIN. */
-static int choose_signal(void)
+ * host leaves at its default, from the top; then one whose handler the
+ * handler can chain in front of (a Go program handles SIGPROF and every
+ * real-time signal). A chained SIGPROF is never chosen: the host's
+ * profiler's signals and the agent's would merge while pending (a
+ * standard signal is queued once), and each would lose samples; a
+ * real-time signal queues every delivery. Installs the handler. Returns
+ * the signal or -EAGAIN. */
+static int install(void)
 {
-    struct sigaction sa;
-    if (sigaction(SIGPROF, NULL, &sa) == 0 &&
-        (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN ||
-         handler_is(&sa)))
-        return SIGPROF;
-    for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 4; sig--) {
-        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL &&
-            !(sa.sa_flags & SA_SIGINFO))
-            return sig;
-    }
-    return -EAGAIN;
+    return signals_borrow(SIGRTMAX - 1, SIGRTMIN + 4, SIGPROF,
+                          cpu_signal_handler, NULL, &saved_action, &chained);
 }
 
 struct arm_pass {
@@ -530,11 +715,6 @@ int cpu_profile_start(int hz)
             return -ENOMEM;
         }
     }
-    int sig = choose_signal();
-    if (sig < 0) {
-        slot_taken = 0;
-        return sig;
-    }
     int err = cpu_ringbuf_reset();
     if (err) {
         slot_taken = 0;
@@ -543,23 +723,34 @@ int cpu_profile_start(int hz)
     memset(&cpu_counters, 0, sizeof cpu_counters);
     phdr_cache_refresh(1);
     cfi_tables_refresh();
+    /* Goroutine stacks walked too, in a Go program: looked for on an agent
+     * thread only, never in the constructor (PPROF_DUMP_DIR's whole-run
+     * profile), which reads no file; its first drain does. */
+    if (agent_tls.agent_thread)
+        stack_go_find();
 
-    cpu_signo = sig;
     cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
+    /* No timer or event exists yet: nothing of ours arrives before
+     * cpu_signo is set below. */
+    int sig = install();
+    if (sig < 0) {
+        slot_taken = 0;
+        return sig;
+    }
+    cpu_signo = sig;
+    handler_installed = 1;
+    /* The sampler, once the signal is known: perf events only on a
+     * SIGPROF of the agent's own, never on a chained signal (install()
+     * never chains SIGPROF; cpu_perf.c takes the timer on any other), so
+     * a host's handler never receives an event's overflow. */
     __atomic_add_fetch(&cpu_profile_gen, 1, __ATOMIC_RELAXED);
     cpu_sampler_choose();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = cpu_signal_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, &saved_action) != 0) {
-        err = -errno;
-        slot_taken = 0;
-        return err;
-    }
-    handler_installed = 1;
-    stack_note_handler(sig);
+    if (chained)
+        log_msg(unseen_told(-1, sig) ? LOG_DEBUG : LOG_INFO,
+                "cpu profile: signal %d chained in front of the program's "
+                "handler (SIGPROF and every real-time signal are the "
+                "program's)",
+                sig);
     reg_full = 0;
     timer_failures = 0;
 
@@ -588,7 +779,8 @@ int cpu_profile_start(int hz)
 void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
                        void *arg)
 {
-    cpu_share_drain(fn, arg);
+    drain_counting(fn, arg);
+    settle(fn, arg, 0);
     /* Threads that blocked the signal when last looked at, and have
      * unblocked it through no interposed call since. */
     if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
@@ -598,6 +790,7 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
      * generation the refresh bumps. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find();
 }
 
 /* Whether (n, sig) was told before; remembers it when not. Past TOLD_MAX
@@ -620,9 +813,15 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
 {
     spin_lock(&reg_lock);
     __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
-    for (size_t i = 0; i < REG_SLOTS; i++)
-        if (reg[i].tid && armed(&reg[i]))
+    for (size_t i = 0; i < REG_SLOTS; i++) {
+        if (reg[i].tid && armed(&reg[i])) {
             disarm(&reg[i]);
+            /* A timer's thread's clock when no expiry of its can be
+             * noticed any more (first_at is 0 for a perf event's). */
+            if (reg[i].first_at)
+                reg[i].end_cpu = thread_cpu_ns(reg[i].tid);
+        }
+    }
     spin_unlock(&reg_lock);
     sigmask_watch_end();
 
@@ -638,7 +837,8 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     /* A handler still running on another thread finishes its sample. */
     while (__atomic_load_n(&cpu_phdr_readers, __ATOMIC_SEQ_CST) != 0)
         sched_yield();
-    cpu_share_drain(fn, arg);
+    drain_counting(fn, arg);
+    settle(fn, arg, 1);
     cpu_share_end();
 }
 

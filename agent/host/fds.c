@@ -25,6 +25,7 @@
  */
 #include "agent/fds.h"
 
+#include "agent/blocked.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/log.h"
@@ -74,6 +75,10 @@ static struct fds_slot slots[FDS_SLOTS];
 static int in_flight;  /* agent descriptors between creation and move */
 static int registered; /* number of slots in use */
 static int owner_pid;  /* the process whose registry this is */
+/* 1 once a number went to `lost` (set with it, cleared by a fork child's
+ * sweep): a child of a process that lost none touches no page of the
+ * bitmaps (each is a copy-on-write fault in parent and child alike). */
+static int lost_any;
 
 static struct {
     uintptr_t lo, hi;
@@ -406,7 +411,12 @@ void fds_fork_child(void)
         do_close(fd1 - 1);
         slot_release(&slots[i]);
     }
+    if (!lost_any)
+        return;
+    lost_any = 0;
     for (int i = 0; i < FDS_MAX / 64; i++) {
+        if (!lost[i])
+            continue;
         watch[i] &= ~lost[i];
         lost[i] = 0;
     }
@@ -557,6 +567,7 @@ static __attribute__((noinline)) int host_dup(int oldfd, int newfd,
         /* civetweb's socket (or a file the agent could not move): the
          * number becomes the host's, and civetweb's calls on it fail. */
         bit_set(lost, newfd);
+        __atomic_store_n(&lost_any, 1, __ATOMIC_RELEASE);
         struct fds_slot *t = slot_find(newfd);
         if (t)
             slot_release(t);
@@ -685,8 +696,8 @@ static __attribute__((noinline)) int traced_accept(int fd,
                                                          len, flags));
 }
 
-__attribute__((visibility("default"))) int
-accept(int fd, struct sockaddr *addr, socklen_t *len)
+static inline __attribute__((always_inline)) int
+accept_body(int fd, struct sockaddr *addr, socklen_t *len)
 {
     arm_poke(ARM_WAIT, 1);
     if (likely(!from_agent_library(__builtin_return_address(0))))
@@ -696,8 +707,19 @@ accept(int fd, struct sockaddr *addr, socklen_t *len)
     return agent_accept(fd, addr, len, -1);
 }
 
+/* Noted while it waits in a process that is not dumpable
+ * (agent/blocked.h). */
 __attribute__((visibility("default"))) int
-accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    int n_ = BLOCKED_ENTER(SYS_accept, real_accept);
+    int r_ = accept_body(fd, addr, len);
+    BLOCKED_LEAVE(n_);
+    return r_;
+}
+
+static inline __attribute__((always_inline)) int
+accept4_body(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     arm_poke(ARM_WAIT, 1);
     if (likely(!from_agent_library(__builtin_return_address(0))))
@@ -706,6 +728,17 @@ accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
                    : (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd, addr,
                                           len, flags);
     return agent_accept(fd, addr, len, flags);
+}
+
+/* Noted while it waits in a process that is not dumpable
+ * (agent/blocked.h). */
+__attribute__((visibility("default"))) int
+accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    int n_ = BLOCKED_ENTER(SYS_accept4, real_accept4);
+    int r_ = accept4_body(fd, addr, len, flags);
+    BLOCKED_LEAVE(n_);
+    return r_;
 }
 
 /* civetweb's calls on a number the host took over fail as on a closed
@@ -739,14 +772,25 @@ traced_transfer(int sending, int fd, void *buf, size_t n, int flags,
     return TRACE_CALL(TRACE_NET, fd, transfer(sending, fd, buf, n, flags, pc));
 }
 
-__attribute__((visibility("default"))) ssize_t recv(int fd, void *buf,
-                                                    size_t n, int flags)
+static inline __attribute__((always_inline)) ssize_t
+recv_body(int fd, void *buf, size_t n, int flags)
 {
     arm_poke(ARM_WAIT, 1);
     const void *pc = __builtin_return_address(0);
     if (unlikely(trace_on))
         return traced_transfer(0, fd, buf, n, flags, pc);
     return transfer(0, fd, buf, n, flags, pc);
+}
+
+/* Noted while it waits in a process that is not dumpable
+ * (agent/blocked.h). */
+__attribute__((visibility("default"))) ssize_t
+recv(int fd, void *buf, size_t n, int flags)
+{
+    int n_ = BLOCKED_ENTER(SYS_recvfrom, real_recv);
+    ssize_t r_ = recv_body(fd, buf, n, flags);
+    BLOCKED_LEAVE(n_);
+    return r_;
 }
 
 __attribute__((visibility("default"))) ssize_t send(int fd, const void *buf,

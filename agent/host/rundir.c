@@ -104,6 +104,28 @@ static unsigned long long start_time(int pid)
     return stat_field(pid, 22);
 }
 
+/* glibc 2.32's word, 1 until a second thread was created; weak, so that
+ * a C library without it (musl's: the agent stands aside there) does not
+ * refuse to load the agent. */
+extern char __libc_single_threaded __attribute__((weak));
+
+/* This process's own start time, read once per process: the constructor
+ * asks for it up to twice (its family id, the time it lived before an
+ * exec in place), and a read of /proc in every process started by hand
+ * is what a short one must not pay thrice. */
+static unsigned long long self_ticks;
+static int self_ticks_pid;
+
+static unsigned long long self_start_time(void)
+{
+    int pid = (int)getpid();
+    if (self_ticks_pid != pid || self_ticks == 0) {
+        self_ticks = start_time(pid);
+        self_ticks_pid = pid;
+    }
+    return self_ticks;
+}
+
 void rundir_program(char *out, size_t size)
 {
     char buf[64];
@@ -347,7 +369,7 @@ STARTUP int rundir_env_from_ancestor(void)
     size_t n = log_snprintf(own, sizeof own, "%d.", pid);
     if (strncmp(s, own, n) != 0)
         return 1;
-    log_snprintf(own, sizeof own, "%d.%llu", pid, start_time(pid));
+    log_snprintf(own, sizeof own, "%d.%llu", pid, self_start_time());
     return strcmp(s, own) != 0;
 }
 
@@ -359,7 +381,7 @@ STARTUP int rundir_env_own(int64_t *lived_ns)
     size_t n = log_snprintf(own, sizeof own, "%d.", pid);
     if (!s || strncmp(s, own, n) != 0)
         return 0; /* the pid first: the start time only when it matches */
-    unsigned long long ticks = start_time(pid);
+    unsigned long long ticks = self_start_time();
     log_snprintf(own, sizeof own, "%d.%llu", pid, ticks);
     struct timespec boot;
     long hz = sysconf(_SC_CLK_TCK);
@@ -396,13 +418,13 @@ void rundir_family_init(void)
     family_inherited = own_family[0] != '\0';
     if (!own_family[0])
         log_snprintf(own_family, sizeof own_family, "%d.%llu", (int)getpid(),
-                     start_time((int)getpid()));
+                     self_start_time());
     /* Handed down to exec'd descendants with the environment. Under
      * LD_PRELOAD the constructor runs before main(), on the only thread;
      * loaded by dlopen into a process with threads, changing the
      * environment could race with their getenv(): exec'd children then
      * find the family through this process's announcement instead. */
-    if (stat_field((int)getpid(), 20) == 1)
+    if (&__libc_single_threaded && __libc_single_threaded)
         setenv("PPROF_FAMILY", own_family, 1);
 }
 

@@ -27,6 +27,7 @@
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/spinlock.h"
+#include "agent/signals.h"
 #include "agent/threads.h"
 #include "agent/wall.h"
 
@@ -51,14 +52,10 @@ __attribute__((constructor(101))) static void resolve(void)
 }
 
 /* 1 when si is one of the agent's own signals: a CPU or wall timer's
- * expiry or a threads dump's question. */
+ * expiry, a CPU perf event's overflow or a threads dump's question. */
 static int agent_sent(const siginfo_t *si)
 {
-    uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-    if (si->si_code == SI_TIMER)
-        return (v >> 32) == CPU_TIMER_COOKIE || (v >> 48) == WALL_COOKIE;
-    return si->si_code == SI_QUEUE && si->si_pid == getpid() &&
-           (v >> 48) == THREADS_COOKIE;
+    return signals_sender(si) != SIGNALS_HOST;
 }
 
 /*
@@ -84,7 +81,7 @@ static void discard_pending(int sig)
         struct timespec zero = {0, 0};
         if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, 8) != sig)
             break;
-        if (si.si_code == POLL_IN && cpu_perf_is_ours(si.si_fd)) {
+        if (si.si_code == POLL_IN && agent_sent(&si)) {
             /* A perf event's overflow: its period goes to the thread's
              * next sample (cpu_signal.c). */
             cpu_periods_owed++;

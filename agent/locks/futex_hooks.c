@@ -23,11 +23,15 @@
  *     registered?) and forward; when there is one, the waker takes the
  *     delay its address's waiters accrued, after the real call.
  * docs/contention.md explains the attribution and where it is approximate.
+ * In a process that is not dumpable, a call that may wait long (futex
+ * waits, io_getevents, io_uring_enter, epoll and poll waits, reads, ...)
+ * is noted while it waits (agent/blocked.h): a few stores, signal-safe.
  *
  * Never changes what the host sees: the same return value and errno, the
  * same blocking; the agent's own threads and calls made with the guard
  * entered are only forwarded.
  */
+#include "agent/blocked.h"
 #include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/deadlock.h"
@@ -270,10 +274,59 @@ filter_call(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
     return ret;
 }
 
-/* The system call nr with its six arguments: a futex call is followed, a
- * futex_waitv timed, anything else forwarded as it is. */
+/* 1 for a call that may wait long: noted while it waits in a process
+ * that is not dumpable (agent/blocked.h). */
+static int may_wait(long nr, long a2)
+{
+    switch (nr) {
+    case SYS_futex:
+        switch ((int)a2 & FUTEX_CMD_MASK) {
+        case FUTEX_WAIT: case FUTEX_WAIT_BITSET: case FUTEX_LOCK_PI:
+        case FUTEX_LOCK_PI2: case FUTEX_WAIT_REQUEUE_PI:
+            return 1;
+        default:
+            return 0;
+        }
+    case SYS_futex_waitv: case SYS_io_getevents: case SYS_io_pgetevents:
+    case SYS_io_uring_enter: case SYS_epoll_wait: case SYS_epoll_pwait:
+    case SYS_epoll_pwait2: case SYS_poll: case SYS_ppoll: case SYS_select:
+    case SYS_pselect6: case SYS_read: case SYS_readv: case SYS_recvfrom:
+    case SYS_recvmsg: case SYS_accept: case SYS_accept4:
+    case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_rt_sigtimedwait:
+    case SYS_wait4: case SYS_waitid: case SYS_msgrcv: case SYS_semtimedop:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static long dispatch_call(long nr, long a1, long a2, long a3, long a4,
+                          long a5, long a6);
+
+/* A waiting call, noted while it waits. Async-signal-safe. */
+static __attribute__((noinline)) long
+noted_call(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    int n = blocked_enter(nr, (uintptr_t)real_syscall,
+                          __builtin_frame_address(0));
+    long r = dispatch_call(nr, a1, a2, a3, a4, a5, a6);
+    BLOCKED_LEAVE(n);
+    return r;
+}
+
 static inline long dispatch(long nr, long a1, long a2, long a3, long a4,
                             long a5, long a6)
+{
+    if (unlikely(__atomic_load_n(&blocked_notes_on, __ATOMIC_RELAXED)) &&
+        may_wait(nr, a2))
+        return noted_call(nr, a1, a2, a3, a4, a5, a6);
+    return dispatch_call(nr, a1, a2, a3, a4, a5, a6);
+}
+
+/* The system call nr with its six arguments: a futex call is followed, a
+ * futex_waitv timed, anything else forwarded as it is. */
+static inline __attribute__((always_inline)) long
+dispatch_call(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
     if (unlikely(nr == SYS_futex))
         return futex(a1, a2, a3, a4, a5, a6);

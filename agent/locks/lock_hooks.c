@@ -11,6 +11,10 @@
  * own threads and calls made while the guard is entered go straight to the
  * real functions.
  *
+ * In a process that is not dumpable, a wait that blocks (a contended lock,
+ * a condition or semaphore wait) notes where it was entered while it waits
+ * (agent/blocked.h); otherwise that costs one load of a flag.
+ *
  * Never changes what the host sees: the same return values and errno, the
  * same blocking behaviour; a failure to record is counted, never reported
  * to the caller. The holder's charge is taken after the real unlock, never
@@ -27,6 +31,7 @@
  * object asked for, from that object's own relocations and version needs
  * (cached per object), and forwards to that version with dlvsym.
  */
+#include "agent/blocked.h"
 #include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/deadlock.h"
@@ -38,6 +43,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <semaphore.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/single_threaded.h>
 #include <time.h>
@@ -234,6 +240,15 @@ struct wait_op {
     rwlock_timed_fn rw_timed;
 };
 
+/* The real function op calls (a noted wait's leaf). */
+static void *op_function(const struct wait_op *op)
+{
+    return op->mutex         ? (void *)op->mutex
+           : op->mutex_timed ? (void *)op->mutex_timed
+           : op->rw          ? (void *)op->rw
+                             : (void *)op->rw_timed;
+}
+
 static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
 {
     int saved = errno;
@@ -245,7 +260,9 @@ static __attribute__((noinline)) int wait_slow(const struct wait_op *op)
         t0);
     uint32_t holder = trace_on ? trace_lock_owner(op->lock, op->rwlock) : 0;
     errno = saved;
+    int n = BLOCKED_ENTER(SYS_futex, op_function(op));
     int r = op->call(op);
+    BLOCKED_LEAVE(n);
     deadlock_wait_end(dl);
     saved = errno;
     int64_t t1 = contention_clock();
@@ -278,6 +295,19 @@ static int call_rw_timed(const struct wait_op *op)
     return op->rw_timed(op->obj, op->abstime);
 }
 
+/* Unmeasured, in a process that is not dumpable: a lock that must wait
+ * is noted while it waits (agent/blocked.h). */
+static __attribute__((noinline)) int mutex_lock_noted(pthread_mutex_t *m)
+{
+    int r = real_pthread_mutex_trylock(m);
+    if (r != EBUSY)
+        return r;
+    int n = BLOCKED_ENTER(SYS_futex, real_pthread_mutex_lock);
+    r = real_pthread_mutex_lock(m);
+    BLOCKED_LEAVE(n);
+    return r;
+}
+
 /* Out of line, so that the fast path below needs no stack frame for op. */
 static __attribute__((noinline)) int mutex_lock_slow(pthread_mutex_t *m)
 {
@@ -294,7 +324,9 @@ EXPORT LOCK_FAST_PATH int pthread_mutex_lock(pthread_mutex_t *m)
 {
     int on = __atomic_load_n(&contention_on, __ATOMIC_RELAXED);
     if (unlikely(on != CONTENTION_ON) && !measure_when(on, m))
-        return real_pthread_mutex_lock(m);
+        return unlikely(__atomic_load_n(&blocked_notes_on, __ATOMIC_RELAXED))
+                   ? mutex_lock_noted(m)
+                   : real_pthread_mutex_lock(m);
     int r = real_pthread_mutex_trylock(m);
     if (likely(r != EBUSY))
         return r;
@@ -464,7 +496,7 @@ static int cond_block_end(int r, int64_t t0, int kind)
     return r;
 }
 
-EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+static inline __attribute__((always_inline)) int pthread_cond_wait_body(pthread_cond_t *c, pthread_mutex_t *m)
 {
     arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_cond_wait_new))
@@ -477,7 +509,16 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
     return cond_block_end(fn(c, m), t0, TRACE_COND);
 }
 
-EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+/* Noted while it waits (agent/blocked.h). */
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    int n_ = BLOCKED_ENTER(SYS_futex, real_cond_wait_new);
+    int r_ = pthread_cond_wait_body(c, m);
+    BLOCKED_LEAVE(n_);
+    return r_;
+}
+
+static inline __attribute__((always_inline)) int pthread_cond_timedwait_body(pthread_cond_t *c, pthread_mutex_t *m,
                                   const struct timespec *abstime)
 {
     arm_poke(ARM_WAIT, 0);
@@ -491,9 +532,19 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
     return cond_block_end(fn(c, m, abstime), t0, TRACE_COND);
 }
 
+/* Noted while it waits (agent/blocked.h). */
+EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                  const struct timespec *abstime)
+{
+    int n_ = BLOCKED_ENTER(SYS_futex, real_cond_timedwait_new);
+    int r_ = pthread_cond_timedwait_body(c, m, abstime);
+    BLOCKED_LEAVE(n_);
+    return r_;
+}
+
 /* ---- semaphores ------------------------------------------------------------- */
 
-EXPORT int sem_wait(sem_t *s)
+static inline __attribute__((always_inline)) int sem_wait_body(sem_t *s)
 {
     arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_sem_wait))
@@ -511,7 +562,16 @@ EXPORT int sem_wait(sem_t *s)
     return cond_block_end(r, t0, TRACE_SYNC);
 }
 
-EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+/* Noted while it waits (agent/blocked.h). */
+EXPORT int sem_wait(sem_t *s)
+{
+    int n_ = BLOCKED_ENTER(SYS_futex, real_sem_wait);
+    int r_ = sem_wait_body(s);
+    BLOCKED_LEAVE(n_);
+    return r_;
+}
+
+static inline __attribute__((always_inline)) int sem_timedwait_body(sem_t *s, const struct timespec *abstime)
 {
     arm_poke(ARM_WAIT, 0);
     if (unlikely(!real_sem_timedwait))
@@ -527,4 +587,13 @@ EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
     int64_t t0 = contention_clock();
     int r = real_sem_timedwait(s, abstime);
     return cond_block_end(r, t0, TRACE_SYNC);
+}
+
+/* Noted while it waits (agent/blocked.h). */
+EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+    int n_ = BLOCKED_ENTER(SYS_futex, real_sem_timedwait);
+    int r_ = sem_timedwait_body(s, abstime);
+    BLOCKED_LEAVE(n_);
+    return r_;
 }

@@ -20,6 +20,7 @@
  * same blocking; the agent's own threads and calls made with the guard
  * entered are only forwarded.
  */
+#include "agent/blocked.h"
 #include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/guard.h"
@@ -29,6 +30,7 @@
 
 #include <errno.h>
 #include <semaphore.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -225,7 +227,7 @@ EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 
 /* ---- condition variable and semaphore with a clock -------------------------- */
 
-EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
+static inline __attribute__((always_inline)) int pthread_cond_clockwait_body(pthread_cond_t *c, pthread_mutex_t *m,
                                   clockid_t clock,
                                   const struct timespec *abstime)
 {
@@ -246,7 +248,18 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                       FORWARD(real_cond_clockwait, c, m, clock, abstime));
 }
 
-EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
+/* Noted while it waits (agent/blocked.h). */
+EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                  clockid_t clock,
+                                  const struct timespec *abstime)
+{
+    int n_ = BLOCKED_ENTER(SYS_futex, real_cond_clockwait);
+    int r_ = pthread_cond_clockwait_body(c, m, clock, abstime);
+    BLOCKED_LEAVE(n_);
+    return r_;
+}
+
+static inline __attribute__((always_inline)) int sem_clockwait_body(sem_t *s, clockid_t clock,
                          const struct timespec *abstime)
 {
     arm_poke(ARM_WAIT, 0);
@@ -259,6 +272,16 @@ EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
         return real_sem_clockwait(s, clock, abstime);
     errno = saved;
     return TIMED_WAIT(NULL, 1, real_sem_clockwait(s, clock, abstime));
+}
+
+/* Noted while it waits (agent/blocked.h). */
+EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
+                         const struct timespec *abstime)
+{
+    int n_ = BLOCKED_ENTER(SYS_futex, real_sem_clockwait);
+    int r_ = sem_clockwait_body(s, clock, abstime);
+    BLOCKED_LEAVE(n_);
+    return r_;
 }
 
 /* ---- waits that are not locks ------------------------------------------------ */

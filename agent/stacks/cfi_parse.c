@@ -402,6 +402,40 @@ static struct rule initial_rule(const struct state *init, uint64_t reg)
     return same;
 }
 
+/* The instructions that define the CFA (def_cfa and its variants) on
+ * state s. Returns 0, or -1 for a malformed one or another instruction. */
+static int cfa_rule(struct cursor *c, struct state *s, uint8_t op,
+                    const struct cie *cie)
+{
+    switch (op) {
+    case 0x0c: /* def_cfa */
+        s->cfa_reg = uleb(c);
+        s->cfa_off = (int64_t)uleb(c);
+        break;
+    case 0x0d: s->cfa_reg = uleb(c); break; /* def_cfa_register */
+    case 0x0e: s->cfa_off = (int64_t)uleb(c); return 0; /* def_cfa_offset */
+    case 0x0f: { /* def_cfa_expression */
+        uint64_t n = uleb(c);
+        if (n > (uint64_t)(c->end - c->p))
+            return -1;
+        s->cfa_expr = 1;
+        s->expr = c->p;
+        s->len = n;
+        c->p += n;
+        return 0;
+    }
+    case 0x12: /* def_cfa_sf */
+        s->cfa_reg = uleb(c);
+        s->cfa_off = sleb(c) * cie->data_align;
+        break;
+    case 0x13: s->cfa_off = sleb(c) * cie->data_align; return 0; /* def_cfa_offset_sf */
+    default:
+        return -1;
+    }
+    s->cfa_expr = 0; /* a register's rule again */
+    return 0;
+}
+
 /*
  * Runs the instructions [p, end) from state s at address *loc. With em
  * set, emits a row before each advance; init is the state after the
@@ -463,23 +497,6 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *cie,
                 return -1;
             *s = stack[--depth];
             break;
-        case 0x0c:
-            s->cfa_reg = uleb(&c);
-            s->cfa_off = (int64_t)uleb(&c);
-            s->cfa_expr = 0;
-            break;
-        case 0x0d: s->cfa_reg = uleb(&c); s->cfa_expr = 0; break;
-        case 0x0e: s->cfa_off = (int64_t)uleb(&c); break;
-        case 0x0f: {
-            uint64_t n = uleb(&c);
-            if (n > (uint64_t)(c.end - c.p))
-                return -1;
-            s->cfa_expr = 1;
-            s->expr = c.p;
-            s->len = n;
-            c.p += n;
-            break;
-        }
         case 0x10: case 0x16: { /* expression, val_expression */
             reg = uleb(&c);
             uint64_t n = uleb(&c);
@@ -498,12 +515,6 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *cie,
             r.off = sleb(&c) * cie->data_align;
             set_rule(s, reg, r);
             break;
-        case 0x12:
-            s->cfa_reg = uleb(&c);
-            s->cfa_off = sleb(&c) * cie->data_align;
-            s->cfa_expr = 0;
-            break;
-        case 0x13: s->cfa_off = sleb(&c) * cie->data_align; break;
         case 0x14: case 0x15: /* val_offset(_sf) */
             reg = uleb(&c);
             if (op == 0x14)
@@ -520,8 +531,9 @@ static int run(const uint8_t *p, const uint8_t *end, const struct cie *cie,
             r.off = -(int64_t)uleb(&c) * cie->data_align;
             set_rule(s, reg, r);
             break;
-        default:
-            return -1;
+        default: /* the CFA's rule, or not an instruction known here */
+            if (cfa_rule(&c, s, op, cie) != 0)
+                return -1;
         }
         continue;
     advance:

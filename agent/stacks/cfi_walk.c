@@ -866,6 +866,17 @@ STACK_READER PPROF_SIGNAL_SAFE int cfi_walk_copy(const struct cfi_regs *regs,
     return walk(regs, 1, 0, 1, 0, 1, 0, &b, pcs, max, full, &clean);
 }
 
+STACK_READER PPROF_SIGNAL_SAFE int
+cfi_walk_copy_sites(const struct cfi_regs *regs, uintptr_t stack_lo,
+                    uintptr_t stack_hi, const void *copy, uintptr_t *pcs,
+                    int max, int *full)
+{
+    struct bounds b = make_bounds(stack_lo, stack_hi,
+                                  (uintptr_t)copy - stack_lo);
+    int clean;
+    return walk(regs, 0, 1, 0, 1, 1, 0, &b, pcs, max, full, &clean);
+}
+
 /* The registers of the caller of the function whose frame record is
  * record (saved frame pointer, return address) on the calling thread's
  * stack, and the stack's top; -1 when the thread's bounds are unknown

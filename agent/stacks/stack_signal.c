@@ -71,6 +71,39 @@ static PPROF_SIGNAL_SAFE const ucontext_t *outer_context(const ucontext_t *uc,
     return NULL;
 }
 
+/*
+ * The top of the goroutine stack that sp lies on, when the thread runs Go
+ * code (stack_go_g_at, go_stack.c): Go's g for the thread holds the
+ * bounds of the stack it runs on in its first two words (g.stack.lo,
+ * g.stack.hi). The word is 0 on threads Go did not make, and a g is never
+ * freed, so the read is safe; bounds that do not hold sp (a switch of
+ * stacks under way, a g0 or signal g) are not used. -1 when there are
+ * none. The walk above sp stays inside that stack, which the goroutine is
+ * running on, so mapped.
+ */
+static PPROF_SIGNAL_SAFE int go_stack_top(uintptr_t sp, uintptr_t *hi)
+{
+#if defined(__x86_64__)
+    intptr_t at = __atomic_load_n(&stack_go_g_at, __ATOMIC_RELAXED);
+    if (!at)
+        return -1;
+    uintptr_t g;
+    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(g) : "r"(at));
+    if (!g || (g & 7))
+        return -1;
+    uintptr_t lo = ((const volatile uintptr_t *)g)[0];
+    uintptr_t top = ((const volatile uintptr_t *)g)[1];
+    if (lo >= top || sp < lo || sp >= top || top - lo > (1UL << 30))
+        return -1;
+    *hi = top;
+    return 0;
+#else
+    (void)sp;
+    (void)hi;
+    return -1;
+#endif
+}
+
 PPROF_SIGNAL_SAFE
 uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
 {
@@ -85,6 +118,11 @@ uint32_t stack_unwind_signal(void *ucontext, uintptr_t *pcs, uint32_t max)
      * alternate stack, code that moved its stack pointer into memory of its
      * own as Erlang's JIT does): only the leaf is known to be right, and
      * inside an agent handler the leaf is the host's under it. */
+    /* Go code, on a goroutine's stack: walked there (frame pointers; Go
+     * keeps them on x86-64). */
+    if ((r.sp < lo || r.sp >= hi) && !stack_is_self(r.pc) &&
+        go_stack_top(r.sp, &hi) == 0)
+        lo = r.sp;
     if (r.sp < lo || r.sp >= hi) {
         const ucontext_t *o = outer_context(uc, r.pc, r.sp);
         pcs[0] = o ? (uintptr_t)o->uc_mcontext.gregs[REG_RIP] : r.pc;

@@ -66,6 +66,11 @@ const char *symbols_pseudo_name(uintptr_t pc)
         return "[lost samples]";
     case FRAME_UNAVAILABLE:
         return "[stack unavailable]";
+    case FRAME_NOT_NOTED:
+        return "[stack unavailable: not dumpable, waiting in a call the "
+               "agent does not note]";
+    case FRAME_UNSAMPLED:
+        return "[cpu not sampled]";
     default:
         return pc < FRAME_PSEUDO_MAX ? "[unknown]" : NULL;
     }

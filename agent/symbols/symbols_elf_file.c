@@ -1,7 +1,8 @@
 /*
  * symbols_elf_file.c reads ELF files for the rest of the symbolizer: opens
  * one through a libelf mmap, and finds in it the GNU build ID, a section by
- * name or type, and the function symbols of a symbol table. It calls
+ * name or type, and the function symbols of a symbol table (and, for the
+ * stack walker's Go stacks, one thread-local symbol). It calls
  * nothing of the symbolizer's own, so that symbols_elf.c (the objects and
  * their function tables), symbols_debug.c (the debug-file search) and
  * symbols_plt.c (the stubs' names) stand on it without calling each other
@@ -99,6 +100,40 @@ Elf_Scn *symbols_elf_section(Elf *elf, const char *name)
             return scn;
     }
     return NULL;
+}
+
+int symbols_elf_tls_symbol(const char *path, const char *name,
+                           uint64_t *value)
+{
+    Elf *elf = symbols_elf_open_file(path);
+    if (!elf)
+        return -1;
+    int found = -1;
+    Elf_Scn *scn = NULL;
+    while (found != 0 && (scn = elf_nextscn(elf, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+            sh.sh_entsize == 0)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        size_t count = data ? sh.sh_size / sh.sh_entsize : 0;
+        for (size_t i = 0; i < count; i++) {
+            GElf_Sym sym;
+            if (!gelf_getsym(data, (int)i, &sym))
+                break;
+            if (GELF_ST_TYPE(sym.st_info) != STT_TLS ||
+                sym.st_shndx == SHN_UNDEF)
+                continue;
+            const char *n = elf_strptr(elf, sh.sh_link, sym.st_name);
+            if (n && strcmp(n, name) == 0) {
+                *value = sym.st_value;
+                found = 0;
+                break;
+            }
+        }
+    }
+    elf_end(elf);
+    return found;
 }
 
 int symbols_elf_each_function(Elf *elf, unsigned type,

@@ -11,6 +11,7 @@
  * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
  * own threads are recorded so the profiler never samples them.
  */
+#include "agent/blocked.h"
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
@@ -123,13 +124,14 @@ void thread_hooks_init(void)
                  first != (void *)own_pthread_create;
 }
 
-/* Runs when a host thread ends, by return or pthread_exit/cancel. */
-static void thread_exit(void *unused)
+/* Runs when a host thread ends, by return or pthread_exit/cancel; fn is
+ * its start routine. */
+static void thread_exit(void *fn)
 {
-    (void)unused;
     guard_enter();
-    cpu_thread_exiting();
+    cpu_thread_exiting((uintptr_t)fn);
     wall_thread_exiting();
+    blocked_thread_exiting();
     if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
         proc_book_forget_self();
     guard_leave();
@@ -248,7 +250,7 @@ static void *thread_start(void *p)
             trace_instant(TRACE_START, r.trace_key, r.creator, NULL, 0);
     }
     void *ret;
-    pthread_cleanup_push(thread_exit, NULL);
+    pthread_cleanup_push(thread_exit, (void *)r.fn);
     ret = r.fn(r.arg);
     pthread_cleanup_pop(1);
     return ret;

@@ -40,6 +40,8 @@
  */
 #include "agent/threads.h"
 
+#include "agent/blocked.h"
+
 #include "agent/cfi.h"
 #include "agent/clock.h"
 #include "agent/fds.h"
@@ -310,17 +312,18 @@ long threads_host_count(void)
 
 /* ---- signal -------------------------------------------------------------- */
 
-/* A real-time signal left at its default by the host and not the CPU
- * profiler's; installs the handler. Returns the signal or -EAGAIN. */
+/* A real-time signal left at its default by the host, else one whose
+ * handler it can chain in front of (signals.h), never one the agent holds
+ * (the CPU profile's); installs the handler. Returns the signal or
+ * -EAGAIN. */
 static int install(struct sigaction *saved)
 {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGPROF);
     sigaddset(&mask, cpu_signo);
-    int skip = __atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST) ? cpu_signo : 0;
-    return signals_borrow(SIGRTMAX, SIGRTMIN + 4, skip,
-                          threads_signal_handler, &mask, saved);
+    return signals_borrow(SIGRTMAX, SIGRTMIN + 4, 0, threads_signal_handler,
+                          &mask, saved, NULL);
 }
 
 static void uninstall(int sig, const struct sigaction *saved)
@@ -459,6 +462,36 @@ int threads_walk_blocked(const int *tasks_fd, int tid,
     return THREAD_STACK_MOVED;
 }
 
+/* The hooks' frames and the leaf: the real function, then the caller's
+ * call sites, the agent's frames left out (the hook itself, a slow path). */
+int threads_walk_noted(const struct blocked_note *n, int tid,
+                       int64_t cpu_before, void *copy, uintptr_t *pcs,
+                       int max, int *depth)
+{
+    if (cpu_before < 0)
+        cpu_before = threads_cpu_ns(tid);
+    size_t got = copy_stack(n->cfa, copy);
+    if (blocked_note_seq(tid) != n->seq ||
+        threads_cpu_ns(tid) != cpu_before)
+        return THREAD_STACK_MOVED;
+    if (got < sizeof(uintptr_t) || max < 2)
+        return THREAD_STACK_UNREADABLE;
+    struct cfi_regs regs = {n->ret, n->cfa, n->fp, NULL};
+    int full;
+    int m = cfi_walk_copy_sites(&regs, n->cfa, n->cfa + got, copy, pcs + 1,
+                                max - 1, &full);
+    /* The leaf: the real function called (none before it was found). */
+    pcs[0] = n->fn;
+    int kept = n->fn ? 1 : 0;
+    for (int f = 1; f <= m; f++)
+        if (pcs[f] < stack_self_start || pcs[f] >= stack_self_end)
+            pcs[kept++] = pcs[f];
+    if (full && kept > 1)
+        pcs[kept - 1] = FRAME_TRUNCATED;
+    *depth = kept;
+    return THREAD_STACK_OK;
+}
+
 static void *stack_copy;
 
 /* Walks of one blocked thread in a dump before it is given up on as
@@ -483,17 +516,55 @@ static int patience_left(struct thread_dump *d)
     return now < d->patience_end_ns;
 }
 
-static void walk_blocked(struct thread_dump *d, struct thread_info *t,
-                         struct thread_syscall *st)
+/* The worker's copy of a stack, mapped once; 0 or -1. */
+static int need_copy(void)
 {
     if (!stack_copy) {
         void *p = mmap(NULL, THREADS_COPY_MAX, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            t->status = THREAD_STACK_UNREADABLE;
-            return;
-        }
+        if (p == MAP_FAILED)
+            return -1;
         stack_copy = p;
+    }
+    return 0;
+}
+
+/* A blocked thread of a process that is not dumpable: walked from where
+ * its hook noted it entered its call (agent/blocked.h), or without a stack
+ * when it waits in a call no hook notes. */
+static void walk_noted(struct thread_dump *d, struct thread_info *t)
+{
+    if (need_copy() != 0) {
+        t->status = THREAD_STACK_UNREADABLE;
+        return;
+    }
+    t->status = THREAD_STACK_NOT_NOTED;
+    for (int i = 0; i < WALK_TRIES; i++) {
+        int64_t cpu = threads_cpu_ns(t->tid);
+        struct blocked_note n;
+        if (!blocked_note_read(t->tid, &n)) {
+            t->status = THREAD_STACK_NOT_NOTED;
+            break;
+        }
+        t->syscall = n.nr;
+        t->status = threads_walk_noted(&n, t->tid, cpu, stack_copy, t->pcs,
+                                       THREADS_STACK_MAX, &t->depth);
+        if (t->status != THREAD_STACK_MOVED)
+            break;
+        sched_yield();
+    }
+    if (t->status == THREAD_STACK_OK)
+        d->noted++;
+    else if (t->status == THREAD_STACK_NOT_NOTED)
+        d->not_noted++;
+}
+
+static void walk_blocked(struct thread_dump *d, struct thread_info *t,
+                         struct thread_syscall *st)
+{
+    if (need_copy() != 0) {
+        t->status = THREAD_STACK_UNREADABLE;
+        return;
     }
     uint64_t found = cfi_walk_counters.fp_found;
     uint64_t lost = cfi_walk_counters.fp_lost;
@@ -550,6 +621,20 @@ static int describe(struct thread_dump *d, struct thread_info *t, int sig)
         t->status = THREAD_STACK_STOPPED;
         return 0;
     }
+    if (!have) {
+        /* Not dumpable (it changed its user): its syscall file is root's.
+         * Asleep: where its hook noted it (no signal). Running or
+         * runnable (stat is everyone's): asked, as a thread the syscall
+         * file says runs, its letter read once more just before. */
+        d->undumpable = 1;
+        blocked_notes_switch_on();
+        if (t->state != 'R') {
+            walk_noted(d, t);
+            return 0;
+        }
+        have = 1;
+        st.nr = -1;
+    }
     /* Blocked in a system call that a handler would cut short, or that
      * cannot be asked: walked where it stands, never signalled. */
     int blocked = have && st.nr >= 0 && st.sp && st.pc;
@@ -566,12 +651,6 @@ static int describe(struct thread_dump *d, struct thread_info *t, int sig)
     }
     if (sigmask_thread_blocks(t->tid, sig) == 1) {
         t->status = THREAD_STACK_BLOCKED;
-        return 0;
-    }
-    /* Not knowing where it is, it is not signalled: it may be in a call
-     * a handler would cut short. */
-    if (!have) {
-        t->status = THREAD_STACK_NO_PROC;
         return 0;
     }
     if (!restarts(&st, sig)) {
@@ -611,6 +690,7 @@ static int begin_questions(struct thread_dump *out, size_t n)
      * handlers unwind with. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find(); /* goroutine stacks walked too, in a Go program */
     int sig = ensure_slots(n) == 0 ? install(&dump_saved) : -ENOMEM;
     dump_sig = sig;
     out->signo = sig > 0 ? sig : 0;
@@ -655,9 +735,13 @@ static int ask_thread(struct thread_dump *out, size_t i, int sig,
      * cut short since is walked instead. This leaves a window of one
      * read of /proc (microseconds), not of the whole look. */
     struct thread_syscall st;
-    int moved = !blocked && threads_read_syscall(t->tid, &st) == 0 &&
-                st.nr >= 0 && st.sp && st.pc && !restarts(&st, sig);
-    if (!blocked && !moved) {
+    int readable = !blocked && threads_read_syscall(t->tid, &st) == 0;
+    int moved = readable && st.nr >= 0 && st.sp && st.pc &&
+                !restarts(&st, sig);
+    /* Not dumpable: its state letter instead; asleep now, not asked. */
+    int asleep = !blocked && !readable &&
+                 proc_thread_state(t->tid, NULL, 0) != 'R';
+    if (!blocked && !moved && !asleep) {
         __atomic_store_n(&slots[i].word, ((uint64_t)gen << 2) | SLOT_ASKED,
                          __ATOMIC_SEQ_CST);
         err = ask(t->tid, sig, gen, (uint32_t)i);
@@ -665,6 +749,11 @@ static int ask_thread(struct thread_dump *out, size_t i, int sig,
     spin_unlock(&sigmask_lock);
     if (blocked) {
         t->status = THREAD_STACK_BLOCKED;
+        return 0;
+    }
+    if (asleep) {
+        t->state = proc_thread_state(t->tid, NULL, 0);
+        walk_noted(out, t);
         return 0;
     }
     if (moved) {
@@ -745,6 +834,8 @@ int threads_dump(struct thread_dump *out)
 {
     memset(out, 0, sizeof *out);
     out->time_ns = agent_now_ns();
+    /* Not dumpable: the hooks note where threads block from now on. */
+    blocked_notes_check();
     if (list_threads(out) != 0)
         return -ENOMEM;
     size_t n = out->n;

@@ -20,6 +20,7 @@
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/signals.h"
 #include "agent/stack.h"
 
 #include <errno.h>
@@ -39,8 +40,7 @@ static PPROF_SIGNAL_SAFE void threads_signal_take(int sig, siginfo_t *si, void *
     (void)sig;
     int saved_errno = errno;
     uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-    if (si->si_code != SI_QUEUE || si->si_pid != getpid() ||
-        (v >> 48) != THREADS_COOKIE || agent_tls.agent_thread) {
+    if (agent_tls.agent_thread) {
         errno = saved_errno;
         return;
     }
@@ -75,5 +75,11 @@ static PPROF_SIGNAL_SAFE void threads_signal_take(int sig, siginfo_t *si, void *
 
 PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
+    /* Not a question of the worker's: the host's, to the handler the
+     * agent chained in front of, if any. */
+    if (signals_sender(si) != SIGNALS_THREADS) {
+        signals_forward(sig, si, ucv);
+        return;
+    }
     stack_signal_run(threads_signal_take, sig, si, ucv);
 }

@@ -21,10 +21,15 @@
  *
  * Calls the C library makes inside itself (fread's read) do not pass
  * through here: only the program's own calls are seen.
+ *
+ * In a process that is not dumpable (agent/blocked.h) every route goes
+ * through the call's noted twin first, which notes where the caller
+ * entered the call (a few stores) and clears it when the call returns.
  */
 #include "agent/trace.h"
 
 #include "agent/arm.h"
+#include "agent/blocked.h"
 #include "agent/compiler.h"
 #include "agent/next_symbol.h"
 
@@ -37,6 +42,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -108,6 +114,37 @@ static int fd_kind(int fd);
     X(int, waitid, (idtype_t t, id_t i, siginfo_t *in, int o), (t, i, in, o),  \
           TRACE_SYSCALL, 0, CHILD_WAIT(o), 0)
 
+/* The system call each hooked function makes on this C library (the wall
+ * profile's and the threads dump's label when a note gives the stack). */
+#define NR_read SYS_read
+#define NR_write SYS_write
+#define NR_readv SYS_readv
+#define NR_writev SYS_writev
+#define NR_pread SYS_pread64
+#define NR_pwrite SYS_pwrite64
+#define NR_recvfrom SYS_recvfrom
+#define NR_sendto SYS_sendto
+#define NR_recvmsg SYS_recvmsg
+#define NR_sendmsg SYS_sendmsg
+#define NR_connect SYS_connect
+#define NR_poll SYS_poll
+#define NR_ppoll SYS_ppoll
+#define NR_select SYS_select
+#define NR_pselect SYS_pselect6
+#define NR_epoll_wait SYS_epoll_wait
+#define NR_epoll_pwait SYS_epoll_pwait
+#define NR_nanosleep SYS_clock_nanosleep
+#define NR_clock_nanosleep SYS_clock_nanosleep
+#define NR_sleep SYS_clock_nanosleep
+#define NR_usleep SYS_clock_nanosleep
+#define NR_fsync SYS_fsync
+#define NR_fdatasync SYS_fdatasync
+#define NR_wait SYS_wait4
+#define NR_waitpid SYS_wait4
+#define NR_wait3 SYS_wait4
+#define NR_wait4 SYS_wait4
+#define NR_waitid SYS_waitid
+
 /* A wait for a child that may block fires an armed start once the delay
  * has passed, before or after it (agent/arm.h: a subshell waits for its
  * pipeline). Signal handlers reap with WNOHANG, which never fires it. */
@@ -152,6 +189,19 @@ static void resolve(void);
         arm_door(arm, arm_safe); /* a late kind, after a long wait */          \
         return rv_;                                                            \
     }                                                                          \
+    /* Noting where it blocks (agent/blocked.h), then as routed without. */  \
+    static __attribute__((noinline)) ret noted_##name params                   \
+    {                                                                          \
+        int n_ = blocked_enter(NR_##name, (uintptr_t)real_##name,              \
+                               __builtin_frame_address(0));                    \
+        ret rv_ = (__atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) == 1          \
+                       ? armed_##name                                          \
+                   : __atomic_load_n(&trace_on, __ATOMIC_RELAXED)              \
+                       ? traced_##name                                         \
+                       : real_##name)args;                                     \
+        BLOCKED_LEAVE(n_);                                                     \
+        return rv_;                                                            \
+    }                                                                          \
     EXPORT FAST ret name params                                                \
     {                                                                          \
         return route_##name args;                                              \
@@ -172,8 +222,10 @@ TRACE_HOOKS(DECLARE)
 #define ROUTE(ret, name, params, args, kind, obj, arm, arm_safe)               \
     if (real_##name != stub_##name)                                            \
         __atomic_store_n(&route_##name,                                        \
-                         armed ? armed_##name                                  \
-                               : on ? traced_##name : real_##name,             \
+                         noted   ? noted_##name                                \
+                         : armed ? armed_##name                                \
+                         : on    ? traced_##name                               \
+                                 : real_##name,                                \
                          __ATOMIC_RELEASE);
 
 static int (*real_setname)(pthread_t, const char *);
@@ -183,6 +235,7 @@ static int (*real_setname)(pthread_t, const char *);
 static void trace_hooks_route(int on)
 {
     int armed = __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) == 1; /* not taken */
+    int noted = __atomic_load_n(&blocked_notes_on, __ATOMIC_ACQUIRE);
     TRACE_HOOKS(ROUTE)
 }
 
@@ -219,10 +272,18 @@ static void trace_hooks_arm(int armed)
         trace_hooks_route(__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE));
 }
 
+/* Noting began (agent/blocked.h): every call passes its noted twin. */
+static void trace_hooks_noted(void)
+{
+    trace_hooks_arm(0);
+}
+
 __attribute__((constructor(103))) static void trace_hooks_init(void)
 {
     trace_route = trace_hooks_switch;
     arm_reroute = trace_hooks_arm;
+    __atomic_store_n(&blocked_notes_reroute, trace_hooks_noted,
+                     __ATOMIC_RELEASE);
 }
 
 /* ---- what a descriptor is ------------------------------------------------ */

@@ -27,6 +27,10 @@
  *    its first stack arrives, at most OWED_MAX_NS later. One that has not
  *    used its CPU since a look that saw it blocked has not left that call
  *    yet: it is charged that call's stack, runnable.
+ *  - a process that is not dumpable cannot read its syscall files: a
+ *    thread stat shows R is taken as running, a sleeping one is walked
+ *    from where the hook of the call it waits in noted it entered
+ *    (look_noted, agent/blocked.h), or charged FRAME_NOT_NOTED.
  *  - blocked in a system call (S or D): walked where it stands from its
  *    stack pointer and a copy of its stack (threads_walk_blocked, no
  *    signal), the walk kept while the thread waits in the same call at
@@ -59,6 +63,7 @@
  */
 #include "agent/wall.h"
 
+#include "agent/blocked.h"
 #include "agent/clock.h"
 #include "agent/config.h"
 #include "agent/fds.h"
@@ -496,6 +501,9 @@ static int read_call(const struct look *k, struct thread_syscall *st,
     st->nr = -2;
     *unreadable = 1;
     k->l->c.unreadable++;
+    /* From now on the hooks note where threads block (look_noted). */
+    if (!__atomic_load_n(&blocked_notes_on, __ATOMIC_RELAXED))
+        blocked_notes_switch_on();
     return 0;
 }
 
@@ -653,6 +661,60 @@ static int look_blocked(const struct look *k, struct thread_syscall *st)
     return charge_walked(k, st, state);
 }
 
+/* The key of a noted call's walk: the note's count (one per call
+ * entered) and where it was entered. */
+static uint64_t note_key(const struct blocked_note *n)
+{
+    uint64_t h = 0x84222325cbf29ce4ULL;
+    h = (h ^ n->seq) * 0x100000001b3ULL;
+    h = (h ^ n->cfa) * 0x100000001b3ULL;
+    h = (h ^ n->ret) * 0x100000001b3ULL;
+    return h ? h : 1;
+}
+
+/* Sleeping in a process that is not dumpable (its syscall file cannot be
+ * read): walked from where its hook noted it entered its call, the walk
+ * kept while it waits in that call; without a note, charged to
+ * FRAME_NOT_NOTED (counted: the profile's comment says how much). */
+static int look_noted(const struct look *k)
+{
+    struct wall_looker *l = k->l;
+    struct wall_thread *t = k->t;
+    l->c.blocked++;
+    int state = blocked_state(t->letter);
+    int err = 0;
+    if (t->owing && !bursty(t))
+        err = settle_missed(k);
+    if (t->armed && k->prev_cpu == k->cpu0 && !t->owing)
+        disarm(l, t);
+    if (err)
+        return err;
+    struct blocked_note n;
+    if (!blocked_note_read(k->tid, &n)) {
+        l->c.not_noted++;
+        l->c.not_noted_ns += k->ns;
+        t->walk_key = 0;
+        return charge_at(k, FRAME_NOT_NOTED, state, -1);
+    }
+    uint64_t key = note_key(&n);
+    if (key != t->walk_key || t->walk_status != THREAD_STACK_OK) {
+        t->walk_status = threads_walk_noted(&n, k->tid, k->cpu0, l->copy,
+                                            t->walk_pcs, WALL_STACK_MAX,
+                                            &t->walk_depth);
+        t->walk_nr = n.nr;
+        t->walk_key = t->walk_status == THREAD_STACK_OK ? key : 0;
+        l->c.walks++;
+        if (t->walk_status != THREAD_STACK_OK)
+            return charge_at(k, 0, state, n.nr);
+    } else {
+        l->c.walks_cached++;
+    }
+    l->c.noted++;
+    t->prev_blocked = 1;
+    t->prev_state = state;
+    return charge_look(k, t->walk_pcs, t->walk_depth, state, t->walk_nr);
+}
+
 static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
                 charge_fn fn, void *arg)
 {
@@ -684,7 +746,9 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
     t->prev_cpu = cpu1 >= 0 ? cpu1 : cpu0;
     t->prev_blocked = 0;
     l->c.looks++;
-    return st.nr == -1 ? look_running(&k, cpu1) : look_blocked(&k, &st);
+    if (st.nr == -1)
+        return look_running(&k, cpu1);
+    return unreadable ? look_noted(&k) : look_blocked(&k, &st);
 }
 
 /* ---- the tick ------------------------------------------------------------ */

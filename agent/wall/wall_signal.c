@@ -19,6 +19,7 @@
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/labels.h"
+#include "agent/signals.h"
 #include "agent/stack.h"
 
 #include <errno.h>
@@ -38,11 +39,10 @@ static PPROF_SIGNAL_SAFE void wall_signal_take(int sig, siginfo_t *si, void *ucv
     uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
     struct wall_slot *slots = __atomic_load_n(&wall_slots, __ATOMIC_ACQUIRE);
     uint32_t idx = (uint32_t)(v >> 32) & 0xffff;
-    /* Only our timers' expiries count (a stray kill or sigqueue of the
-     * host's on this signal is ignored), and only into the slot that is
-     * still this thread's. */
-    if (si->si_code != SI_TIMER || (v >> 48) != WALL_COOKIE || !slots ||
-        idx >= WALL_THREADS_MAX || agent_tls.agent_thread) {
+    /* Only our timers' expiries come here (the host's went on to its
+     * handler: signals.h), and only into the slot that is still this
+     * thread's. */
+    if (!slots || idx >= WALL_THREADS_MAX || agent_tls.agent_thread) {
         errno = saved_errno;
         return;
     }
@@ -82,6 +82,12 @@ static PPROF_SIGNAL_SAFE void wall_signal_take(int sig, siginfo_t *si, void *ucv
 
 PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
+    /* A kill, a sigqueue or a timer of the host's on this signal: to the
+     * handler the agent chained in front of, if any. */
+    if (signals_sender(si) != SIGNALS_WALL) {
+        signals_forward(sig, si, ucv);
+        return;
+    }
     stack_signal_run(wall_signal_take, sig, si, ucv);
 }
 

@@ -33,6 +33,8 @@
  */
 #include "agent/wall.h"
 
+#include "agent/blocked.h"
+
 #include "agent/cfi.h"
 #include "agent/cpu.h"
 #include "agent/log.h"
@@ -40,6 +42,7 @@
 #include "agent/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
+#include "agent/stack.h"
 #include "agent/signals.h"
 #include "agent/spinlock.h"
 
@@ -331,13 +334,14 @@ void wall_fork_child(void)
 
 /* ---- the session --------------------------------------------------------- */
 
-/* A real-time signal the host leaves at its default, taken from the low
- * end (the CPU profile and the threads dump take theirs from the high
- * end). Installs the handler. Returns the signal or -EAGAIN. */
+/* A real-time signal the host leaves at its default, else one whose
+ * handler it can chain in front of (signals.h), taken from the low end
+ * (the CPU profile and the threads dump take theirs from the high end).
+ * Installs the handler. Returns the signal or -EAGAIN. */
 static int install(void)
 {
     return signals_borrow(SIGRTMIN + 4, SIGRTMAX - 4, 0, wall_signal_handler,
-                          NULL, &saved_action);
+                          NULL, &saved_action, NULL);
 }
 
 static void *map(size_t size)
@@ -375,6 +379,7 @@ int wall_session_start(void)
      * tables that cover them. */
     phdr_cache_refresh(0);
     cfi_tables_refresh();
+    stack_go_find(); /* goroutine stacks walked too, in a Go program */
     int sig = install();
     if (sig < 0) {
         __atomic_store_n(&slot_taken, 0, __ATOMIC_SEQ_CST);
@@ -385,6 +390,8 @@ int wall_session_start(void)
      * cannot be had. */
     if (wall_tasks_fd < 0)
         proc_tasks_open(&wall_tasks_fd);
+    /* Not dumpable: the hooks note where threads block (look_noted). */
+    blocked_notes_check();
     wall_exits = 0;
     memset(&wall_counters, 0, sizeof wall_counters);
     fresh = 0;

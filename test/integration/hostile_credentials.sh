@@ -63,8 +63,8 @@ fi
 
 # A process that gave up root is not dumpable: its threads' syscall files
 # are root's. The wall profile still tells running from sleeping (stat is
-# everyone's), and the threads dump says why it has no stacks instead of
-# blaming EINTR.
+# everyone's), and the threads dump says the process is not dumpable
+# instead of blaming EINTR (undumpable_stacks checks the stacks).
 if [ "$(id -u)" = 0 ] && command -v python3 > /dev/null; then
     rm -f "$WORK/d.port"
     # The interpreter itself, not a wrapper on PATH (a pyenv shim): a

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""The CPU a process's threads used over a CPU profile's window, against the
+profile: the truth for the *_cpu_truth tests.
+
+  cpu_window.py watch PID OUT     every 10 ms until OUT.stop exists or PID
+                                  ends: a snapshot of every thread's CPU
+                                  clock (/proc/PID/task/TID/schedstat, ns:
+                                  the clock utime+stime are scaled from)
+  cpu_window.py compare OUT PROFILE.pb.gz MIN
+                                  the host threads' CPU between the two
+                                  snapshots around the profile's window
+                                  (time_nanos, duration_nanos), per thread
+                                  name and in all, against the profile's
+                                  cpu/nanoseconds under each thread label;
+                                  exit 1 when profile / measured < MIN
+
+Each thread's clock at the window's ends is interpolated between the
+snapshots around them. The agent's own threads (civetweb-*, pprof-*,
+pprofagent-*) are left out:
+the profile never samples them. A thread that ends inside the window is
+counted up to its last snapshot (none ends in the tests that use this).
+"""
+import collections
+import gzip
+import os
+import sys
+import time
+
+
+def watch(pid, out):
+    with open(out, 'w') as f:
+        while not os.path.exists(out + '.stop'):
+            lines = ['T %d' % time.time_ns()]
+            try:
+                tids = os.listdir('/proc/%s/task' % pid)
+            except OSError:
+                break
+            for tid in tids:
+                d = '/proc/%s/task/%s/' % (pid, tid)
+                try:
+                    name = open(d + 'comm').read().strip().replace(' ', '_')
+                    ns = open(d + 'schedstat').read().split()[0]
+                except OSError:
+                    continue
+                lines.append('K %s %s %s' % (tid, name, ns))
+            f.write('\n'.join(lines) + '\n')
+            f.flush()
+            time.sleep(0.01)
+
+
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+
+def fields(b):
+    i = 0
+    while i < len(b):
+        k, i = varint(b, i)
+        f, t = k >> 3, k & 7
+        if t == 0:
+            v, i = varint(b, i)
+        elif t == 2:
+            n, i = varint(b, i)
+            v = b[i:i + n]
+            i += n
+        elif t == 1:
+            v, i = b[i:i + 8], i + 8
+        elif t == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError('wire type %d' % t)
+        yield f, v
+
+
+def profile(path):
+    """(time_nanos, duration_nanos, {thread label: cpu ns})"""
+    p = gzip.open(path).read()
+    strings, samples, t0, dur = [], [], 0, 0
+    for f, v in fields(p):
+        if f == 6:
+            strings.append(v.decode())
+        elif f == 9:
+            t0 = v
+        elif f == 10:
+            dur = v
+        elif f == 2:
+            samples.append(v)
+    per = collections.Counter()
+    for s in samples:
+        vals, thread = [], '?'
+        for f, v in fields(s):
+            if f == 2:
+                if isinstance(v, bytes):
+                    i = 0
+                    while i < len(v):
+                        x, i = varint(v, i)
+                        vals.append(x)
+                else:
+                    vals.append(v)
+            elif f == 3:
+                kv = dict(fields(v))
+                if strings[kv.get(1, 0)] == 'thread':
+                    thread = strings[kv.get(2, 0)]
+        per[thread.replace(' ', '_')[:15]] += vals[1]
+    return t0, dur, per
+
+
+def agent_thread(name):
+    return name.startswith(('civetweb', 'pprof'))
+
+
+def clocks_at(snaps, t):
+    """Every thread's clock at time t, linear between the snapshots
+    around it (taken every 10 ms, later on a loaded machine): {tid: (name,
+    ns)}, or None."""
+    before = [s for s in snaps if s['t'] <= t]
+    after = [s for s in snaps if s['t'] >= t]
+    if not before or not after:
+        return None
+    a, b = before[-1], after[0]
+    f = (t - a['t']) / (b['t'] - a['t']) if b['t'] > a['t'] else 0
+    out = {}
+    for tid, (name, ns) in b['k'].items():
+        was = a['k'].get(tid, (name, ns))[1]
+        out[tid] = (name, was + f * (ns - was))
+    return out
+
+
+def compare(out, prof, minimum):
+    t0, dur, per = profile(prof)
+    snaps, cur = [], None
+    for line in open(out):
+        w = line.split()
+        if w[0] == 'T':
+            cur = {'t': int(w[1]), 'k': {}}
+            snaps.append(cur)
+        elif cur is not None and len(w) == 4:
+            cur['k'][w[1]] = (w[2], int(w[3]))
+    measured = collections.Counter()
+    start, end = clocks_at(snaps, t0), clocks_at(snaps, t0 + dur)
+    if start is None or end is None:
+        sys.exit('no snapshots around the window')
+    for tid, (name, ns) in end.items():
+        if not agent_thread(name):
+            measured[name[:15]] += ns - start.get(tid, (name, 0))[1]
+    total, got = sum(measured.values()), sum(per.values())
+    print('# window %.2f s, %d snapshots' % (dur / 1e9, len(snaps)))
+    for name, ns in measured.most_common():
+        if ns > 2e6 or per.get(name):
+            print('#   %-16s measured %8.1f ms  profile %8.1f ms' %
+                  (name, ns / 1e6, per.get(name, 0) / 1e6))
+    ratio = got / total if total else 0
+    print('# threads measured %.0f ms, profile %.0f ms: %.1f%%' %
+          (total / 1e6, got / 1e6, 100 * ratio))
+    return 0 if ratio >= minimum else 1
+
+
+if __name__ == '__main__':
+    if sys.argv[1] == 'watch':
+        watch(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(compare(sys.argv[2], sys.argv[3], float(sys.argv[4])))

@@ -1,0 +1,3 @@
+module pprofagent/test/go_cgo
+
+go 1.26.0
