@@ -16,11 +16,17 @@ extern char opt_token[256];      /* PPROF_TOKEN or "" */
 extern int opt_log_level;        /* PPROF_LOG */
 extern long opt_heap_rate;       /* PPROF_HEAP_RATE, bytes; 0 = off */
 extern int opt_cpu_hz;           /* PPROF_CPU_HZ */
+extern int opt_cpu_sampler;      /* PPROF_CPU_SAMPLER: CPU_SAMPLER_* below */
 extern int opt_wall_hz;          /* PPROF_WALL_HZ */
 extern long opt_wall_cost;       /* PPROF_WALL_COST, thousandths */
 extern long opt_mutex_fraction;  /* PPROF_MUTEX_FRACTION; 0 = off */
 extern long opt_block_rate;      /* PPROF_BLOCK_RATE, ns; 0 = off */
 extern char opt_debug_dir[4096]; /* PPROF_DEBUG_DIR: absolute dirs, ':' */
+
+/* What drives the CPU profile's samples (agent/cpu/cpu_perf.c): a per-thread
+ * task-clock perf event where the system allows it, else a per-thread CPU
+ * timer (auto); or one of them by name. */
+enum { CPU_SAMPLER_AUTO = 0, CPU_SAMPLER_TIMER = 1, CPU_SAMPLER_PERF = 2 };
 
 /* Reads and validates every PPROF_* variable; a bad value is reported in
  * one line and replaced by its default. The default log level is quiet

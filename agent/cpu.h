@@ -1,5 +1,7 @@
 /*
- * The CPU profiler: per-thread CPU-clock timers (cpu_timer.c), the signal
+ * The CPU profiler: per-thread samplers, task-clock perf events where the
+ * system allows them (cpu_perf.c) or CPU-clock timers (cpu_timer.c, which
+ * also runs the profile session), the signal
  * handler that turns each expiry into a stack (cpu_signal.c), the lock-free
  * sample buffer between the two worlds (cpu_ringbuf.c), and the cached
  * program headers that let libunwind run inside the handler without the
@@ -94,6 +96,23 @@ extern __thread uint64_t cpu_periods_taken __attribute__((tls_model("initial-exe
  * the signal was blocked), added to its next sample's weight. */
 extern __thread uint32_t cpu_periods_owed __attribute__((tls_model("initial-exec")));
 
+/* A thread's own account of its perf event's periods (cpu_signal.c's
+ * perf_weight): valid while gen is cpu_profile_gen. Written by the handler
+ * and, with the signal blocked, by cpu_timer.c's pause and resume on the
+ * same thread. */
+struct cpu_perf_self {
+    int gen;
+    uint32_t tid;
+    int64_t anchor;    /* CPU time of the first overflow, plus pauses */
+    uint64_t taken;    /* periods the samples so far stood for */
+    int64_t paused_at; /* CPU time at the pause, -1: running */
+    int by_clock;      /* weigh each overflow by the CPU clock */
+};
+extern __thread struct cpu_perf_self cpu_perf_self __attribute__((tls_model("initial-exec")));
+/* Bumped by each profile's start: per-thread state of an older profile is
+ * stale. */
+extern int cpu_profile_gen;
+
 /* Warms libunwind up outside any handler (per-thread caches, lazy init).
  * Not async-signal-safe. */
 void cpu_signal_init(void);
@@ -132,6 +151,48 @@ void cpu_thread_name(int tid, char *out, size_t size);
 
 /* Frees the registry and the profile slot. Not async-signal-safe. */
 void cpu_profile_release(void);
+
+/* ---- the sampler and its perf events (cpu_perf.c) ------------------------ */
+
+/* The most events open at once (one per thread; the threads past it get
+ * timers): the agent's high range holds 256 numbers
+ * (docs/descriptors.md). The descriptors' bitmap and its check
+ * (cpu_perf_fds, cpu_perf_is_ours) are in agent/signals.h, with the rest
+ * of the signal protocol. */
+#define CPU_PERF_MAX 128
+
+/* The running (or last) profile's sampler: CPU_SAMPLER_PERF or
+ * CPU_SAMPLER_TIMER (agent/config.h); cpu_perf_user_only when its events
+ * leave kernel time out (perf_event_paranoid 2). */
+extern int cpu_sampler;
+extern int cpu_perf_user_only;
+/* Chooses the profile's sampler (PPROF_CPU_SAMPLER, a probe on the calling
+ * thread, the signal: see cpu_perf.c) after cpu_signo and cpu_period_ns
+ * are set; clears the per-profile counts. Not async-signal-safe. */
+void cpu_sampler_choose(void);
+/* Which sampler and why, in words ("perf task-clock", "timer (...)").
+ * Not async-signal-safe. */
+const char *cpu_sampler_why(void);
+/* Threads of the running (or last) profile sampled by a perf event, by a
+ * timer. Not async-signal-safe. */
+void cpu_sampler_counts(int *perf, int *timer);
+void cpu_sampler_count_timer(void);
+/* Opens, arms and enables a task-clock event on thread tid whose first
+ * overflow comes after first ns of its CPU time and sends cpu_signo to
+ * it. The descriptor is registered as held in *holder (-1 on failure).
+ * Returns it or -errno (-ENOTSUP: the profile uses timers; -EMFILE: no
+ * event or high descriptor left for it; -ESRCH: the thread is gone).
+ * Not async-signal-safe. */
+int cpu_perf_open(int tid, int64_t first, int *holder);
+/* Closes the event in *holder (if any) and sets it to -1.
+ * Not async-signal-safe. */
+void cpu_perf_close(int *holder);
+/* Stops and restarts an event's count; its period's phase is kept.
+ * Not async-signal-safe. */
+void cpu_perf_pause(int fd);
+void cpu_perf_resume(int fd);
+/* Fork child: closes the child's copy of an event of the parent's. */
+void cpu_perf_fork_child(int *holder);
 
 /* ---- one profile, two readers (cpu_share.c) ------------------------------ */
 

@@ -23,7 +23,16 @@
  *   wall timer     si_code SI_TIMER, si_value WALL_COOKIE << 48 | slot | tid
  *   threads dump   si_code SI_QUEUE from this process (rt_tgsigqueueinfo),
  *                  si_value THREADS_COOKIE << 48 | generation | slot
+ *   CPU perf event si_code POLL_IN, si_fd one of the running CPU profile's
+ *                  perf events (cpu_perf_is_ours below; the kernel's
+ *                  F_SETSIG delivery of an event's overflow carries no
+ *                  si_value, the descriptor is its mark)
  *
+ * Perf events are used only on a SIGPROF the agent took from its default
+ * (agent/cpu/cpu_perf.c), never on a chained signal, so no handler of the
+ * host's is ever sent an overflow; and a host's own O_ASYNC delivery on a
+ * chained signal (POLL_IN with a descriptor of the host's) is the host's
+ * and forwarded like any other.
  * A timer of the host's on the same signal (Go's per-thread profiling
  * timers carry si_value 0), a kill or a sigqueue of the host's are the
  * host's and are forwarded. On a signal that was at its default action
@@ -45,12 +54,33 @@
 #define WALL_COOKIE 0x7761ULL
 #define THREADS_COOKIE 0x7467ULL
 
-/* Who sent si: the agent's CPU profile, its wall profile, its threads
- * dump, or the host (SIGNALS_HOST). Async-signal-safe. */
+/* A bit per descriptor number that is one of the running CPU profile's
+ * perf events: defined and written by agent/cpu/cpu_perf.c (the slot
+ * holder and the thread hooks, with atomics; set before an event is
+ * enabled, cleared before it is closed), read by signals_sender in any
+ * handler. The agent's events sit in its high descriptor range, below
+ * CPU_PERF_FDS. */
+#define CPU_PERF_FDS 65536
+extern uint64_t cpu_perf_fds[CPU_PERF_FDS / 64];
+
+/* 1 when fd is one of the running CPU profile's perf events.
+ * Async-signal-safe. Does not allocate. */
+static inline int cpu_perf_is_ours(int fd)
+{
+    return (unsigned)fd < CPU_PERF_FDS &&
+           (__atomic_load_n(&cpu_perf_fds[fd / 64], __ATOMIC_ACQUIRE) >>
+            (fd % 64)) & 1;
+}
+
+/* Who sent si: the agent's CPU profile (a timer's expiry or a perf
+ * event's overflow: si_code tells them apart), its wall profile, its
+ * threads dump, or the host (SIGNALS_HOST). Async-signal-safe. */
 enum { SIGNALS_HOST, SIGNALS_CPU, SIGNALS_WALL, SIGNALS_THREADS };
 static inline int signals_sender(const siginfo_t *si)
 {
     uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+    if (si->si_code == POLL_IN)
+        return cpu_perf_is_ours(si->si_fd) ? SIGNALS_CPU : SIGNALS_HOST;
     if (si->si_code == SI_TIMER)
         return (v >> 32) == CPU_TIMER_COOKIE ? SIGNALS_CPU
                : (v >> 48) == WALL_COOKIE    ? SIGNALS_WALL

@@ -202,18 +202,20 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
 {
     uint64_t handled = cpu_counters.handled;
     uint64_t timed = cpu_counters.timed;
-    char comment[256];
+    char comment[384];
     if (whole_run)
         log_snprintf(comment, sizeof comment,
                      "pprofagent: whole-run CPU profile at %d Hz per thread "
-                     "(signal %d); %llu samples, lost %llu",
+                     "(signal %d); %llu samples, lost %llu; sampler %s",
                      opt_cpu_hz, cpu_signo, (unsigned long long)handled,
-                     (unsigned long long)cpu_counters.lost);
+                     (unsigned long long)cpu_counters.lost,
+                     cpu_sampler_why());
     else
         log_snprintf(comment, sizeof comment,
                      "pprofagent: %llu samples at %d Hz per thread (signal "
                      "%d), handler median %llu ns, mean %llu ns; lost %llu, "
-                     "leaf-only during dlclose %llu, settled %llu",
+                     "leaf-only during dlclose %llu, settled %llu; "
+                     "sampler %s",
                      (unsigned long long)handled, opt_cpu_hz, cpu_signo,
                      (unsigned long long)handler_median_ns(),
                      (unsigned long long)(timed ? cpu_counters.handler_ns /
@@ -221,7 +223,8 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
                                                 : 0),
                      (unsigned long long)cpu_counters.lost,
                      (unsigned long long)cpu_counters.shallow,
-                     (unsigned long long)cpu_counters.settled);
+                     (unsigned long long)cpu_counters.settled,
+                     cpu_sampler_why());
     log_debug("cpu profile: %s", comment + strlen("pprofagent: "));
     /* The agent's counters are its own business, not the profile's (Go's
      * carry none): /debug/stats and the index show them. */

@@ -305,6 +305,14 @@ void handle_stats(struct request *r)
     /* Threads the last CPU profile could not see (they block its signal). */
     pbuf_printf(&b, "\"cpu_profile_threads_unseen\": %d, ",
                 cpu_profile_unseen());
+    /* The last CPU profile's sampler and why (agent/cpu/cpu_perf.c), and
+     * how many of its threads each one sampled. */
+    int by_perf, by_timer;
+    cpu_sampler_counts(&by_perf, &by_timer);
+    pbuf_printf(&b,
+                "\"cpu_sampler\": \"%s\", \"cpu_sampler_threads\": "
+                "{\"perf\": %d, \"timer\": %d}, ",
+                cpu_sampler_why(), by_perf, by_timer);
     /* Forks that went ahead while an agent call was still in the fork
      * gate (it did not leave within 2 s): their children may inherit a
      * loader lock held (agent/core/loader.c). */

@@ -32,6 +32,7 @@ char opt_token[256];
 int opt_log_level = LOG_INFO;
 long opt_heap_rate = 524288;
 int opt_cpu_hz = 100;
+int opt_cpu_sampler = CPU_SAMPLER_TIMER;
 /* 20 Hz, async-profiler's default wall interval (50 ms): a thread charged
  * 1,200 times a minute, with 16 looks a tick the sampler's own thread
  * stays near 0.5% of a core (docs/wall.md). */
@@ -381,6 +382,11 @@ STARTUP void config_load(void)
     long hz = opt_cpu_hz;
     load_long("PPROF_CPU_HZ", &hz, 1, 10000);
     opt_cpu_hz = (int)hz;
+    static const struct word sampler_words[] = {{"auto", CPU_SAMPLER_AUTO},
+                                                {"perf", CPU_SAMPLER_PERF},
+                                                {"timer", CPU_SAMPLER_TIMER},
+                                                {0}};
+    load_word("PPROF_CPU_SAMPLER", &opt_cpu_sampler, sampler_words);
     hz = opt_wall_hz;
     load_long("PPROF_WALL_HZ", &hz, 1, 1000);
     opt_wall_hz = (int)hz;

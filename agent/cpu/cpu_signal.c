@@ -27,6 +27,8 @@
 #include "agent/stack.h"
 
 #include <errno.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 
@@ -39,6 +41,8 @@ __thread uint32_t cpu_periods_owed __attribute__((tls_model("initial-exec")));
  * cost, so one sample in CPU_TIME_EVERY pays them. */
 #define CPU_TIME_EVERY 16
 static __thread unsigned char untimed __attribute__((tls_model("initial-exec")));
+__thread struct cpu_perf_self cpu_perf_self __attribute__((tls_model("initial-exec")));
+int cpu_profile_gen;
 
 void cpu_signal_init(void)
 {
@@ -58,13 +62,65 @@ static inline uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static inline int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* a system call */
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * The periods a perf event's overflow stands for. With kernel time
+ * counted: 1. User time only, from the thread's CPU clock: whole periods since its first overflow (less the stretches its
+ * event was paused, cpu_timer.c), minus those already taken. Usually 1;
+ * more when overflows were lost: an overflow while the thread was in the
+ * kernel with a user-time-only event (dropped by the kernel), or one that
+ * met the previous signal still pending. 0: nothing due (skip it).
+ * The first overflow of the thread in a profile came after a random part
+ * of a period (cpu_timer.c); the event is set to whole periods here.
+ */
+static PPROF_SIGNAL_SAFE uint32_t perf_weight(int fd)
+{
+    struct cpu_perf_self *t = &cpu_perf_self;
+    int gen = __atomic_load_n(&cpu_profile_gen, __ATOMIC_RELAXED);
+    /* With kernel time counted, every overflow is delivered (the handler
+     * runs before the next one could meet it pending): no clock read. */
+    if (t->gen == gen && !t->by_clock)
+        return 1;
+    int64_t now = thread_cpu_ns();
+    int64_t period = cpu_period_ns;
+    if (t->gen != gen) {
+        t->gen = gen;
+        t->tid = (uint32_t)syscall(SYS_gettid);
+        t->anchor = now;
+        t->taken = 1;
+        t->paused_at = -1;
+        t->by_clock = cpu_perf_user_only;
+        /* A system-call filter the host installed since the event was
+         * opened might kill the thread for the ioctl: the event then keeps
+         * its shorter first period, and the clock thins its overflows. */
+        uint64_t p = (uint64_t)period;
+        if (agent_sandboxed ||
+            syscall(SYS_ioctl, fd, PERF_EVENT_IOC_PERIOD, &p) != 0)
+            t->by_clock = 1;
+        return 1;
+    }
+    uint64_t due = (uint64_t)((now - t->anchor + period / 2) / period) + 1;
+    if (due <= t->taken)
+        return 0;
+    uint64_t w = due - t->taken;
+    t->taken = due;
+    return (uint32_t)(w < 1000 ? w : 1000);
+}
+
 static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int saved_errno = errno;
-    /* Only our timers' expiries count (the handler sent the host's
-     * deliveries on: signals.h); one late, or on an agent thread, is
-     * dropped. */
+    /* Only our timers' expiries and our perf events' overflows reach here
+     * (the handler sent the host's deliveries on: signals.h); one late,
+     * or on an agent thread, is dropped. */
+    int perf = si->si_code == POLL_IN;
     if (agent_tls.agent_thread ||
         !__atomic_load_n(&cpu_active, __ATOMIC_RELAXED)) {
         errno = saved_errno;
@@ -76,11 +132,26 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
         untimed = 0;
         t0 = mono_ns();
     }
-    uint32_t weight = 1 + (uint32_t)(si->si_overrun > 0 ? si->si_overrun : 0);
-    weight += cpu_periods_owed; /* cpu_timer.c's resume */
-    cpu_periods_owed = 0;
+    uint32_t weight, tid;
+    if (perf) {
+        weight = perf_weight(si->si_fd);
+        /* Overflows the mask interposers discarded (sigmask_hooks.c):
+         * already in the clock's account when it is read. */
+        if (weight && !cpu_perf_self.by_clock)
+            weight += cpu_periods_owed;
+        cpu_periods_owed = 0;
+        tid = cpu_perf_self.tid;
+        if (weight == 0) {
+            errno = saved_errno;
+            return;
+        }
+    } else {
+        weight = 1 + (uint32_t)(si->si_overrun > 0 ? si->si_overrun : 0);
+        weight += cpu_periods_owed; /* cpu_timer.c's resume */
+        cpu_periods_owed = 0;
+        tid = (uint32_t)(uintptr_t)si->si_value.sival_ptr;
+    }
     cpu_periods_taken += weight;
-    uint32_t tid = (uint32_t)(uintptr_t)si->si_value.sival_ptr;
     ucontext_t *uc = ucv;
 
     struct cpu_sample *s = cpu_ringbuf_claim();
@@ -117,8 +188,9 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
 
 PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
-    /* Anything else on this signal (a kill, a timer of the host's) is the
-     * host's: to the handler the agent chained in front of, if any. */
+    /* Anything else on this signal (a kill, a timer of the host's, an
+     * O_ASYNC file of the host's) is the host's: to the handler the agent
+     * chained in front of, if any. */
     if (signals_sender(si) != SIGNALS_CPU) {
         signals_forward(sig, si, ucv);
         return;

@@ -1,8 +1,11 @@
 /*
- * CPU profile sessions and per-thread CPU timers.
+ * CPU profile sessions and per-thread samplers.
  *
- * While a profile runs, every host thread has a POSIX timer on its own CPU
- * clock that sends the profiling signal to that thread (SIGEV_THREAD_ID):
+ * While a profile runs, every host thread has a sampler: a task-clock perf
+ * event when the profile chose those (cpu_perf.c says when, and opens
+ * them), else a POSIX timer on its own CPU clock that sends the profiling
+ * signal to that thread (SIGEV_THREAD_ID). What follows says "timer"; a
+ * perf event is created, paused, resumed and deleted at the same points:
  * threads found in /proc/self/task when the profile starts, and threads
  * that start later (cpu_thread_started, from thread_hooks.c). The agent's
  * own threads are skipped. Timers go away with the profile; a thread that
@@ -27,7 +30,8 @@
  * drawn uniformly in (0, period] (as Go) so that short-lived and rarely
  * busy threads are not biased against. Timers are armed at absolute points
  * of the thread's CPU clock, so that the periods no tick noticed before a
- * timer went away are known and settled (see "settlement" below).
+ * timer went away are known and settled (see "settlement" below); a perf
+ * event's are not: it overflows where each period ends.
  *
  * Contexts: start/drain/stop run on the one HTTP worker holding the slot;
  * the thread hooks run on host threads. The registry (tid -> timer, name)
@@ -40,6 +44,7 @@
 
 #include "agent/arena.h"
 #include "agent/clock.h"
+#include "agent/config.h"
 #include "agent/hash.h"
 #include "agent/fds.h"
 #include "agent/guard.h"
@@ -74,6 +79,7 @@ static int slot_taken;
 struct reg_entry {
     int tid; /* 0: free */
     int timer; /* kernel timer id, -1: none */
+    int perf_fd; /* its perf event (cpu_perf.c), -1: none; held (fds.c) */
     int exited;
     /* The thread's open clock: its CPU time while the signal was not
      * blocked, counted from the first pause (see cpu_thread_pause). */
@@ -170,6 +176,7 @@ static struct reg_entry *reg_get(int tid)
     if (e && e->tid == 0) {
         e->tid = tid;
         e->timer = -1;
+        e->perf_fd = -1;
         e->exited = 0;
         e->tracked = 0;
         e->first_at = 0;
@@ -220,14 +227,28 @@ static int64_t thread_cpu_ns(int tid)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Arms timer id on tid's clock with its first expiry at an absolute CPU
- * time drawn uniformly in (now, now + period], which *first_at receives
- * (0 when the clock could not be read: no settlement). A thread born
- * during the profile (birth) has its expiries counted from its clock's
- * 0, the CPU its start took before this included: the first one drawn in
- * (0, period], the timer armed at the first one still ahead, and one
- * already behind is settled when its timer goes away. Returns 0 or
- * -errno. */
+/* A sampler's first expiry, at an absolute CPU time of a thread whose
+ * clock reads now, drawn uniformly in (now, now + period], which *first_at
+ * receives. A thread born during the profile (birth) has its expiries
+ * counted from its clock's 0, the CPU its start took before this
+ * included: the first one drawn in (0, period], the sampler armed at the
+ * first one still ahead (returned), and one already behind is settled
+ * when its sampler goes away. */
+static int64_t first_expiry(int64_t now, int birth, int64_t *first_at)
+{
+    int64_t period = cpu_period_ns;
+    int64_t first = (birth ? 0 : now) + 1 +
+                    (int64_t)(next_random() % (uint64_t)period);
+    int64_t at = first;
+    if (at <= now)
+        at += ((now - at) / period + 1) * period;
+    *first_at = first;
+    return at;
+}
+
+/* Arms timer id on tid's clock with its first expiry at first_expiry's
+ * absolute CPU time, whose draw *first_at receives (0 when the clock
+ * could not be read: no settlement). Returns 0 or -errno. */
 static int timer_arm_at(int id, int tid, int birth, int64_t *first_at)
 {
     int64_t period = cpu_period_ns;
@@ -236,11 +257,8 @@ static int timer_arm_at(int id, int tid, int birth, int64_t *first_at)
         *first_at = 0;
         return timer_arm(id);
     }
-    int64_t first = (birth ? 0 : now) + 1 +
-                    (int64_t)(next_random() % (uint64_t)period);
-    int64_t at = first;
-    if (at <= now)
-        at += ((now - at) / period + 1) * period;
+    int64_t first;
+    int64_t at = first_expiry(now, birth, &first);
     struct itimerspec its = {
         .it_interval = {period / 1000000000, period % 1000000000},
         .it_value = {at / 1000000000, at % 1000000000},
@@ -273,9 +291,24 @@ static void timer_stop(int id)
         syscall(SYS_timer_delete, id);
 }
 
-/* Gives tid a timer; a fresh one (deleting one it had) for a thread born
- * now, whose expiries count from its birth (see timer_arm_at). reg_lock
- * held. */
+static int armed(const struct reg_entry *e)
+{
+    return e->timer >= 0 || e->perf_fd >= 0;
+}
+
+/* Stops the thread's sampler, whichever it has. reg_lock held. */
+static void disarm(struct reg_entry *e)
+{
+    timer_stop(e->timer);
+    e->timer = -1;
+    cpu_perf_close(&e->perf_fd);
+}
+
+/* Gives tid a sampler: the profile's perf event (cpu_perf.c chose), else
+ * a timer; a fresh one (stopping one it had) for a thread born now, whose
+ * expiries count from its birth (see first_expiry). Either is settled
+ * from the thread's CPU clock when it goes away (see "settlement").
+ * reg_lock held. */
 static void arm_thread(int tid, int fresh)
 {
     struct reg_entry *e = reg_get(tid);
@@ -283,20 +316,35 @@ static void arm_thread(int tid, int fresh)
         reg_full++;
         return;
     }
-    if (e->timer >= 0) {
+    if (armed(e)) {
         if (!fresh)
             return;
-        timer_stop(e->timer);
-        e->timer = -1;
+        disarm(e);
     }
     e->exited = 0;
     e->seen = 0;
     e->end_cpu = 0;
     e->start_fn = 0;
     e->settled = 0;
+    e->first_at = 0;
+    if (cpu_sampler == CPU_SAMPLER_PERF) {
+        /* The event's first overflow where a timer's first expiry would
+         * be: first_at on the thread's CPU clock (the task clock the
+         * event counts runs with it). */
+        int64_t now = thread_cpu_ns(tid), first_at = 0;
+        int64_t ahead =
+            now > 0 ? first_expiry(now, fresh, &first_at) - now
+                    : 1 + (int64_t)(next_random() % (uint64_t)cpu_period_ns);
+        int fd = cpu_perf_open(tid, ahead, &e->perf_fd);
+        if (fd >= 0)
+            e->first_at = first_at;
+        if (fd >= 0 || fd == -ESRCH)
+            return;
+    }
     int id = timer_start(tid, fresh, &e->first_at);
     if (id >= 0) {
         e->timer = id;
+        cpu_sampler_count_timer();
     } else {
         e->first_at = 0;
         if (id != -EINVAL) /* EINVAL: the thread is already gone */
@@ -375,7 +423,16 @@ void cpu_thread_pause(void)
     if (!lock_if_active())
         return;
     struct reg_entry *e = reg_find((int)my_tid());
-    if (e && e->timer >= 0) {
+    if (e && e->perf_fd >= 0) {
+        /* The event's count stops, and its period's phase with it; the
+         * stretch until the resume is left out of the handler's account
+         * (cpu_signal.c's perf_weight). */
+        cpu_perf_pause(e->perf_fd);
+        e->first_at = 0; /* not settled: its clock runs on, its count not */
+        if (cpu_perf_self.gen == cpu_profile_gen && cpu_perf_self.by_clock &&
+            cpu_perf_self.paused_at < 0)
+            cpu_perf_self.paused_at = self_cpu_ns();
+    } else if (e && e->timer >= 0) {
         int64_t left = timer_pause(e->timer);
         if (e->tracked) {
             e->open_now = self_cpu_ns() - e->open_off;
@@ -398,7 +455,14 @@ void cpu_thread_resume(void)
         return;
     int tid = (int)my_tid();
     struct reg_entry *e = reg_find(tid);
-    if (e && e->timer >= 0 && e->tracked) {
+    if (e && e->perf_fd >= 0) {
+        if (cpu_perf_self.gen == cpu_profile_gen &&
+            cpu_perf_self.paused_at >= 0) {
+            cpu_perf_self.anchor += self_cpu_ns() - cpu_perf_self.paused_at;
+            cpu_perf_self.paused_at = -1;
+        }
+        cpu_perf_resume(e->perf_fd);
+    } else if (e && e->timer >= 0 && e->tracked) {
         int64_t period = cpu_period_ns;
         int64_t next = e->due +
                        (int64_t)(cpu_periods_taken - e->taken) * period;
@@ -425,12 +489,12 @@ void cpu_thread_exiting(uintptr_t start_fn)
         return;
     struct reg_entry *e = reg_find((int)my_tid());
     if (e) {
-        int had_timer = e->timer >= 0;
-        timer_stop(e->timer);
-        e->timer = -1;
+        int had = armed(e);
+        disarm(e);
         e->exited = 1;
-        if (had_timer) {
-            /* After the delete: no expiry of its is noticed past this. */
+        if (had) {
+            /* After the delete or close: no expiry or overflow of its is
+             * noticed past this. */
             e->end_cpu = self_cpu_ns();
             e->start_fn = start_fn;
         }
@@ -457,6 +521,18 @@ void cpu_thread_exiting(uintptr_t start_fn)
  * leaf (where the CPU went is not known) above the start routine of a
  * thread that ended. Threads whose timer was paused (they blocked the
  * signal meanwhile) are not settled.
+ *
+ * A thread sampled by a perf event (cpu_perf.c) is settled the same way,
+ * its first overflow placed at first_at as a timer's first expiry would
+ * be. Its overflows come mid-slice, tick or not, but the task clock the
+ * event counts is not quite the CPU clock (it stops and starts at the
+ * perf hooks of each context switch, not where the scheduler's clock
+ * does): a JVM's HTTP dispatcher, which sleeps and wakes thousands of
+ * times a second, had 87% and 91% of its clock's CPU in two profiles
+ * without settlement (jvm_cpu_truth); a user-time-only event also leaves
+ * out the kernel time after its last overflow. The settlement brings
+ * the count to the clock's. An event paused (the thread blocked the
+ * signal) is not settled, as a timer.
  *
  * seen: periods of the samples drained, counted on the way (the drain and
  * the stop, on the slot holder). A thread's settlement waits for the drain
@@ -491,7 +567,7 @@ static uint32_t settle_entry(struct reg_entry *e, int now,
                              struct cpu_sample *s)
 {
     if (!e->tid || e->settled == SETTLE_DONE || !e->first_at ||
-        !e->end_cpu || e->timer >= 0)
+        !e->end_cpu || armed(e))
         return 0;
     if (!now && e->settled == SETTLE_NOT_YET) {
         e->settled = SETTLE_NEXT;
@@ -563,9 +639,14 @@ void cpu_timer_fork_child(void)
                                  &saved_action, &slot_taken);
         reg_lock.locked = 0;
         /* The parent's threads and timer ids mean nothing here, and a
-         * timer the child creates may get one of those ids. */
-        if (reg)
+         * timer the child creates may get one of those ids. The parent's
+         * perf events are the child's descriptors too: closed here. */
+        if (reg) {
+            for (size_t i = 0; i < REG_SLOTS; i++)
+                if (reg[i].tid)
+                    cpu_perf_fork_child(&reg[i].perf_fd);
             memset(reg, 0, REG_SLOTS * sizeof *reg);
+        }
     }
     cpu_share_fork_child();
     cpu_timer_fork_parent();
@@ -613,9 +694,9 @@ static int arm_existing_thread(void *arg, int tid, int dir_fd)
     if (pass->only_unarmed) {
         spin_lock(&reg_lock);
         struct reg_entry *e = reg_find(tid);
-        int armed = e && e->timer >= 0;
+        int has = e && armed(e);
         spin_unlock(&reg_lock);
-        if (armed)
+        if (has)
             return 0;
     }
     /* Its name now, in case it exits without passing our exit hook
@@ -675,8 +756,8 @@ int cpu_profile_start(int hz)
         stack_go_find();
 
     cpu_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
-    /* No timer exists yet: nothing of ours arrives before cpu_signo is
-     * set below. */
+    /* No timer or event exists yet: nothing of ours arrives before
+     * cpu_signo is set below. */
     int sig = install();
     if (sig < 0) {
         slot_taken = 0;
@@ -684,6 +765,12 @@ int cpu_profile_start(int hz)
     }
     cpu_signo = sig;
     handler_installed = 1;
+    /* The sampler, once the signal is known: perf events only on a
+     * SIGPROF of the agent's own, never on a chained signal (install()
+     * never chains SIGPROF; cpu_perf.c takes the timer on any other), so
+     * a host's handler never receives an event's overflow. */
+    __atomic_add_fetch(&cpu_profile_gen, 1, __ATOMIC_RELAXED);
+    cpu_sampler_choose();
     if (chained)
         log_msg(unseen_told(-1, sig) ? LOG_DEBUG : LOG_INFO,
                 "cpu profile: signal %d chained in front of the program's "
@@ -707,6 +794,7 @@ int cpu_profile_start(int hz)
         nanosleep(&pause, NULL);
         arm_existing_threads(1);
     }
+    log_debug("cpu profile: sampler %s", cpu_sampler_why());
     if (timer_failures || reg_full)
         log_info("cpu profile: %ld threads without a timer (%ld failed, "
                  "%ld over the registry)",
@@ -752,10 +840,10 @@ void cpu_profile_stop(void (*fn)(const struct cpu_sample *s, void *arg),
     spin_lock(&reg_lock);
     __atomic_store_n(&cpu_active, 0, __ATOMIC_SEQ_CST);
     for (size_t i = 0; i < REG_SLOTS; i++) {
-        if (reg[i].tid && reg[i].timer >= 0) {
-            timer_stop(reg[i].timer);
-            reg[i].timer = -1;
-            /* Its clock when no expiry of its can be noticed any more. */
+        if (reg[i].tid && armed(&reg[i])) {
+            disarm(&reg[i]);
+            /* Its clock when no expiry or overflow of its can be
+             * noticed any more. */
             if (reg[i].first_at)
                 reg[i].end_cpu = thread_cpu_ns(reg[i].tid);
         }

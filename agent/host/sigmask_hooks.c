@@ -52,7 +52,7 @@ __attribute__((constructor(101))) static void resolve(void)
 }
 
 /* 1 when si is one of the agent's own signals: a CPU or wall timer's
- * expiry or a threads dump's question. */
+ * expiry, a CPU perf event's overflow or a threads dump's question. */
 static int agent_sent(const siginfo_t *si)
 {
     return signals_sender(si) != SIGNALS_HOST;
@@ -81,7 +81,12 @@ static void discard_pending(int sig)
         struct timespec zero = {0, 0};
         if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, 8) != sig)
             break;
-        if (agent_sent(&si))
+        if (si.si_code == POLL_IN && agent_sent(&si)) {
+            /* A perf event's overflow: its period goes to the thread's
+             * next sample (cpu_signal.c). */
+            cpu_periods_owed++;
+            __atomic_fetch_add(&sigmask_discarded, 1, __ATOMIC_RELAXED);
+        } else if (agent_sent(&si))
             __atomic_fetch_add(&sigmask_discarded, 1, __ATOMIC_RELAXED);
         else if (nkeep < 8)
             keep[nkeep++] = si;

@@ -1,10 +1,16 @@
 # /debug/pprof/profile behaves as Go's: headers, 400 on a bad seconds,
 # Go's 500 for a second concurrent profile, a client that disconnects
-# frees the slot; timers exist only while a profile runs; a host with its
-# own SIGPROF handler and setitimer keeps both and still gets profiled.
+# frees the slot; samplers (CPU timers or perf events, docs/cpu.md) exist
+# only while a profile runs; a host with its own SIGPROF handler and
+# setitimer keeps both and still gets profiled.
 . "$TOP/test/integration/lib.sh"
 
-timers() { n=$(grep -c '^ID:' "/proc/$PID/timers" 2>/dev/null || true); echo "${n:-0}"; }
+# The per-thread samplers: POSIX timers, or perf events (descriptors).
+timers() {
+    n=$(grep -c '^ID:' "/proc/$PID/timers" 2>/dev/null || true)
+    p=$(ls -l "/proc/$PID/fd" 2>/dev/null | grep -c 'anon_inode:\[perf_event\]' || true)
+    echo $((${n:-0} + ${p:-0}))
+}
 
 start_agent burn "$BUILD/test/programs/cpu_burn" 3 120
 sleep 0.3
