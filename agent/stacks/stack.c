@@ -99,18 +99,11 @@ static int maps_line_holds(const char *p, uintptr_t sp, uintptr_t *lo,
 #define MAPS_TRIES 3
 static __thread unsigned char maps_tries;
 
-/* The calling thread's stack bounds from the mapping that holds its stack
- * pointer (/proc/self/maps), for a thread the agent did not see start
- * (created through a pthread_create the agent's interposer never saw, as
- * jemalloc's background threads are) caught where it may not allocate:
- * pthread_getattr_np would. Open, read and close only; no allocation, no
+/* Calls fn(line, arg) for each line of /proc/self/maps (newline cut)
+ * until fn returns non-zero. Open, read and close only; no allocation, no
  * lock. */
-static void learn_from_maps(void)
+static void maps_each(int (*fn)(char *line, void *arg), void *arg)
 {
-    if (maps_tries >= MAPS_TRIES)
-        return;
-    maps_tries++;
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     int fd = fds_open("/proc/self/maps", O_RDONLY);
     if (fd < 0)
         return;
@@ -125,13 +118,8 @@ static void learn_from_maps(void)
         char *line = buf, *nl;
         while ((nl = strchr(line, '\n')) != NULL) {
             *nl = '\0';
-            uintptr_t lo, hi;
-            if (maps_line_holds(line, sp, &lo, &hi)) {
-                cfi_stack_lo = lo;
-                cfi_stack_hi = hi;
-                fds_close(fd);
-                return;
-            }
+            if (fn(line, arg))
+                goto done;
             line = nl + 1;
         }
         have = (size_t)(buf + have - line); /* a line cut by the read */
@@ -139,7 +127,34 @@ static void learn_from_maps(void)
         if (have == sizeof buf - 1)
             have = 0; /* no line is that long */
     }
+done:
     fds_close(fd);
+}
+
+/* learn_from_maps' line: 1 once the mapping holding *sp is found. */
+static int holds_sp(char *line, void *arg)
+{
+    uintptr_t lo, hi;
+    if (!maps_line_holds(line, *(uintptr_t *)arg, &lo, &hi))
+        return 0;
+    cfi_stack_lo = lo;
+    cfi_stack_hi = hi;
+    return 1;
+}
+
+/* The calling thread's stack bounds from the mapping that holds its stack
+ * pointer (/proc/self/maps), for a thread the agent did not see start
+ * (created through a pthread_create the agent's interposer never saw, as
+ * jemalloc's background threads are) caught where it may not allocate:
+ * pthread_getattr_np would. Open, read and close only; no allocation, no
+ * lock. */
+static void learn_from_maps(void)
+{
+    if (maps_tries >= MAPS_TRIES)
+        return;
+    maps_tries++;
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    maps_each(holds_sp, &sp);
 }
 
 /* The stack above the agent function whose frame record is frame (its
@@ -227,32 +242,18 @@ static int writable_range(const char *line, struct stack_range *r)
     return 1;
 }
 
+/* stack_foreign_snapshot's line: a writable range kept, while room. */
+static int keep_writable(char *line, void *arg)
+{
+    int *n = arg;
+    if (*n < FOREIGN_MAX && writable_range(line, &stack_foreign[*n]))
+        (*n)++;
+    return 0;
+}
+
 void stack_foreign_snapshot(void)
 {
-    int fd = fds_open("/proc/self/maps", O_RDONLY);
-    if (fd < 0)
-        return;
     int n = 0;
-    char buf[4096];
-    size_t have = 0;
-    for (;;) {
-        ssize_t got = read(fd, buf + have, sizeof buf - 1 - have);
-        if (got <= 0)
-            break;
-        have += (size_t)got;
-        buf[have] = '\0';
-        char *line = buf, *nl;
-        while ((nl = strchr(line, '\n')) != NULL) {
-            *nl = '\0';
-            if (n < FOREIGN_MAX && writable_range(line, &stack_foreign[n]))
-                n++;
-            line = nl + 1;
-        }
-        have = (size_t)(buf + have - line);
-        memmove(buf, line, have);
-        if (have == sizeof buf - 1)
-            have = 0;
-    }
-    fds_close(fd);
+    maps_each(keep_writable, &n);
     __atomic_store_n(&stack_foreign_n, n, __ATOMIC_RELEASE);
 }

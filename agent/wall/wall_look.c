@@ -639,20 +639,28 @@ static int charge_walked(const struct look *k, struct thread_syscall *st,
     return charge_look(k, t->walk_pcs, t->walk_depth, state, t->walk_nr);
 }
 
-/* Blocked (or stopped). */
-static int look_blocked(const struct look *k, struct thread_syscall *st)
+/* What every look at a blocked thread does first: counts it, and settles
+ * what it owes. It ran and slept again before its timer fired: no stack,
+ * unless it runs in bursts and waits, timer armed, for its next
+ * ("Bursts"). Returns 0 or the settlement's error. */
+static int blocked_begin(const struct look *k)
 {
     struct wall_looker *l = k->l;
     struct wall_thread *t = k->t;
     l->c.blocked++;
-    int state = blocked_state(t->letter);
     int err = 0;
-    /* It ran and slept again before its timer fired: no stack, unless it
-     * runs in bursts and waits, timer armed, for its next ("Bursts"). */
     if (t->owing && !bursty(t))
         err = settle_missed(k);
     if (t->armed && k->prev_cpu == k->cpu0 && !t->owing)
         disarm(l, t);
+    return err;
+}
+
+/* Blocked (or stopped). */
+static int look_blocked(const struct look *k, struct thread_syscall *st)
+{
+    int state = blocked_state(k->t->letter);
+    int err = blocked_begin(k);
     if (err)
         return err;
     if (st->nr < 0 || !st->sp || !st->pc)
@@ -680,13 +688,8 @@ static int look_noted(const struct look *k)
 {
     struct wall_looker *l = k->l;
     struct wall_thread *t = k->t;
-    l->c.blocked++;
     int state = blocked_state(t->letter);
-    int err = 0;
-    if (t->owing && !bursty(t))
-        err = settle_missed(k);
-    if (t->armed && k->prev_cpu == k->cpu0 && !t->owing)
-        disarm(l, t);
+    int err = blocked_begin(k);
     if (err)
         return err;
     struct blocked_note n;
