@@ -43,6 +43,8 @@
 #ifndef PPROF_AGENT_SIGNALS_H
 #define PPROF_AGENT_SIGNALS_H
 
+#include "agent/stack.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -97,6 +99,20 @@ static inline int signals_sender(const siginfo_t *si)
  * ignored state. The first thing an agent handler does with a delivery
  * that is not its own. Async-signal-safe. Does not allocate. */
 void signals_forward(int sig, siginfo_t *si, void *uc);
+/* An agent handler's whole body: a delivery from `who` (SIGNALS_CPU,
+ * _WALL, _THREADS) is taken by take, run by stack_signal_run; any other
+ * is the host's, forwarded. Async-signal-safe. */
+static inline void signals_dispatch(int who,
+                                    void (*take)(int, siginfo_t *, void *),
+                                    int sig, siginfo_t *si, void *uc)
+{
+    if (signals_sender(si) != who) {
+        signals_forward(sig, si, uc);
+        return;
+    }
+    stack_signal_run(take, sig, si, uc);
+}
+
 /* What signals_forward hands sig to from now on: prev's handler (NULL:
  * nothing). Called by the borrower before its handler is installed; a
  * handler still running from an earlier borrow of sig reads either the old

@@ -191,9 +191,5 @@ PPROF_SIGNAL_SAFE void cpu_signal_handler(int sig, siginfo_t *si, void *ucv)
     /* Anything else on this signal (a kill, a timer of the host's, an
      * O_ASYNC file of the host's) is the host's: to the handler the agent
      * chained in front of, if any. */
-    if (signals_sender(si) != SIGNALS_CPU) {
-        signals_forward(sig, si, ucv);
-        return;
-    }
-    stack_signal_run(cpu_signal_take, sig, si, ucv);
+    signals_dispatch(SIGNALS_CPU, cpu_signal_take, sig, si, ucv);
 }

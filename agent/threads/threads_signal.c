@@ -77,9 +77,5 @@ PPROF_SIGNAL_SAFE void threads_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
     /* Not a question of the worker's: the host's, to the handler the
      * agent chained in front of, if any. */
-    if (signals_sender(si) != SIGNALS_THREADS) {
-        signals_forward(sig, si, ucv);
-        return;
-    }
-    stack_signal_run(threads_signal_take, sig, si, ucv);
+    signals_dispatch(SIGNALS_THREADS, threads_signal_take, sig, si, ucv);
 }

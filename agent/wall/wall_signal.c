@@ -84,11 +84,7 @@ PPROF_SIGNAL_SAFE void wall_signal_handler(int sig, siginfo_t *si, void *ucv)
 {
     /* A kill, a sigqueue or a timer of the host's on this signal: to the
      * handler the agent chained in front of, if any. */
-    if (signals_sender(si) != SIGNALS_WALL) {
-        signals_forward(sig, si, ucv);
-        return;
-    }
-    stack_signal_run(wall_signal_take, sig, si, ucv);
+    signals_dispatch(SIGNALS_WALL, wall_signal_take, sig, si, ucv);
 }
 
 uint32_t wall_slot_read(const struct wall_slot *s, uint32_t after,
