@@ -35,6 +35,11 @@ char proc_thread_state(int tid, char *name, size_t size);
 /* The same from a stat line already read (NUL-terminated). */
 char proc_parse_stat(const char *buf, char *name, size_t size);
 
+/* Field n (>= 3, as proc(5) numbers them) of /proc/PID/stat, as a number;
+ * 0 when unreadable, or when the process is a zombie (gone but not yet
+ * reaped: it serves and forks nothing). Not async-signal-safe. */
+unsigned long long proc_stat_field(int pid, int n);
+
 /* Calls fn(arg, n, dir_fd) for each entry of folder dir whose name is a
  * number in [0, INT_MAX] (thread ids in /proc/self/task, descriptors in
  * /proc/self/fd), in readdir order; dir_fd is the listing's own

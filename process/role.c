@@ -117,23 +117,6 @@ static int pid_now(void)
     return (int)syscall(SYS_getpid);
 }
 
-/* Field n (>= 3) of /proc/PID/stat (world-readable); 0 when unreadable. */
-static unsigned long long stat_field(int pid, int n)
-{
-    char path[64], buf[1024];
-    log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    if (proc_read(path, buf, sizeof buf) <= 0)
-        return 0;
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    int field = 2;
-    for (; *p; p++)
-        if (*p == ' ' && ++field == n)
-            return strtoull(p + 1, NULL, 10);
-    return 0;
-}
-
 /* The children of pid's main thread (world-readable): how many, the
  * first in *first. -1 when unreadable. */
 static int children_of(int pid, int *first)
@@ -232,7 +215,7 @@ int role_candidate(void)
      * children's minor faults, field 11). */
     int only = 0;
     if (gen > MAX_DEPTH || children_of(parent, &only) != 1 ||
-        only != pid_now() || stat_field(parent, 11) != 0)
+        only != pid_now() || proc_stat_field(parent, 11) != 0)
         return 0;
     candidate = 1;
     candidate_ppid = parent;
@@ -248,7 +231,7 @@ static socklen_t role_addr(struct sockaddr_un *a, int pid)
     a->sun_family = AF_UNIX;
     size_t n = log_snprintf(a->sun_path + 1, sizeof a->sun_path - 1,
                             "pprofagent-role-%d.%llu", pid,
-                            stat_field(pid, 22));
+                            proc_stat_field(pid, 22));
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
@@ -436,7 +419,7 @@ static int last_waited(int child)
 {
     for (int depth = 1; depth < MAX_DEPTH; depth++) {
         int next = 0;
-        if (stat_field(child, 20) > 2 || children_of(child, &next) != 1 ||
+        if (proc_stat_field(child, 20) > 2 || children_of(child, &next) != 1 ||
             !only_waits(child))
             break;
         child = next;
@@ -455,7 +438,7 @@ static int heir_wanted(void)
         return 0;
     for (int i = 0; i < LOOK_TRIES; i++) {
         int child = 0;
-        if (stat_field(pid_now(), 20) != 2 || children_forks() > 1 ||
+        if (proc_stat_field(pid_now(), 20) != 2 || children_forks() > 1 ||
             children_of(pid_now(), &child) != 1)
             return 0;
         if (only_waits(pid_now()))
@@ -469,7 +452,7 @@ static int heir_wanted(void)
 /* 1 while pid is the process that was started at start. */
 static int same_process(int pid, unsigned long long start)
 {
-    return start != 0 && stat_field(pid, 22) == start;
+    return start != 0 && proc_stat_field(pid, 22) == start;
 }
 
 /* Waits on fd for input (a connection, or the heir's end) in WATCH slices,
@@ -551,7 +534,7 @@ int role_down(int (*gone)(void))
     if (!first)
         return 0;
     int child = last_waited(first);
-    unsigned long long start = stat_field(child, 22);
+    unsigned long long start = proc_stat_field(child, 22);
     if (offer(child) != 0)
         return 0;
     char name[64];
@@ -572,7 +555,7 @@ int role_down(int (*gone)(void))
             int last = handed ? child : last_waited(first);
             if (last != child && offer(last) == 0) {
                 child = last;
-                start = stat_field(child, 22);
+                start = proc_stat_field(child, 22);
                 comm_of(child, name, sizeof name);
             }
             continue;

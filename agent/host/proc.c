@@ -82,6 +82,24 @@ int proc_thread_name(int tid, char *out, size_t size)
     return (int)n;
 }
 
+unsigned long long proc_stat_field(int pid, int n)
+{
+    char path[64], buf[1024];
+    log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (proc_read(path, buf, sizeof buf) <= 0)
+        return 0;
+    /* The command name is in parentheses and may hold anything: count the
+     * fields after its last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+        return 0;
+    int field = 2;
+    for (; *p; p++)
+        if (*p == ' ' && ++field == n)
+            return strtoull(p + 1, NULL, 10);
+    return 0;
+}
+
 char proc_parse_stat(const char *buf, char *name, size_t size)
 {
     if (name && size)

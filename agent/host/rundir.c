@@ -74,34 +74,12 @@ static char own_family[RUNDIR_FAMILY_MAX];
  * that execs the real program, as env, nice or a shell's exec do). */
 static int family_inherited;
 
-/* Field n (>= 3) of pid's /proc stat; 0 when gone or a zombie. */
-static unsigned long long stat_field(int pid, int n)
-{
-    char path[64], buf[1024];
-    log_snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    if (proc_read(path, buf, sizeof buf) <= 0)
-        return 0;
-    /* The command name is in parentheses and may hold anything: count the
-     * fields after its last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-        return 0; /* a zombie serves nothing */
-    int field = 2;
-    for (; *p; p++) {
-        if (*p != ' ')
-            continue;
-        if (++field == n)
-            return strtoull(p + 1, NULL, 10);
-    }
-    return 0;
-}
-
 /* Start time of pid in clock ticks since boot (field 22 of its stat), which
  * tells a live process from a later one that reuses the pid. 0 when gone
  * or a zombie. */
 static unsigned long long start_time(int pid)
 {
-    return stat_field(pid, 22);
+    return proc_stat_field(pid, 22);
 }
 
 /* glibc 2.32's word, 1 until a second thread was created; weak, so that

@@ -8,6 +8,11 @@
 . "$TOP/test/integration/lib.sh"
 
 B="$BUILD/test/programs/cpu_burn"
+# The offer is made when the wrapper's start delay ends, and only to a
+# child it has forked by then: su's PAM work took longer than the default
+# second beside other work (su then served itself, as it should). Three
+# seconds leave the wrappers time to fork on a loaded machine.
+export PPROF_START_DELAY_MS=3000
 # The default start delay (1 s): su forks the shell after PAM has run,
 # which the delay must outlast.
 
