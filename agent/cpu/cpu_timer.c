@@ -170,6 +170,18 @@ static struct reg_entry *reg_slot(int tid)
 
 /* The entry for tid, added if absent; NULL when the table is full.
  * reg_lock held. */
+/* What a thread's entry knows of its sampler's run, cleared for a new
+ * one. reg_lock held. */
+static void reg_fresh(struct reg_entry *e)
+{
+    e->exited = 0;
+    e->seen = 0;
+    e->end_cpu = 0;
+    e->start_fn = 0;
+    e->settled = 0;
+    e->first_at = 0;
+}
+
 static struct reg_entry *reg_get(int tid)
 {
     struct reg_entry *e = reg_slot(tid);
@@ -177,14 +189,9 @@ static struct reg_entry *reg_get(int tid)
         e->tid = tid;
         e->timer = -1;
         e->perf_fd = -1;
-        e->exited = 0;
         e->tracked = 0;
-        e->first_at = 0;
-        e->seen = 0;
-        e->end_cpu = 0;
-        e->start_fn = 0;
-        e->settled = 0;
         e->name[0] = '\0';
+        reg_fresh(e);
     }
     return e;
 }
@@ -321,12 +328,7 @@ static void arm_thread(int tid, int fresh)
             return;
         disarm(e);
     }
-    e->exited = 0;
-    e->seen = 0;
-    e->end_cpu = 0;
-    e->start_fn = 0;
-    e->settled = 0;
-    e->first_at = 0;
+    reg_fresh(e);
     if (cpu_sampler == CPU_SAMPLER_PERF) {
         /* The event's first overflow where a timer's first expiry would
          * be: first_at on the thread's CPU clock (the task clock the
