@@ -83,8 +83,10 @@ fail:
     return NULL;
 }
 
-/* Pseudo frames share one location per kind with address 0, which the
- * builder never deduplicates, so they are remembered here. */
+/* Pseudo frames share one location per kind, remembered here. Its
+ * address is the kind's own small number, in no mapping: a location
+ * without an address is one that scrapers such as Grafana Alloy reject
+ * (scrape_conformance), and no code lies at those addresses. */
 static uint64_t pseudo_location(struct stack_encoder *se, uintptr_t pc)
 {
     /* Each named kind its own (a location is named by the first pc that
@@ -100,7 +102,7 @@ static uint64_t pseudo_location(struct stack_encoder *se, uintptr_t pc)
     };
     if (!line.function_id)
         return 0;
-    se->pseudo_ids[k] = profile_location(se->p, 0, 0, &line, 1);
+    se->pseudo_ids[k] = profile_location(se->p, 0, (uint64_t)k, &line, 1);
     return se->pseudo_ids[k];
 }
 
