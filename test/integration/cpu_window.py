@@ -26,6 +26,9 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import scrape_check  # noqa: E402
+
 
 def watch(pid, out):
     with open(out, 'w') as f:
@@ -48,68 +51,19 @@ def watch(pid, out):
             time.sleep(0.01)
 
 
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7f) << s
-        s += 7
-        if c < 0x80:
-            return v, i
-
-
-def fields(b):
-    i = 0
-    while i < len(b):
-        k, i = varint(b, i)
-        f, t = k >> 3, k & 7
-        if t == 0:
-            v, i = varint(b, i)
-        elif t == 2:
-            n, i = varint(b, i)
-            v = b[i:i + n]
-            i += n
-        elif t == 1:
-            v, i = b[i:i + 8], i + 8
-        elif t == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError('wire type %d' % t)
-        yield f, v
-
-
 def profile(path):
-    """(time_nanos, duration_nanos, {thread label: cpu ns})"""
-    p = gzip.open(path).read()
-    strings, samples, t0, dur = [], [], 0, 0
-    for f, v in fields(p):
-        if f == 6:
-            strings.append(v.decode())
-        elif f == 9:
-            t0 = v
-        elif f == 10:
-            dur = v
-        elif f == 2:
-            samples.append(v)
+    """(time_nanos, duration_nanos, {thread label: cpu ns}), read with the
+    suite's one profile.proto decoder (test/scrape_check.py)."""
+    p = scrape_check.decode(gzip.open(path).read())
+    strings = p["strings"]
     per = collections.Counter()
-    for s in samples:
-        vals, thread = [], '?'
-        for f, v in fields(s):
-            if f == 2:
-                if isinstance(v, bytes):
-                    i = 0
-                    while i < len(v):
-                        x, i = varint(v, i)
-                        vals.append(x)
-                else:
-                    vals.append(v)
-            elif f == 3:
-                kv = dict(fields(v))
-                if strings[kv.get(1, 0)] == 'thread':
-                    thread = strings[kv.get(2, 0)]
-        per[thread.replace(' ', '_')[:15]] += vals[1]
-    return t0, dur, per
+    for s in p["sample"]:
+        thread = '?'
+        for lab in s["labels"]:
+            if strings[lab.get(1, 0)] == 'thread':
+                thread = strings[lab.get(2, 0)]
+        per[thread.replace(' ', '_')[:15]] += s["val"][1]
+    return p["time_nanos"], p["duration_nanos"], per
 
 
 def agent_thread(name):
