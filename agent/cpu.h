@@ -177,13 +177,13 @@ const char *cpu_sampler_why(void);
  * timer. Not async-signal-safe. */
 void cpu_sampler_counts(int *perf, int *timer);
 void cpu_sampler_count_timer(void);
-/* Opens, arms and enables a task-clock event on thread tid whose first
- * overflow comes after first ns of its CPU time and sends cpu_signo to
- * it. The descriptor is registered as held in *holder (-1 on failure).
+/* Opens, arms and enables a task-clock event on thread tid that
+ * overflows every cpu_period_ns of its CPU time, the first one a whole
+ * period after now, and sends cpu_signo to it. The descriptor is registered as held in *holder (-1 on failure).
  * Returns it or -errno (-ENOTSUP: the profile uses timers; -EMFILE: no
  * event or high descriptor left for it; -ESRCH: the thread is gone).
  * Not async-signal-safe. */
-int cpu_perf_open(int tid, int64_t first, int *holder);
+int cpu_perf_open(int tid, int *holder);
 /* Closes the event in *holder (if any) and sets it to -1.
  * Not async-signal-safe. */
 void cpu_perf_close(int *holder);

@@ -63,29 +63,42 @@ int cpu_sampler = CPU_SAMPLER_TIMER;
 int cpu_perf_user_only;
 uint64_t cpu_perf_fds[CPU_PERF_FDS / 64];
 
+/* The shortest period an event gets: 1 ms (1000 Hz), a hundred times the
+ * kernel's floor for restarting the overflow's timer (see attr_fill). */
+#define CPU_PERF_MIN_PERIOD_NS 1000000
+
 static char why[192] = "timer: no CPU profile yet";
 static int live; /* events open now (at most CPU_PERF_MAX) */
 static int perf_threads, timer_threads;
 
 /* The attributes of every event: the thread's task clock, an overflow
- * every period ns (the first one: first), not counting until enabled. */
-static void attr_fill(struct perf_event_attr *a, int64_t first, int user_only)
+ * every period ns, not counting until enabled. Never a shorter first
+ * period to place the first overflow at random: the kernel restarts a
+ * task-clock overflow's timer at least 10 us ahead, and the thread's
+ * clock runs in the kernel too, so a thread whose handling of one
+ * overflow (the work the kernel queues to send the signal, on the way
+ * back from a system call) took longer than its period never returned to
+ * its own code: 200 new threads under PPROF_CPU_SAMPLER=auto wedged in an
+ * ioctl, one with 880 s of system time, holding the registry lock every
+ * other thread yielded on. The random phase lives in the settlement's
+ * first_at only (cpu_timer.c). */
+static void attr_fill(struct perf_event_attr *a, int64_t period, int user_only)
 {
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;
     a->type = PERF_TYPE_SOFTWARE;
     a->config = PERF_COUNT_SW_TASK_CLOCK;
-    a->sample_period = (uint64_t)first;
+    a->sample_period = (uint64_t)period;
     a->disabled = 1;
     a->exclude_kernel = (unsigned)user_only;
     a->exclude_hv = 1;
 }
 
 /* perf_event_open on tid (0: the calling thread). A descriptor or -errno. */
-static int open_raw(int tid, int64_t first, int user_only)
+static int open_raw(int tid, int user_only)
 {
     struct perf_event_attr a;
-    attr_fill(&a, first, user_only);
+    attr_fill(&a, cpu_period_ns, user_only);
     long fd = syscall(SYS_perf_event_open, &a, tid, -1, -1,
                       PERF_FLAG_FD_CLOEXEC);
     return fd >= 0 ? (int)fd : -errno;
@@ -95,7 +108,7 @@ static int open_raw(int tid, int64_t first, int user_only)
 static int probe(int user_only)
 {
     fds_begin();
-    int fd = open_raw(0, cpu_period_ns, user_only);
+    int fd = open_raw(0, user_only);
     if (fd >= 0)
         fd = fds_adopt(fd, FDS_TRANSIENT, NULL);
     fds_end();
@@ -136,6 +149,13 @@ void cpu_sampler_choose(void)
         snprintf(why, sizeof why,
                  "timer (the program installed a system-call filter: no "
                  "perf_event_open)");
+        return;
+    }
+    if (cpu_period_ns < CPU_PERF_MIN_PERIOD_NS) {
+        snprintf(why, sizeof why,
+                 "timer (above %d Hz: a perf event's overflow is handled "
+                 "too close to the next one)",
+                 (int)(1000000000 / CPU_PERF_MIN_PERIOD_NS));
         return;
     }
     if (cpu_signo != SIGPROF) {
@@ -200,7 +220,7 @@ static void bit_clear(int fd)
                            __ATOMIC_RELEASE);
 }
 
-int cpu_perf_open(int tid, int64_t first, int *holder)
+int cpu_perf_open(int tid, int *holder)
 {
     *holder = -1;
     if (cpu_sampler != CPU_SAMPLER_PERF || agent_sandboxed)
@@ -210,7 +230,7 @@ int cpu_perf_open(int tid, int64_t first, int *holder)
         return -EMFILE;
     }
     fds_begin();
-    int fd = open_raw(tid, first, cpu_perf_user_only);
+    int fd = open_raw(tid, cpu_perf_user_only);
     if (fd >= 0)
         fd = fds_adopt(fd, FDS_HELD, holder);
     fds_end();

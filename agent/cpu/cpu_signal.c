@@ -71,15 +71,14 @@ static inline int64_t thread_cpu_ns(void)
 
 /*
  * The periods a perf event's overflow stands for. With kernel time
- * counted: 1. User time only, from the thread's CPU clock: whole periods since its first overflow (less the stretches its
+ * counted: 1. User time only, from the thread's CPU clock: whole periods
+ * since its first overflow (less the stretches its
  * event was paused, cpu_timer.c), minus those already taken. Usually 1;
  * more when overflows were lost: an overflow while the thread was in the
  * kernel with a user-time-only event (dropped by the kernel), or one that
  * met the previous signal still pending. 0: nothing due (skip it).
- * The first overflow of the thread in a profile came after a random part
- * of a period (cpu_timer.c); the event is set to whole periods here.
  */
-static PPROF_SIGNAL_SAFE uint32_t perf_weight(int fd)
+static PPROF_SIGNAL_SAFE uint32_t perf_weight(void)
 {
     struct cpu_perf_self *t = &cpu_perf_self;
     int gen = __atomic_load_n(&cpu_profile_gen, __ATOMIC_RELAXED);
@@ -96,13 +95,6 @@ static PPROF_SIGNAL_SAFE uint32_t perf_weight(int fd)
         t->taken = 1;
         t->paused_at = -1;
         t->by_clock = cpu_perf_user_only;
-        /* A system-call filter the host installed since the event was
-         * opened might kill the thread for the ioctl: the event then keeps
-         * its shorter first period, and the clock thins its overflows. */
-        uint64_t p = (uint64_t)period;
-        if (agent_sandboxed ||
-            syscall(SYS_ioctl, fd, PERF_EVENT_IOC_PERIOD, &p) != 0)
-            t->by_clock = 1;
         return 1;
     }
     uint64_t due = (uint64_t)((now - t->anchor + period / 2) / period) + 1;
@@ -134,7 +126,7 @@ static PPROF_SIGNAL_SAFE void cpu_signal_take(int sig, siginfo_t *si, void *ucv)
     }
     uint32_t weight, tid;
     if (perf) {
-        weight = perf_weight(si->si_fd);
+        weight = perf_weight();
         /* Overflows the mask interposers discarded (sigmask_hooks.c):
          * already in the clock's account when it is read. */
         if (weight && !cpu_perf_self.by_clock)

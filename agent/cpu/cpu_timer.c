@@ -330,14 +330,15 @@ static void arm_thread(int tid, int fresh)
     }
     reg_fresh(e);
     if (cpu_sampler == CPU_SAMPLER_PERF) {
-        /* The event's first overflow where a timer's first expiry would
-         * be: first_at on the thread's CPU clock (the task clock the
-         * event counts runs with it). */
+        /* The event overflows a whole period from now (cpu_perf.c says
+         * why never sooner); the settlement counts from a first expiry
+         * drawn as a timer's would be, at or before that overflow, so
+         * every overflow stands for one of its expiries and the periods
+         * none stood for are its own to settle. */
         int64_t now = thread_cpu_ns(tid), first_at = 0;
-        int64_t ahead =
-            now > 0 ? first_expiry(now, fresh, &first_at) - now
-                    : 1 + (int64_t)(next_random() % (uint64_t)cpu_period_ns);
-        int fd = cpu_perf_open(tid, ahead, &e->perf_fd);
+        if (now > 0)
+            first_expiry(now, fresh, &first_at);
+        int fd = cpu_perf_open(tid, &e->perf_fd);
         if (fd >= 0)
             e->first_at = first_at;
         if (fd >= 0 || fd == -ESRCH)
