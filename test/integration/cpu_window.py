@@ -13,6 +13,10 @@ profile: the truth for the *_cpu_truth tests.
                                   name and in all, against the profile's
                                   cpu/nanoseconds under each thread label;
                                   exit 1 when profile / measured < MIN
+  cpu_window.py thread OUT PROFILE.pb.gz NAME
+                                  "MEASURED_NS PROFILE_NS": the CPU of the
+                                  threads named NAME over the window, and
+                                  the profile's under their thread label
 
 Each thread's clock at the window's ends is interpolated between the
 snapshots around them. The agent's own threads (civetweb-*, pprof-*,
@@ -87,7 +91,9 @@ def clocks_at(snaps, t):
     return out
 
 
-def compare(out, prof, minimum):
+def window(out, prof):
+    """(window ns, snapshots, {thread name: measured ns}, {thread label:
+    profile ns}) over the profile's window."""
     t0, dur, per = profile(prof)
     snaps, cur = [], None
     for line in open(out):
@@ -104,8 +110,13 @@ def compare(out, prof, minimum):
     for tid, (name, ns) in end.items():
         if not agent_thread(name):
             measured[name[:15]] += ns - start.get(tid, (name, 0))[1]
+    return dur, len(snaps), measured, per
+
+
+def compare(out, prof, minimum):
+    dur, nsnaps, measured, per = window(out, prof)
     total, got = sum(measured.values()), sum(per.values())
-    print('# window %.2f s, %d snapshots' % (dur / 1e9, len(snaps)))
+    print('# window %.2f s, %d snapshots' % (dur / 1e9, nsnaps))
     for name, ns in measured.most_common():
         if ns > 2e6 or per.get(name):
             print('#   %-16s measured %8.1f ms  profile %8.1f ms' %
@@ -116,8 +127,17 @@ def compare(out, prof, minimum):
     return 0 if ratio >= minimum else 1
 
 
+def thread(out, prof, name):
+    """Prints "MEASURED_NS PROFILE_NS" for the threads named name."""
+    _, _, measured, per = window(out, prof)
+    print('%d %d' % (measured.get(name, 0), per.get(name, 0)))
+    return 0
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'watch':
         watch(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == 'thread':
+        sys.exit(thread(sys.argv[2], sys.argv[3], sys.argv[4]))
     else:
         sys.exit(compare(sys.argv[2], sys.argv[3], float(sys.argv[4])))
