@@ -32,7 +32,7 @@
 
 #include "agent/compiler.h"
 #include "agent/hash.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>

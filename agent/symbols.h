@@ -16,7 +16,7 @@
 #ifndef PPROF_SYMBOLS_H
 #define PPROF_SYMBOLS_H
 
-#include "agent/stack.h" /* FRAME_*: the recording layer's pseudo frames */
+#include "agent/stacks/stack.h" /* FRAME_*: the recording layer's pseudo frames */
 #include "agent/hash.h"
 
 #include <stddef.h>

@@ -16,7 +16,7 @@
 
 #include "agent/config.h"
 #include "agent/contention.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include "agent/cpu.h"
 #include "agent/labels.h"
 #include "agent/log.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/symbols.h"
 
 #include <errno.h>

@@ -25,7 +25,7 @@
 #include "agent/contention.h"
 #include "agent/deadlock.h"
 #include "agent/log.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
 

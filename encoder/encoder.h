@@ -20,7 +20,7 @@
 #define PPROF_ENCODER_H
 
 #include "agent/hash.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>

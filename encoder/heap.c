@@ -18,7 +18,7 @@
 #include "agent/fmath.h"
 #include "agent/heap.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include "encoder/encoder.h"
 
 #include "agent/labels.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/symbols.h"
 
 #include <errno.h>

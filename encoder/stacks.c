@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/symbols.h"
 
 /* Inlining deeper than this is cut at the outermost frames. */

@@ -15,7 +15,7 @@
 #include "agent/array.h"
 #include "agent/hash.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "agent/symbols.h"
 
 #include <stdlib.h>

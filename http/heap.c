@@ -15,7 +15,7 @@
 #include "agent/heap.h"
 #include "agent/clock.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

@@ -22,7 +22,7 @@
 #include "agent/heap.h"
 #include "agent/proc.h"
 #include "agent/spinlock.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "agent/loader.h"
 #include "encoder/encoder.h"
 

@@ -10,7 +10,7 @@
 
 #include "agent/clock.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * sees: every failure is one line on stderr and the host goes on. Under
  * another C library's loader (musl's) it only stands aside.
  */
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/clock.h"
 #include "agent/config.h"
 #include "agent/cpu.h"
@@ -14,8 +14,8 @@
 #include "agent/guard.h"
 #include "agent/heap.h"
 #include "agent/log.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 #include "agent/thread_hooks.h"
 #include "agent/trace.h"
 #include "agent/push.h"

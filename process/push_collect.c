@@ -31,7 +31,7 @@
 #include "agent/heap.h"
 #include "agent/log.h"
 #include "agent/push.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 #include "encoder/otlp.h"
 

@@ -32,7 +32,7 @@
 #include "process/process.h"
 
 #include "agent/arm.h"
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/clock.h"
 #include "agent/cond_calls.h"
 #include "agent/thread_hooks.h"
@@ -40,7 +40,7 @@
 #include "agent/guard.h"
 #include "agent/heap.h"
 #include "agent/log.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 #include "process/push.h"

@@ -40,7 +40,7 @@
  */
 #include "agent/cpu.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 
 #include "agent/arena.h"
 #include "agent/clock.h"
@@ -49,12 +49,12 @@
 #include "agent/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/phdr_cache.h"
+#include "agent/stacks/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/signals.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <fcntl.h>

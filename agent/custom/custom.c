@@ -15,13 +15,13 @@
 #include "agent/custom.h"
 
 #include "agent/arena.h"
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/config.h"
 #include "agent/guard.h"
 #include "agent/hash.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 

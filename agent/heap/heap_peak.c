@@ -13,7 +13,7 @@
  */
 #include "agent/clock.h"
 #include "agent/heap.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 /* Starts at 1: a new bucket (its values zeroed) has not seen it. Raised
  * by the sample that makes a new high and by a reset. */

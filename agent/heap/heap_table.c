@@ -19,8 +19,8 @@
 #include "agent/labels.h"
 #include "agent/own_memory.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 #include "agent/symbols.h"
 #include "agent/log.h"
 

@@ -30,7 +30,7 @@
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/next_symbol.h"
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/trace.h"
 #include "agent/arm.h"
 

@@ -16,7 +16,7 @@
 #include "agent/sigmask.h"
 #include "agent/signals.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <signal.h>

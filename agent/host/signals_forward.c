@@ -18,7 +18,7 @@
  */
 #include "agent/compiler.h"
 #include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <signal.h>
 #include <stddef.h>

@@ -13,7 +13,7 @@
 #include "agent/contention.h"
 
 #include "agent/guard.h"
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/spinlock.h"
 
 #include <dlfcn.h>

@@ -38,8 +38,8 @@
 #include "agent/hash.h"
 #include "agent/log.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 
 #include <sys/single_threaded.h>
 #include <time.h>

@@ -26,18 +26,18 @@
  */
 #include "agent/deadlock.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/clock.h"
 #include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/next_symbol.h"
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/own_memory.h"
-#include "agent/phdr_cache.h"
+#include "agent/stacks/phdr_cache.h"
 #include "agent/proc.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/threads.h"
 
 #include <errno.h>

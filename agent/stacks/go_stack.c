@@ -14,7 +14,7 @@
  * in a handler). x86-64 only (elsewhere stack_go_g_at stays 0).
  */
 #include "agent/loader.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/symbols.h"
 
 #include <link.h>

@@ -11,7 +11,7 @@
  * lock): it serves set-up paths.
  */
 #include "agent/compiler.h"
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/loader.h"
 
 #include <dlfcn.h>

@@ -24,13 +24,13 @@
  */
 #include "agent/cpu.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/loader.h"
 #include "agent/next_symbol.h"
-#include "agent/objects.h"
-#include "agent/phdr_cache.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <link.h>

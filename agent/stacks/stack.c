@@ -10,11 +10,11 @@
  * stack starts at the host's caller, and every frame is a return address
  * turned into the call site (minus one), as pprof expects of a proto.
  */
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
 #include "agent/fds.h"
 #include "agent/guard.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/loader.h"
 
 #include <dlfcn.h>

@@ -11,7 +11,7 @@
 #include "agent/arena.h"
 #include "agent/hash.h"
 #include "agent/spinlock.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,11 +14,11 @@
 
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/own_memory.h"
 #include "agent/proc.h"
 #include "agent/hash.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>

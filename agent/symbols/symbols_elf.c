@@ -14,7 +14,7 @@
 #include "agent/symbols.h"
 
 #include "agent/array.h"
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/fds.h"
 #include "agent/libs.h"
 

@@ -42,18 +42,18 @@
 
 #include "agent/blocked.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/clock.h"
 #include "agent/fds.h"
 #include "agent/log.h"
 #include "agent/own_memory.h"
-#include "agent/phdr_cache.h"
+#include "agent/stacks/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/cpu.h"
 #include "agent/sigmask.h"
 #include "agent/signals.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <fcntl.h>

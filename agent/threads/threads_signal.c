@@ -21,7 +21,7 @@
 #include "agent/guard.h"
 #include "agent/labels.h"
 #include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <ucontext.h>

@@ -23,7 +23,7 @@
 #include "agent/log.h"
 #include "agent/proc.h"
 #include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <pthread.h>

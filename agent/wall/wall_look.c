@@ -70,7 +70,7 @@
 #include "agent/hash.h"
 #include "agent/own_memory.h"
 #include "agent/proc.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/threads.h"
 
 #include <errno.h>

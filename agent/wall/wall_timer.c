@@ -35,14 +35,14 @@
 
 #include "agent/blocked.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/cpu.h"
 #include "agent/log.h"
 #include "agent/own_memory.h"
-#include "agent/phdr_cache.h"
+#include "agent/stacks/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/signals.h"
 #include "agent/spinlock.h"
 

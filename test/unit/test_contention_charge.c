@@ -6,7 +6,7 @@
  */
 #include "agent/config.h"
 #include "agent/contention.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include "harness.h"
 

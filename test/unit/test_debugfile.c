@@ -7,7 +7,7 @@
  */
 #include "agent/config.h"
 #include "agent/log.h"
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>

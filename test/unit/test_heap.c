@@ -8,8 +8,8 @@
  */
 #include "agent/config.h"
 #include "agent/heap.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 #include "harness.h"
 

@@ -4,8 +4,8 @@
  * libc names, demangling, unmapped addresses, inlined frames, and objects
  * loaded after the first refresh.
  */
-#include "agent/objects.h"
-#include "agent/stack.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/stack.h"
 #include "agent/symbols.h"
 #include "encoder/encoder.h"
 

@@ -6,7 +6,7 @@
  * lines, declaration lines and symbol starts, for addresses all over libc
  * (with its debug file when installed) and in this program.
  */
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/symbols.h"
 
 #include <dlfcn.h>

@@ -10,7 +10,7 @@
  * inside that window, once the dump has borrowed its signal.
  */
 #include "agent/guard.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "agent/threads.h"
 #include "harness.h"
 

@@ -10,8 +10,8 @@
  * return address) rather than by DWARF number; what is particular to an
  * architecture (register numbers, the return address's place, the PLT's
  * expression, the signal frame's layout, a call's encoding) is in one
- * header per architecture, agent/cfi_x86_64.h today, chosen by
- * agent/cfi_arch.h.
+ * header per architecture, agent/stacks/cfi_x86_64.h today, chosen by
+ * agent/stacks/cfi_arch.h.
  */
 #ifndef PPROF_CFI_H
 #define PPROF_CFI_H
