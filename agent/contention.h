@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/stacks/stack_table.h"
 
 /* Block table counters: contentions in units of 1/CONTENTION_COUNT_SCALE

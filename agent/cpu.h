@@ -34,7 +34,7 @@ struct cpu_sample {
     uint32_t tid;
     uint32_t weight; /* 1 + timer overruns: periods this sample stands for */
     uint32_t depth;
-    uint32_t labels; /* the thread's label set id (agent/labels.h), 0: none */
+    uint32_t labels; /* the thread's label set id (agent/core/labels.h), 0: none */
     int64_t ns;      /* CLOCK_MONOTONIC when taken (the execution trace) */
     uintptr_t pcs[CPU_STACK_MAX]; /* leaf first; leaf exact, callers ra-1 */
 };

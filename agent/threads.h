@@ -57,7 +57,7 @@ struct thread_info {
     char state;         /* /proc state letter: R, S, D, T, t, Z ... */
     long syscall;       /* blocked in this system call; -1: none/unknown */
     int status;         /* enum thread_stack_status */
-    uint32_t labels;    /* label set id (agent/labels.h), 0: none/unknown */
+    uint32_t labels;    /* label set id (agent/core/labels.h), 0: none/unknown */
     int depth;
     uintptr_t pcs[THREADS_STACK_MAX]; /* leaf first; leaf exact, ra - 1 */
 };

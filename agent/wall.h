@@ -71,7 +71,7 @@ struct wall_slot {
     uint32_t seq;   /* odd while written; seq / 2 stacks taken */
     uint32_t tid;   /* the owner; 0: free */
     uint32_t depth;
-    uint32_t labels; /* the thread's label set id (agent/labels.h) */
+    uint32_t labels; /* the thread's label set id (agent/core/labels.h) */
     uint64_t nvcsw;  /* its voluntary context switches then; ~0: unknown */
     uintptr_t pcs[WALL_STACK_MAX]; /* leaf first; callers ra - 1 */
 };

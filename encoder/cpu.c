@@ -12,7 +12,7 @@
 
 #include "agent/config.h"
 #include "agent/cpu.h"
-#include "agent/labels.h"
+#include "agent/core/labels.h"
 #include "agent/log.h"
 #include "agent/stacks/stack.h"
 #include "agent/symbols.h"

@@ -19,7 +19,7 @@
 #ifndef PPROF_ENCODER_H
 #define PPROF_ENCODER_H
 
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/stacks/stack_table.h"
 
 #include <stddef.h>
@@ -208,7 +208,7 @@ struct stack_record {
     const uintptr_t *pcs; /* leaf first, location addresses */
     int depth;
     int64_t values[STACK_RECORD_VALUES];
-    uint32_t labels;  /* label set id (agent/labels.h) as string labels; 0 */
+    uint32_t labels;  /* label set id (agent/core/labels.h) as string labels; 0 */
     int64_t bytes;    /* numeric label "bytes" when not 0 (heap) */
     const char *age;  /* string label "age" when not NULL (heap) */
 };
@@ -391,7 +391,7 @@ struct heap_record {
     int64_t size;          /* requested bytes of each allocation */
     int64_t alloc_objects; /* sampled allocations */
     int64_t free_objects;  /* of which freed */
-    uint32_t labels;       /* label set id (agent/labels.h), 0: none */
+    uint32_t labels;       /* label set id (agent/core/labels.h), 0: none */
     const char *age;       /* age bucket label of live samples, or NULL */
     const void *bucket;    /* the stack_entry, to match records */
 };
@@ -521,7 +521,7 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
 
 /* ---- labels (labels.c) ---------------------------------------------------- */
 
-/* Appends the pairs of label set id (agent/labels.h; 0: none) to out as
+/* Appends the pairs of label set id (agent/core/labels.h; 0: none) to out as
  * string labels (room for LABELS_MAX_PAIRS) and returns how many. */
 size_t labels_to_profile(uint32_t id, struct profile_label *out);
 /* Writes prefix and Go's text form of label set id, {"k":"v", ...}, and a

@@ -8,7 +8,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/labels.h"
+#include "agent/core/labels.h"
 #include "agent/stacks/stack.h"
 #include "agent/symbols.h"
 

@@ -21,7 +21,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/labels.h"
+#include "agent/core/labels.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
 

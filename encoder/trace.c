@@ -23,7 +23,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/log.h"
 #include "agent/proc.h"
 #include "agent/trace.h"

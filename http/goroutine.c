@@ -12,7 +12,7 @@
  */
 #include "http/http.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/threads.h"
 #include "encoder/encoder.h"
 

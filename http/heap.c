@@ -13,7 +13,7 @@
 #include "http/http.h"
 
 #include "agent/heap.h"
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/log.h"
 #include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"

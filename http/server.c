@@ -29,8 +29,8 @@
 #include "agent/log.h"
 #include "http/http.h"
 #include "agent/symbols.h"
-#include "agent/loader.h"
-#include "agent/ops.h"
+#include "agent/core/loader.h"
+#include "agent/core/ops.h"
 #include "agent/proc.h"
 
 #include <arpa/inet.h>

@@ -15,7 +15,7 @@
  */
 #include "http/http.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/fds.h"
@@ -23,7 +23,7 @@
 #include "agent/proc.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack_table.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 #include "encoder/encoder.h"
 
 #include <dlfcn.h>

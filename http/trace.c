@@ -19,7 +19,7 @@
  */
 #include "http/http.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/log.h"

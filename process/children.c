@@ -49,7 +49,7 @@
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/proc.h"
-#include "agent/push.h"
+#include "agent/core/push.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"
 #include "process/push.h"

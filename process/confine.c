@@ -34,7 +34,7 @@
 
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 #include "agent/proc.h"
 #include "agent/symbols.h"
 

@@ -36,7 +36,7 @@
  */
 #include "agent/blocked.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "process/process.h"
 
 #include <errno.h>

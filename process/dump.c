@@ -23,7 +23,7 @@
  */
 #include "process/process.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/guard.h"
 #include "agent/log.h"

@@ -6,7 +6,7 @@
  * another C library's loader (musl's) it only stands aside.
  */
 #include "agent/stacks/cfi.h"
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/contention.h"
@@ -18,11 +18,11 @@
 #include "agent/stacks/stack_table.h"
 #include "agent/thread_hooks.h"
 #include "agent/trace.h"
-#include "agent/push.h"
+#include "agent/core/push.h"
 #include "process/process.h"
 #include "process/push.h"
 #include "agent/symbols.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "http/server.h"
 
 #include <stdlib.h>

@@ -22,7 +22,7 @@
  */
 #include "process/process.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/deadlock.h"
 #include "agent/guard.h"

@@ -16,7 +16,7 @@
 #include "agent/cpu.h"
 
 #include "agent/compiler.h"
-#include "agent/own_memory.h"
+#include "agent/core/own_memory.h"
 
 #include <errno.h>
 #include <sys/mman.h>

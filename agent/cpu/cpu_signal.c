@@ -22,7 +22,7 @@
 
 #include "agent/compiler.h"
 #include "agent/guard.h"
-#include "agent/labels.h"
+#include "agent/core/labels.h"
 #include "agent/signals.h"
 #include "agent/stacks/stack.h"
 

@@ -42,10 +42,10 @@
 
 #include "agent/stacks/cfi.h"
 
-#include "agent/arena.h"
-#include "agent/clock.h"
+#include "agent/core/arena.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"

@@ -14,11 +14,11 @@
  */
 #include "agent/custom.h"
 
-#include "agent/arena.h"
+#include "agent/core/arena.h"
 #include "agent/stacks/cfi.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"

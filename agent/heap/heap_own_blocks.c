@@ -15,7 +15,7 @@
  * signal handler.
  */
 #include "agent/heap.h"
-#include "agent/own_memory.h"
+#include "agent/core/own_memory.h"
 #include "agent/spinlock.h"
 
 #include <string.h>

@@ -11,7 +11,7 @@
  * heap_peak_apply(). No lock, no allocation, no thread. Never entered from
  * a signal handler.
  */
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/heap.h"
 #include "agent/stacks/stack_table.h"
 

@@ -14,10 +14,10 @@
 #include "agent/heap.h"
 #include "agent/fmath.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/config.h"
-#include "agent/labels.h"
-#include "agent/own_memory.h"
+#include "agent/core/labels.h"
+#include "agent/core/own_memory.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"

@@ -12,12 +12,12 @@
  */
 #include "agent/memory.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/fmath.h"
 #include "agent/heap.h"
-#include "agent/own_memory.h"
-#include "agent/loader.h"
+#include "agent/core/own_memory.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 #include <errno.h>

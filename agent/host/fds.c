@@ -29,10 +29,10 @@
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "agent/stacks/objects.h"
 #include "agent/trace.h"
-#include "agent/arm.h"
+#include "agent/core/arm.h"
 
 #include <errno.h>
 #include <fcntl.h>

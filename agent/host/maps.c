@@ -8,7 +8,7 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/memory.h"
 #include "agent/proc.h"
 

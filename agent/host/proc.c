@@ -5,7 +5,7 @@
  */
 #include "agent/proc.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/config.h"
 #include "agent/fds.h"
 #include "agent/log.h"

@@ -30,7 +30,7 @@
  * threads; rundir_remove() in the exit path. Nothing here takes a lock.
  */
 #include "agent/compiler.h"
-#include "agent/ops.h"
+#include "agent/core/ops.h"
 
 #include "agent/config.h"
 #include "agent/fds.h"

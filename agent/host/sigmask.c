@@ -29,7 +29,7 @@
  * straight to the C library). Never in the agent's own signal handlers.
  */
 #include "agent/compiler.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/spinlock.h"

@@ -23,7 +23,7 @@
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/spinlock.h"

@@ -32,10 +32,10 @@
  */
 #include "agent/contention.h"
 
-#include "agent/arena.h"
+#include "agent/core/arena.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/log.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack.h"

@@ -36,7 +36,7 @@
 #include "agent/contention.h"
 #include "agent/deadlock.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "agent/trace.h"
 
 #include <errno.h>

@@ -36,9 +36,9 @@
 #include "agent/contention.h"
 #include "agent/deadlock.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "agent/trace.h"
-#include "agent/arm.h"
+#include "agent/core/arm.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -24,9 +24,9 @@
 #include "agent/compiler.h"
 #include "agent/contention.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "agent/trace.h"
-#include "agent/arm.h"
+#include "agent/core/arm.h"
 
 #include <errno.h>
 #include <semaphore.h>

@@ -24,7 +24,7 @@
 #include "agent/stacks/cfi.h"
 
 #include "agent/log.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 
 #include <errno.h>
 #include <fcntl.h>

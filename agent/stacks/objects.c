@@ -12,7 +12,7 @@
  */
 #include "agent/compiler.h"
 #include "agent/stacks/objects.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -28,7 +28,7 @@
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 #include "agent/stacks/objects.h"
 #include "agent/spinlock.h"
 

@@ -27,8 +27,8 @@
 #include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
-#include "agent/loader.h"
-#include "agent/next_symbol.h"
+#include "agent/core/loader.h"
+#include "agent/core/next_symbol.h"
 #include "agent/stacks/objects.h"
 #include "agent/stacks/phdr_cache.h"
 

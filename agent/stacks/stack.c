@@ -15,7 +15,7 @@
 #include "agent/fds.h"
 #include "agent/guard.h"
 #include "agent/stacks/stack.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -8,8 +8,8 @@
  * removed or moved. Inserts take the table's spinlock. Memory comes from the
  * arena (mmap), never from the host allocator.
  */
-#include "agent/arena.h"
-#include "agent/hash.h"
+#include "agent/core/arena.h"
+#include "agent/core/hash.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack_table.h"
 

@@ -8,7 +8,7 @@
 #include "agent/fds.h"
 #include "agent/log.h"
 #include "agent/stacks/objects.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 

@@ -15,9 +15,9 @@
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/stacks/objects.h"
-#include "agent/own_memory.h"
+#include "agent/core/own_memory.h"
 #include "agent/proc.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/stacks/stack.h"
 
 #include <errno.h>

@@ -36,7 +36,7 @@
 
 #include "agent/config.h"
 #include "agent/fds.h"
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 #include "agent/log.h"
 
 /* Overridable at build time to test machines without debug packages. */

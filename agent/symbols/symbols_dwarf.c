@@ -11,7 +11,7 @@
  * lazily and only for addresses that appear in a profile.
  */
 #include "agent/symbols.h"
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

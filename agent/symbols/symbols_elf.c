@@ -13,10 +13,10 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/stacks/cfi.h"
 #include "agent/fds.h"
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 
 #include <errno.h>
 #include <gelf.h>

@@ -15,7 +15,7 @@
 #include "agent/symbols.h"
 
 #include "agent/fds.h"
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>

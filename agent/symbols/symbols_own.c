@@ -19,7 +19,7 @@
  * dl_iterate_phdr). Not async-signal-safe.
  */
 #include "agent/symbols.h"
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 
 #include <link.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * sees.
  */
 #include "agent/blocked.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -15,9 +15,9 @@
 #include "agent/compiler.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
-#include "agent/labels.h"
-#include "agent/next_symbol.h"
-#include "agent/own_memory.h"
+#include "agent/core/labels.h"
+#include "agent/core/next_symbol.h"
+#include "agent/core/own_memory.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"
 #include "agent/stacks/stack.h"
@@ -25,7 +25,7 @@
 #include "agent/thread_hooks.h"
 #include "agent/trace.h"
 #include "agent/wall.h"
-#include "agent/arm.h"
+#include "agent/core/arm.h"
 
 #include <dlfcn.h>
 #include <errno.h>

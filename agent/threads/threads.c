@@ -43,10 +43,10 @@
 #include "agent/blocked.h"
 
 #include "agent/stacks/cfi.h"
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/fds.h"
 #include "agent/log.h"
-#include "agent/own_memory.h"
+#include "agent/core/own_memory.h"
 #include "agent/stacks/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/cpu.h"

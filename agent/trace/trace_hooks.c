@@ -33,10 +33,10 @@
  */
 #include "agent/trace.h"
 
-#include "agent/arm.h"
+#include "agent/core/arm.h"
 #include "agent/blocked.h"
 #include "agent/compiler.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -62,7 +62,7 @@ static int fd_kind(int fd);
 
 /* Every hooked call: its return type, name, parameters, arguments, what
  * it is (FD: what its descriptor is), the object it is on, and what it
- * does while the start is armed (agent/arm.h): its kind, and whether a
+ * does while the start is armed (agent/core/arm.h): its kind, and whether a
  * signal handler may call it. */
 #define CALL_HOOKS(X)                                                          \
     X(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n), FD, fd,         \
@@ -157,7 +157,7 @@ static int fd_kind(int fd);
 #define NR_waitid SYS_waitid
 
 /* A wait for a child that may block fires an armed start once the delay
- * has passed, before or after it (agent/arm.h: a subshell waits for its
+ * has passed, before or after it (agent/core/arm.h: a subshell waits for its
  * pipeline). Signal handlers reap with WNOHANG, which never fires it. */
 #define CHILD_WAIT(o) ((o) & WNOHANG ? ARM_NONE : ARM_LATE)
 
@@ -295,7 +295,7 @@ EXPORT int waitid(idtype_t t, id_t i, siginfo_t *in, int o)
 
 static int (*real_setname)(pthread_t, const char *);
 
-/* on: a trace runs; while the start is armed (agent/arm.h) every call
+/* on: a trace runs; while the start is armed (agent/core/arm.h) every call
  * passes its armed twin first. */
 static void trace_hooks_route(int on)
 {

@@ -7,7 +7,7 @@
  */
 #include "agent/wall.h"
 
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,9 +14,9 @@
  */
 #include "agent/wall.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 
 #include <errno.h>
 #include <time.h>

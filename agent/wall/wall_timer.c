@@ -38,7 +38,7 @@
 #include "agent/stacks/cfi.h"
 #include "agent/cpu.h"
 #include "agent/log.h"
-#include "agent/own_memory.h"
+#include "agent/core/own_memory.h"
 #include "agent/stacks/phdr_cache.h"
 #include "agent/proc.h"
 #include "agent/sigmask.h"

@@ -10,7 +10,7 @@
 
 #include "agent/stacks/cfi.h"
 #include "agent/custom.h"
-#include "agent/labels.h"
+#include "agent/core/labels.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"
 #include "harness.h"
