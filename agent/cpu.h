@@ -15,7 +15,7 @@
 #ifndef PPROF_CPU_H
 #define PPROF_CPU_H
 
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 
 #include <link.h>
 #include <signal.h>
@@ -157,7 +157,7 @@ void cpu_profile_release(void);
 /* The most events open at once (one per thread; the threads past it get
  * timers): the agent's high range holds 256 numbers
  * (docs/descriptors.md). The descriptors' bitmap and its check
- * (cpu_perf_fds, cpu_perf_is_ours) are in agent/signals.h, with the rest
+ * (cpu_perf_fds, cpu_perf_is_ours) are in agent/host/signals.h, with the rest
  * of the signal protocol. */
 #define CPU_PERF_MAX 128
 

@@ -25,7 +25,7 @@
 #ifndef PPROF_THREADS_H
 #define PPROF_THREADS_H
 
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -90,7 +90,7 @@ void threads_fork_child(void);
 
 /* The signal the dump under way asks with, 0 between dumps. Written by
  * the dumping worker and read by the mask interposers, both under
- * sigmask_lock (agent/sigmask.h). */
+ * sigmask_lock (agent/host/sigmask.h). */
 extern int threads_signo;
 
 /* Number of host threads now (the agent's own not counted).

@@ -35,7 +35,7 @@
 #ifndef PPROF_WALL_H
 #define PPROF_WALL_H
 
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 
 #include <signal.h>
 #include <stddef.h>

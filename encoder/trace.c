@@ -25,7 +25,7 @@
 
 #include "agent/core/array.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/trace.h"
 #include "encoder/trace_wire.h"
 

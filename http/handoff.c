@@ -28,7 +28,7 @@
 
 #include "agent/guard.h"
 #include "agent/symbols.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -45,10 +45,10 @@
 #include "process/process.h"
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/core/push.h"
 #include "agent/symbols.h"
 #include "agent/threads.h"

@@ -35,7 +35,7 @@
 #include "agent/config.h"
 #include "agent/guard.h"
 #include "agent/core/libs.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/symbols.h"
 
 void confine_prepare(void)

@@ -31,7 +31,7 @@
 #include "agent/spinlock.h"
 #include "agent/stacks/stack_table.h"
 #include "agent/symbols.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/cpu.h"
 #include "agent/heap.h"
 #include "agent/deadlock.h"

@@ -12,7 +12,7 @@
  */
 #include "process/push.h"
 
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/core/push.h"
 #include "agent/core/loader.h"
 #include "encoder/otlp.h"

@@ -10,7 +10,7 @@
 
 #include "agent/core/hash.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/core/push.h"
 
 #include <stdio.h>

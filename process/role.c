@@ -62,11 +62,11 @@
 #include "agent/core/arm.h"
 #include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/heap.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/thread_hooks.h"
 #include "agent/trace.h"
 #include "encoder/encoder.h"
@@ -109,7 +109,7 @@ static int64_t candidate_until_ns;
 static int candidate_ppid;
 /* The heir's connection to the process that handed the role down; the
  * wrapper's offer and its end of that connection (held: a host's dup2
- * onto the number rewrites it, agent/fds.h). */
+ * onto the number rewrites it, agent/host/fds.h). */
 static int role_fd = -1, offer_fd = -1, heir_fd = -1;
 
 static int pid_now(void)

@@ -23,7 +23,7 @@
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/core/labels.h"
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 #include "agent/stacks/stack.h"
 
 #include <errno.h>

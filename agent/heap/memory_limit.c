@@ -11,7 +11,7 @@
 #include "agent/memory.h"
 
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <errno.h>
 #include <stdlib.h>

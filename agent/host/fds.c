@@ -23,7 +23,7 @@
  * with atomic operations. The host's fast path (close of a descriptor the
  * agent does not own) is two loads and a branch before the real call.
  */
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 
 #include "agent/blocked.h"
 #include "agent/compiler.h"

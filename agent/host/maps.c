@@ -10,7 +10,7 @@
 
 #include "agent/core/array.h"
 #include "agent/memory.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -33,10 +33,10 @@
 #include "agent/core/ops.h"
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -30,8 +30,8 @@
  */
 #include "agent/compiler.h"
 #include "agent/core/next_symbol.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
 #include "agent/spinlock.h"
 
 #include <errno.h>

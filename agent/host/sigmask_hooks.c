@@ -24,10 +24,10 @@
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
 #include "agent/spinlock.h"
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 #include "agent/threads.h"
 #include "agent/wall.h"
 

@@ -36,7 +36,7 @@
 #include "agent/stacks/objects.h"
 #include "agent/core/own_memory.h"
 #include "agent/stacks/phdr_cache.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/stacks/stack.h"
 #include "agent/threads.h"
 

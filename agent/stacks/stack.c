@@ -12,7 +12,7 @@
  */
 #include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/stacks/stack.h"
 #include "agent/core/loader.h"

@@ -5,7 +5,7 @@
  */
 #include "agent/stacks/unwinder.h"
 
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
 #include "agent/stacks/objects.h"
 #include "agent/core/loader.h"

@@ -16,7 +16,7 @@
 #include "agent/log.h"
 #include "agent/stacks/objects.h"
 #include "agent/core/own_memory.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/core/hash.h"
 #include "agent/stacks/stack.h"
 

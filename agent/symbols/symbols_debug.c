@@ -35,7 +35,7 @@
 #include <zlib.h>
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/core/libs.h"
 #include "agent/log.h"
 

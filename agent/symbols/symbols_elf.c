@@ -15,7 +15,7 @@
 
 #include "agent/core/array.h"
 #include "agent/stacks/cfi.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/core/libs.h"
 
 #include <errno.h>

@@ -14,7 +14,7 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/core/libs.h"
 
 #include <elfutils/libdwelf.h>

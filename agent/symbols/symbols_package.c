@@ -14,9 +14,9 @@
  */
 #include "agent/symbols.h"
 
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <dirent.h>
 #include <pthread.h>

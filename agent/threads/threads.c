@@ -44,14 +44,14 @@
 
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
 #include "agent/core/own_memory.h"
 #include "agent/stacks/phdr_cache.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/cpu.h"
-#include "agent/sigmask.h"
-#include "agent/signals.h"
+#include "agent/host/sigmask.h"
+#include "agent/host/signals.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack.h"
 

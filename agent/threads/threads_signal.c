@@ -20,7 +20,7 @@
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/labels.h"
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 #include "agent/stacks/stack.h"
 
 #include <errno.h>

@@ -21,8 +21,8 @@
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/proc.h"
-#include "agent/signals.h"
+#include "agent/host/proc.h"
+#include "agent/host/signals.h"
 #include "agent/stacks/stack.h"
 
 #include <errno.h>

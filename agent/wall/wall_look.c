@@ -66,10 +66,10 @@
 #include "agent/blocked.h"
 #include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/core/hash.h"
 #include "agent/core/own_memory.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "agent/stacks/stack.h"
 #include "agent/threads.h"
 

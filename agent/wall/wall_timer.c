@@ -40,10 +40,10 @@
 #include "agent/log.h"
 #include "agent/core/own_memory.h"
 #include "agent/stacks/phdr_cache.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
 #include "agent/stacks/stack.h"
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 #include "agent/spinlock.h"
 
 #include <errno.h>
