@@ -56,7 +56,7 @@
 #include "agent/cpu.h"
 #include "agent/host/fds.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/core/loader.h"
 #include "agent/core/next_symbol.h"
 #include "agent/stacks/phdr_cache.h"

@@ -432,7 +432,7 @@ size_t heap_records_subtract(struct heap_record *later, size_t nlater,
                              const struct heap_record *earlier,
                              size_t nearlier);
 
-/* Turns a snapshot of the heap buckets (agent/heap.h) into records, written
+/* Turns a snapshot of the heap buckets (agent/heap/heap.h) into records, written
  * to out (room for snap->n): the size and labels come from each bucket's
  * key; buckets with nothing in them are left out. In a full profile
  * (delta == 0) a free counted after its allocation was read is not allowed
@@ -441,7 +441,7 @@ struct stack_snapshot;
 size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
                                   int delta, struct heap_record *out);
 
-/* Records of a heap snapshot (agent/heap.h) into *out (malloc'd, the
+/* Records of a heap snapshot (agent/heap/heap.h) into *out (malloc'd, the
  * caller frees it): heap_records_from_snapshot(), then, when by_age, split
  * by the age of the live samples (heap_records_by_age, live sorted in
  * place). Returns 0 or -ENOMEM. */

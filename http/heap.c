@@ -12,7 +12,7 @@
  */
 #include "http/http.h"
 
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/core/clock.h"
 #include "agent/log.h"
 #include "agent/stacks/stack_table.h"

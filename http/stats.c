@@ -19,7 +19,7 @@
 #include "agent/config.h"
 #include "agent/cpu.h"
 #include "agent/host/fds.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/host/proc.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack_table.h"

@@ -31,7 +31,7 @@
 #include "agent/contention.h"
 #include "agent/fork.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/core/loader.h"
 #include "agent/log.h"
 #include "agent/core/ops.h"

@@ -12,7 +12,7 @@
 #include "agent/contention.h"
 #include "agent/fork.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"

@@ -28,7 +28,7 @@
 #include "agent/contention.h"
 #include "agent/cpu.h"
 #include "agent/custom.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
 #include "agent/core/push.h"
 #include "agent/stacks/stack_table.h"

@@ -64,7 +64,7 @@
 #include "agent/config.h"
 #include "agent/host/fds.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
 #include "agent/host/proc.h"
 #include "agent/thread_hooks.h"

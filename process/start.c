@@ -38,7 +38,7 @@
 #include "agent/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
 #include "agent/stacks/stack.h"
 #include "encoder/encoder.h"

@@ -27,7 +27,7 @@
 #include "agent/deadlock.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/memory.h"
+#include "agent/heap/memory.h"
 
 #include <pthread.h>
 #include <string.h>

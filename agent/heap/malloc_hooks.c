@@ -3,7 +3,7 @@
  * allocator in the lookup order (dlsym RTLD_NEXT: glibc, or jemalloc or
  * tcmalloc loaded as shared libraries), which stays in charge of memory;
  * this file only decides which allocations are sampled and makes sure the
- * free of a sampled pointer is seen (agent/heap.h has the design).
+ * free of a sampled pointer is seen (agent/heap/heap.h has the design).
  *
  * Entered on every host thread, before the constructor and after it, and
  * from inside the agent itself (libunwind, civetweb, the symbolizer).
@@ -24,7 +24,7 @@
 #include "agent/compiler.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
 #include "agent/core/loader.h"
 #include "agent/core/next_symbol.h"

@@ -8,7 +8,7 @@
  * pressure the kernel reports. Read by the shell's watch (process/watch.c)
  * on the agent's own thread; a few small file reads each time.
  */
-#include "agent/memory.h"
+#include "agent/heap/memory.h"
 
 #include "agent/log.h"
 #include "agent/host/proc.h"
