@@ -22,8 +22,8 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/contention.h"
-#include "agent/deadlock.h"
+#include "agent/locks/contention.h"
+#include "agent/locks/deadlock.h"
 #include "agent/log.h"
 #include "agent/stacks/stack.h"
 #include "agent/symbols.h"

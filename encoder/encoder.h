@@ -307,7 +307,7 @@ int wall_write(const struct wall_agg *agg, const struct wall_run *run,
 /* ---- contention profiles (contention.c): block, mutex --------------------- */
 
 /* Writes a block (is_mutex 0) or mutex profile from a snapshot of its table
- * (agent/contention.h) as Go does: counts de-biased from the recorder's
+ * (agent/locks/contention.h) as Go does: counts de-biased from the recorder's
  * fixed point (block), futex wakes that signalled a condition left out
  * (mutex), and, as Go, mutex values multiplied by the sampling fraction in
  * the proto only. Proto: contentions/count, delay/nanoseconds, period type
@@ -334,7 +334,7 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out);
 /* ---- deadlock report (deadlock.c) ----------------------------------------- */
 
 struct deadlock_report;
-/* Writes the cycles and stuck chains of r (agent/deadlock.h): debug=1 text,
+/* Writes the cycles and stuck chains of r (agent/locks/deadlock.h): debug=1 text,
  * or a gzipped profile with one sample per thread (threads/count,
  * blocked/nanoseconds) labelled thread, group, waits_for, held_by,
  * blocked_seconds (blocked_in for a chain's holder). Returns 0 or -errno. */

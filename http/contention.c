@@ -6,7 +6,7 @@
  */
 #include "http/http.h"
 
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 

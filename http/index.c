@@ -8,7 +8,7 @@
 
 #include "agent/config.h"
 #include "agent/custom.h"
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 #include "agent/log.h"
 #include "agent/symbols.h"
 #include "encoder/encoder.h"

@@ -34,7 +34,7 @@
 #include "agent/host/fds.h"
 #include "agent/cpu.h"
 #include "agent/heap/heap.h"
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 #include "agent/heap/memory.h"
 #include "agent/threads.h"
 #include "agent/trace.h"

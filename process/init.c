@@ -9,7 +9,7 @@
 #include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/cpu.h"
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/fork.h"
 #include "agent/guard.h"
 #include "agent/heap/heap.h"

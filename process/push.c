@@ -34,7 +34,7 @@
 #include "process/push.h"
 
 #include "agent/core/clock.h"
-#include "agent/cond_calls.h"
+#include "agent/locks/cond_calls.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/core/push.h"

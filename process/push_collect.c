@@ -25,7 +25,7 @@
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/cpu.h"
 #include "agent/custom.h"
 #include "agent/heap/heap.h"

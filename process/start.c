@@ -34,7 +34,7 @@
 #include "agent/core/arm.h"
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
-#include "agent/cond_calls.h"
+#include "agent/locks/cond_calls.h"
 #include "agent/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"

@@ -24,7 +24,7 @@
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/heap/memory.h"

@@ -7,7 +7,7 @@
  */
 #include "agent/compiler.h"
 #include "agent/config.h"
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 #include "agent/log.h"
 #include "agent/core/ops.h"
 #include "agent/core/push.h"

@@ -30,7 +30,7 @@
  *     (contention_charge_sample()); the endpoint multiplies by the
  *     fraction.
  */
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 
 #include "agent/core/arena.h"
 #include "agent/config.h"

@@ -24,12 +24,12 @@
  * The threads involved are walked from a copy of their stacks
  * (threads_walk_blocked: no signal is sent).
  */
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
 #include "agent/compiler.h"
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"

@@ -33,8 +33,8 @@
  */
 #include "agent/blocked.h"
 #include "agent/compiler.h"
-#include "agent/contention.h"
-#include "agent/deadlock.h"
+#include "agent/locks/contention.h"
+#include "agent/locks/deadlock.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
 #include "agent/trace.h"

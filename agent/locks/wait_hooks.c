@@ -22,7 +22,7 @@
  */
 #include "agent/blocked.h"
 #include "agent/compiler.h"
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
 #include "agent/trace.h"
