@@ -53,7 +53,7 @@
 #include "agent/blocked.h"
 #include "agent/core/arm.h"
 #include "agent/stacks/cfi.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/heap/heap.h"

@@ -11,7 +11,7 @@
 #include "encoder/encoder.h"
 
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/core/labels.h"
 #include "agent/log.h"
 #include "agent/stacks/stack.h"

@@ -513,7 +513,7 @@ int64_t cpu_agg_total(const struct cpu_agg *a);
 /* Writes Go's CPU profile of the samples in a (samples/count,
  * cpu/nanoseconds, period cpu/nanoseconds) with a "thread" label per
  * sample and lost samples under a [lost samples] frame, gzipped, with the
- * profiler's counters (agent/cpu.h) in its comment: those of one request,
+ * profiler's counters (agent/cpu/cpu.h) in its comment: those of one request,
  * or, with whole_run, of a whole-run profile (the dumps). o gives the
  * start and the length. Returns 0 or -errno. */
 int cpu_write(const struct cpu_agg *a, int whole_run,

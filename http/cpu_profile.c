@@ -14,7 +14,7 @@
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

@@ -17,7 +17,7 @@
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/host/fds.h"
 #include "agent/heap/heap.h"
 #include "agent/host/proc.h"

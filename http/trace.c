@@ -21,7 +21,7 @@
 
 #include "agent/core/array.h"
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/log.h"
 #include "agent/trace.h"
 #include "encoder/encoder.h"

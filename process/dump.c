@@ -32,7 +32,7 @@
 #include "agent/stacks/stack_table.h"
 #include "agent/symbols.h"
 #include "agent/host/fds.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/heap/heap.h"
 #include "agent/locks/deadlock.h"
 #include "agent/heap/memory.h"

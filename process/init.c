@@ -8,7 +8,7 @@
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/locks/contention.h"
 #include "agent/fork.h"
 #include "agent/guard.h"

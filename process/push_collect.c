@@ -26,7 +26,7 @@
 #include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/locks/contention.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/custom.h"
 #include "agent/heap/heap.h"
 #include "agent/log.h"

@@ -42,7 +42,7 @@
  * pause/resume from the mask interposers, close at exit). Nothing here
  * runs in a signal handler but cpu_perf_is_ours.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"

@@ -18,7 +18,7 @@
  * Samples go to a preallocated lock-free buffer; when it is full the
  * sample's weight is added to the lost counter, which the profile shows.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include "agent/compiler.h"
 #include "agent/guard.h"

@@ -38,7 +38,7 @@
  * is guarded by a spinlock held only around a few syscalls, never taken in
  * signal context.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include "agent/stacks/cfi.h"
 

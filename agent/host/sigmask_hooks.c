@@ -21,7 +21,7 @@
  * interposed change.
  */
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
 #include "agent/host/proc.h"

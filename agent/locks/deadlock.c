@@ -30,7 +30,7 @@
 #include "agent/core/clock.h"
 #include "agent/compiler.h"
 #include "agent/locks/contention.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
 #include "agent/stacks/objects.h"

@@ -18,7 +18,7 @@
 
 #include "agent/stacks/cfi_arch.h"
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/stacks/objects.h"
 #include "agent/stacks/phdr_cache.h"
 

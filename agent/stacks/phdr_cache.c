@@ -26,7 +26,7 @@
 
 #include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/loader.h"
 #include "agent/stacks/objects.h"

@@ -22,7 +22,7 @@
  *
  * Entered on any host thread (and from the handler, for dl_iterate_phdr).
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include "agent/stacks/cfi.h"
 #include "agent/compiler.h"

@@ -13,7 +13,7 @@
  */
 #include "agent/blocked.h"
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/labels.h"
 #include "agent/core/next_symbol.h"

@@ -49,7 +49,7 @@
 #include "agent/core/own_memory.h"
 #include "agent/stacks/phdr_cache.h"
 #include "agent/host/proc.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/host/sigmask.h"
 #include "agent/host/signals.h"
 #include "agent/spinlock.h"

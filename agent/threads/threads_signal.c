@@ -17,7 +17,7 @@
 #include "agent/threads.h"
 
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
 #include "agent/core/labels.h"
 #include "agent/host/signals.h"

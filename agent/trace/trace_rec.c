@@ -18,7 +18,7 @@
 #include "agent/trace.h"
 
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/host/proc.h"

@@ -36,7 +36,7 @@
 #include "agent/blocked.h"
 
 #include "agent/stacks/cfi.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/log.h"
 #include "agent/core/own_memory.h"
 #include "agent/stacks/phdr_cache.h"

@@ -7,7 +7,7 @@
  * a walk does not keep fork, or the parent's captures, waiting.
  */
 #include "agent/stacks/cfi.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/fork.h"
 #include "agent/stacks/phdr_cache.h"
 #include "agent/stacks/stack.h"

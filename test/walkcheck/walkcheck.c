@@ -26,7 +26,7 @@
  * since), as the agent's CPU profile does once a second.
  */
 #include "agent/stacks/cfi.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/log.h"
 #include "agent/stacks/objects.h"
 #include "agent/stacks/phdr_cache.h"
