@@ -7,7 +7,7 @@
 #include "http/http.h"
 
 #include "agent/config.h"
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 #include "agent/locks/deadlock.h"
 #include "agent/log.h"
 #include "agent/symbols.h"

@@ -27,7 +27,7 @@
 #include "agent/config.h"
 #include "agent/locks/contention.h"
 #include "agent/cpu/cpu.h"
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 #include "agent/heap/heap.h"
 #include "agent/log.h"
 #include "agent/core/push.h"

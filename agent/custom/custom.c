@@ -12,7 +12,7 @@
  * arena, never from the host's allocator; a profile is never freed, so an
  * HTTP worker can read one while host threads change it.
  */
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 
 #include "agent/core/arena.h"
 #include "agent/stacks/cfi.h"

@@ -6,7 +6,7 @@
  */
 #include "http/http.h"
 
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 
 #define NEVER_HANDLER(name)                                                    \
     void handle_##name(struct request *r)                                      \

@@ -9,7 +9,7 @@
 #include "agent/pprofagent.h"
 
 #include "agent/stacks/cfi.h"
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 #include "agent/core/labels.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"
