@@ -62,7 +62,7 @@
 #include "agent/stacks/phdr_cache.h"
 #include "agent/host/proc.h"
 #include "agent/host/sigmask.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/threads.h"
 #include "agent/trace.h"
 #include "agent/wall.h"

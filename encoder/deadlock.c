@@ -26,7 +26,7 @@
 #include "agent/locks/deadlock.h"
 #include "agent/log.h"
 #include "agent/stacks/stack.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/threads.h"
 
 #include <errno.h>

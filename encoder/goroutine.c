@@ -10,7 +10,7 @@
 #include "encoder/encoder.h"
 
 #include "agent/stacks/stack.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/threads.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
 
 #include "agent/core/labels.h"
 #include "agent/stacks/stack.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <errno.h>
 #include <stdlib.h>

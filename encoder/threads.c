@@ -22,7 +22,7 @@
 #include "encoder/encoder.h"
 
 #include "agent/core/labels.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/threads.h"
 
 #include <errno.h>

@@ -16,7 +16,7 @@
 #include "agent/core/hash.h"
 #include "agent/log.h"
 #include "agent/stacks/stack_table.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <stdlib.h>
 #include <string.h>

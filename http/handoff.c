@@ -27,7 +27,7 @@
 #include "http/http.h"
 
 #include "agent/guard.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/host/fds.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
 #include "agent/custom/custom.h"
 #include "agent/locks/deadlock.h"
 #include "agent/log.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>

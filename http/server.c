@@ -28,7 +28,7 @@
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "http/http.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/core/loader.h"
 #include "agent/core/ops.h"
 #include "agent/host/proc.h"

@@ -50,7 +50,7 @@
 #include "agent/log.h"
 #include "agent/host/proc.h"
 #include "agent/core/push.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/threads.h"
 #include "process/push.h"
 #include "http/server.h"

@@ -36,7 +36,7 @@
 #include "agent/guard.h"
 #include "agent/core/libs.h"
 #include "agent/host/proc.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 void confine_prepare(void)
 {

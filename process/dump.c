@@ -30,7 +30,7 @@
 #include "agent/stacks/stack.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack_table.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/host/fds.h"
 #include "agent/cpu/cpu.h"
 #include "agent/heap/heap.h"

@@ -21,7 +21,7 @@
 #include "agent/core/push.h"
 #include "process/process.h"
 #include "process/push.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/core/next_symbol.h"
 #include "http/server.h"
 

@@ -21,7 +21,7 @@
 #include "agent/spinlock.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/log.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * symbolizer lock, while a profile is built; it allocates and must never be
  * called from a signal handler or an interposed call.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include "agent/core/array.h"
 #include "agent/heap/memory.h"

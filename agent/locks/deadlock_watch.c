@@ -17,7 +17,7 @@
 
 #include "agent/locks/contention.h"
 #include "agent/log.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <string.h>
 

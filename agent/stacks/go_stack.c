@@ -15,7 +15,7 @@
  */
 #include "agent/core/loader.h"
 #include "agent/stacks/stack.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <link.h>
 #include <stdint.h>

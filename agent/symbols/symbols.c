@@ -10,7 +10,7 @@
  * Nothing here may run in a signal handler: loading an object allocates
  * and maps files.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include "agent/guard.h"
 #include "agent/log.h"

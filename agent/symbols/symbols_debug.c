@@ -18,7 +18,7 @@
  * bad candidate costs one log line and is skipped, never a crash. The
  * decompressed MiniDebugInfo is bounded in size.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
  * compressed sections) on first use of each unit, which is why this runs
  * lazily and only for addresses that appear in a profile.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/core/libs.h"
 
 #include <dwarf.h>

@@ -11,7 +11,7 @@
  * never from a signal handler. A corrupt or unreadable file must only ever
  * mean fewer names: every libelf result is checked.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include "agent/core/array.h"
 #include "agent/stacks/cfi.h"

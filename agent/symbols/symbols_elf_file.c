@@ -12,7 +12,7 @@
  * never from a signal handler. A corrupt or unreadable file must only ever
  * mean fewer names: every libelf result is checked.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include "agent/host/fds.h"
 #include "agent/core/libs.h"

@@ -12,7 +12,7 @@
  * Entered from HTTP workers; a mutex serializes them (one that finds it
  * taken gives no names rather than wait). Not async-signal-safe.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include "agent/host/fds.h"
 #include "agent/log.h"

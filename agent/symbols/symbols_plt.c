@@ -18,7 +18,7 @@
  * rest of symbols_elf.c; a corrupt file means fewer names, never a fault.
  */
 #include "agent/core/array.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/core/libs.h"
 
 #include <gelf.h>

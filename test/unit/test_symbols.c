@@ -6,7 +6,7 @@
  */
 #include "agent/stacks/objects.h"
 #include "agent/stacks/stack.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "encoder/encoder.h"
 
 #include <dlfcn.h>

@@ -7,7 +7,7 @@
  * (with its debug file when installed) and in this program.
  */
 #include "agent/stacks/objects.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
