@@ -50,7 +50,7 @@
  */
 #include "agent/fork.h"
 
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/core/arm.h"
 #include "agent/stacks/cfi.h"
 #include "agent/cpu/cpu.h"
@@ -63,7 +63,7 @@
 #include "agent/host/proc.h"
 #include "agent/host/sigmask.h"
 #include "agent/symbols/symbols.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 #include "agent/trace.h"
 #include "agent/wall.h"
 

@@ -301,7 +301,7 @@ struct wall_look_counters {
     uint64_t unreadable;    /* looks whose syscall file could not be read
                                (a process that is not dumpable) */
     uint64_t noted;         /* of those, sleeping threads walked from their
-                               note (agent/blocked.h) or its kept walk */
+                               note (agent/threads/blocked.h) or its kept walk */
     uint64_t not_noted;     /* sleeping, in a call no hook noted: no stack */
     int64_t not_noted_ns;   /* the wall time charged to those */
     uint64_t relists;       /* listings of /proc/self/task */

@@ -27,7 +27,7 @@
 #include "agent/log.h"
 #include "agent/stacks/stack.h"
 #include "agent/symbols/symbols.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 #include <stdlib.h>

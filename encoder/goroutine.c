@@ -11,7 +11,7 @@
 
 #include "agent/stacks/stack.h"
 #include "agent/symbols/symbols.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 #include <stdlib.h>

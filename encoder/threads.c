@@ -23,7 +23,7 @@
 
 #include "agent/core/labels.h"
 #include "agent/symbols/symbols.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 

@@ -8,7 +8,7 @@
 #include "encoder/encoder.h"
 
 #include "agent/log.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 #include "agent/wall.h"
 
 #include <errno.h>

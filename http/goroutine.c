@@ -13,7 +13,7 @@
 #include "http/http.h"
 
 #include "agent/core/clock.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 #include "encoder/encoder.h"
 
 void handle_goroutine(struct request *r)

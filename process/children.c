@@ -51,7 +51,7 @@
 #include "agent/host/proc.h"
 #include "agent/core/push.h"
 #include "agent/symbols/symbols.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 #include "process/push.h"
 #include "http/server.h"
 

@@ -36,7 +36,7 @@
 #include "agent/heap/heap.h"
 #include "agent/locks/deadlock.h"
 #include "agent/heap/memory.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 #include "agent/trace.h"
 #include "encoder/encoder.h"
 

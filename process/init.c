@@ -16,7 +16,7 @@
 #include "agent/log.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"
-#include "agent/thread_hooks.h"
+#include "agent/threads/thread_hooks.h"
 #include "agent/trace.h"
 #include "agent/core/push.h"
 #include "process/process.h"

@@ -67,7 +67,7 @@
 #include "agent/heap/heap.h"
 #include "agent/log.h"
 #include "agent/host/proc.h"
-#include "agent/thread_hooks.h"
+#include "agent/threads/thread_hooks.h"
 #include "agent/trace.h"
 #include "encoder/encoder.h"
 #include "http/server.h"

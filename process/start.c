@@ -35,7 +35,7 @@
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
 #include "agent/locks/cond_calls.h"
-#include "agent/thread_hooks.h"
+#include "agent/threads/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"
 #include "agent/heap/heap.h"

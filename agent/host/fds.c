@@ -25,7 +25,7 @@
  */
 #include "agent/host/fds.h"
 
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/log.h"
@@ -708,7 +708,7 @@ accept_body(int fd, struct sockaddr *addr, socklen_t *len)
 }
 
 /* Noted while it waits in a process that is not dumpable
- * (agent/blocked.h). */
+ * (agent/threads/blocked.h). */
 __attribute__((visibility("default"))) int
 accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
@@ -731,7 +731,7 @@ accept4_body(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 }
 
 /* Noted while it waits in a process that is not dumpable
- * (agent/blocked.h). */
+ * (agent/threads/blocked.h). */
 __attribute__((visibility("default"))) int
 accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
@@ -783,7 +783,7 @@ recv_body(int fd, void *buf, size_t n, int flags)
 }
 
 /* Noted while it waits in a process that is not dumpable
- * (agent/blocked.h). */
+ * (agent/threads/blocked.h). */
 __attribute__((visibility("default"))) ssize_t
 recv(int fd, void *buf, size_t n, int flags)
 {

@@ -28,7 +28,7 @@
 #include "agent/host/sigmask.h"
 #include "agent/spinlock.h"
 #include "agent/host/signals.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 #include "agent/wall.h"
 
 #include <errno.h>

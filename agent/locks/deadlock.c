@@ -38,7 +38,7 @@
 #include "agent/stacks/phdr_cache.h"
 #include "agent/host/proc.h"
 #include "agent/stacks/stack.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 #include <pthread.h>

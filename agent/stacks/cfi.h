@@ -308,7 +308,7 @@ int cfi_walk_copy(const struct cfi_regs *regs, uintptr_t stack_lo,
  * cfi_walk_copy from a frame whose registers are all known (regs->pc a
  * return address, regs->sp the stack pointer after that return, regs->fp
  * the frame pointer there: a note a blocking call's hook made,
- * agent/blocked.h), as call sites (each return address - 1, the first
+ * agent/threads/blocked.h), as call sites (each return address - 1, the first
  * too). Async-signal-safe. Does not allocate. Makes no system call.
  */
 int cfi_walk_copy_sites(const struct cfi_regs *regs, uintptr_t stack_lo,

@@ -11,7 +11,7 @@
  * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
  * own threads are recorded so the profiler never samples them.
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
 #include "agent/cpu/cpu.h"
 #include "agent/guard.h"
@@ -22,7 +22,7 @@
 #include "agent/host/sigmask.h"
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"
-#include "agent/thread_hooks.h"
+#include "agent/threads/thread_hooks.h"
 #include "agent/trace.h"
 #include "agent/wall.h"
 #include "agent/core/arm.h"

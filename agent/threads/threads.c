@@ -38,9 +38,9 @@
  * between; one that blocks it before the signal is delivered has it
  * dequeued by its mask interposer (agent/host/sigmask_hooks.c).
  */
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
@@ -530,7 +530,7 @@ static int need_copy(void)
 }
 
 /* A blocked thread of a process that is not dumpable: walked from where
- * its hook noted it entered its call (agent/blocked.h), or without a stack
+ * its hook noted it entered its call (agent/threads/blocked.h), or without a stack
  * when it waits in a call no hook notes. */
 static void walk_noted(struct thread_dump *d, struct thread_info *t)
 {

@@ -14,7 +14,7 @@
  * if the slot's generation still says "asked" (a CAS), so a late or stray
  * signal writes nothing.
  */
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
 #include "agent/compiler.h"
 #include "agent/cpu/cpu.h"

@@ -27,14 +27,14 @@
  * Calls the C library makes inside itself (fread's read) do not pass
  * through here: only the program's own calls are seen.
  *
- * In a process that is not dumpable (agent/blocked.h) every route goes
+ * In a process that is not dumpable (agent/threads/blocked.h) every route goes
  * through the call's noted twin first, which notes where the caller
  * entered the call (a few stores) and clears it when the call returns.
  */
 #include "agent/trace.h"
 
 #include "agent/core/arm.h"
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
 #include "agent/core/next_symbol.h"
 
@@ -200,7 +200,7 @@ static void resolve(void);
         arm_door(arm, arm_safe); /* a late kind, after a long wait */          \
         return rv_;                                                            \
     }                                                                          \
-    /* Noting where it blocks (agent/blocked.h), then as routed without. */  \
+    /* Noting where it blocks (agent/threads/blocked.h), then as routed without. */  \
     static __attribute__((noinline)) ret noted_##name params                   \
     {                                                                          \
         int n_ = blocked_enter(NR_##name, (uintptr_t)real_##name,              \
@@ -337,7 +337,7 @@ static void trace_hooks_arm(int armed)
         trace_hooks_route(__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE));
 }
 
-/* Noting began (agent/blocked.h): every call passes its noted twin. */
+/* Noting began (agent/threads/blocked.h): every call passes its noted twin. */
 static void trace_hooks_noted(void)
 {
     trace_hooks_arm(0);

@@ -33,7 +33,7 @@
  */
 #include "agent/wall.h"
 
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 
 #include "agent/stacks/cfi.h"
 #include "agent/cpu/cpu.h"

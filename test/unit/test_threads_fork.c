@@ -11,7 +11,7 @@
  */
 #include "agent/guard.h"
 #include "agent/stacks/stack.h"
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 #include "harness.h"
 
 #include <link.h>

@@ -20,7 +20,7 @@
  * a copy of its stack (threads.c, cfi_walk_copy), never signalled.
  * See threads.c for the list. In a process that is not dumpable (no
  * syscall file to read), a sleeping thread is walked from its hook's note
- * (agent/blocked.h) and a thread stat shows running is asked.
+ * (agent/threads/blocked.h) and a thread stat shows running is asked.
  */
 #ifndef PPROF_THREADS_H
 #define PPROF_THREADS_H
@@ -129,7 +129,7 @@ int64_t threads_cpu_ns(int tid);
 
 struct blocked_note;
 
-/* Walks thread tid, blocked inside the noted call n (agent/blocked.h,
+/* Walks thread tid, blocked inside the noted call n (agent/threads/blocked.h,
  * read after cpu_before, its CPU time: -1 reads it now) describes, from a
  * copy of its stack from the note's stack pointer: the copy is kept when
  * the thread did not run meanwhile (its CPU time) and the note is the same.
