@@ -64,7 +64,7 @@
 #include "agent/host/sigmask.h"
 #include "agent/symbols/symbols.h"
 #include "agent/threads/threads.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "agent/wall.h"
 
 #include <errno.h>

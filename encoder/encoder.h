@@ -551,7 +551,7 @@ struct trace_sample {
     const uintptr_t *pcs;
 };
 
-/* The last trace (agent/trace.h, between trace_stop and trace_release)
+/* The last trace (agent/trace/trace.h, between trace_stop and trace_release)
  * with samples, in Go's execution-trace format, into *out (the caller
  * frees it). Returns 0, or -1 when memory ran out. */
 int trace_write(const struct trace_sample *samples, size_t nsamples,

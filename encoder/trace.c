@@ -26,7 +26,7 @@
 #include "agent/core/array.h"
 #include "agent/log.h"
 #include "agent/host/proc.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "encoder/trace_wire.h"
 
 #include <stdlib.h>

@@ -23,7 +23,7 @@
 #include "agent/config.h"
 #include "agent/cpu/cpu.h"
 #include "agent/log.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

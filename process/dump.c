@@ -37,7 +37,7 @@
 #include "agent/locks/deadlock.h"
 #include "agent/heap/memory.h"
 #include "agent/threads/threads.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

@@ -17,7 +17,7 @@
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"
 #include "agent/threads/thread_hooks.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "agent/core/push.h"
 #include "process/process.h"
 #include "process/push.h"

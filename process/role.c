@@ -68,7 +68,7 @@
 #include "agent/log.h"
 #include "agent/host/proc.h"
 #include "agent/threads/thread_hooks.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 

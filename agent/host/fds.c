@@ -31,7 +31,7 @@
 #include "agent/log.h"
 #include "agent/core/next_symbol.h"
 #include "agent/stacks/objects.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "agent/core/arm.h"
 
 #include <errno.h>
@@ -682,7 +682,7 @@ static int agent_accept(int fd, struct sockaddr *addr, socklen_t *len,
 }
 
 /* The host's accept while an execution trace runs: timed as a network
- * wait (agent/trace.h). */
+ * wait (agent/trace/trace.h). */
 static __attribute__((noinline)) int traced_accept(int fd,
                                                   struct sockaddr *addr,
                                                   socklen_t *len, int flags)

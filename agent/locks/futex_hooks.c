@@ -37,7 +37,7 @@
 #include "agent/locks/deadlock.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 
 #include <errno.h>
 #include <linux/futex.h>

@@ -25,7 +25,7 @@
 #include "agent/locks/contention.h"
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "agent/core/arm.h"
 
 #include <errno.h>

@@ -23,7 +23,7 @@
 #include "agent/stacks/stack.h"
 #include "agent/stacks/stack_table.h"
 #include "agent/threads/thread_hooks.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "agent/wall.h"
 #include "agent/core/arm.h"
 

@@ -31,7 +31,7 @@
  * through the call's noted twin first, which notes where the caller
  * entered the call (a few stores) and clears it when the call returns.
  */
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 
 #include "agent/core/arm.h"
 #include "agent/threads/blocked.h"
