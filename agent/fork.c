@@ -65,7 +65,7 @@
 #include "agent/symbols/symbols.h"
 #include "agent/threads/threads.h"
 #include "agent/trace/trace.h"
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -297,7 +297,7 @@ int wall_profile_proto(const struct wall_record *recs, size_t n,
                        int64_t duration_nanos, const char *comment,
                        struct pbuf *out);
 
-/* The wall profile of a run (agent/wall.h: wall_run) from its groups, with
+/* The wall profile of a run (agent/wall/wall.h: wall_run) from its groups, with
  * the run's figures as its comment. Returns 0 or -errno. */
 struct wall_agg;
 struct wall_run;

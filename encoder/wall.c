@@ -9,7 +9,7 @@
 
 #include "agent/log.h"
 #include "agent/threads/threads.h"
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -29,7 +29,7 @@
 #include "agent/spinlock.h"
 #include "agent/host/signals.h"
 #include "agent/threads/threads.h"
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include <errno.h>
 #include <string.h>

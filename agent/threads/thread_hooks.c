@@ -24,7 +24,7 @@
 #include "agent/stacks/stack_table.h"
 #include "agent/threads/thread_hooks.h"
 #include "agent/trace/trace.h"
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 #include "agent/core/arm.h"
 
 #include <dlfcn.h>

@@ -5,7 +5,7 @@
  *
  * Context: the HTTP worker holding the wall session; allocates.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include "agent/core/hash.h"
 

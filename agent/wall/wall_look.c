@@ -61,7 +61,7 @@
  *
  * Context: the HTTP worker holding the session (wall_timer.c). Allocates.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include "agent/threads/blocked.h"
 #include "agent/core/clock.h"

@@ -12,7 +12,7 @@
  *
  * Context: the calling thread, for the length of the profile; allocates.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"

@@ -14,7 +14,7 @@
  * struct wall_slot in wall.h): only this thread's handler writes it, and
  * the handler cannot nest in itself (its signal is blocked while it runs).
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include "agent/compiler.h"
 #include "agent/guard.h"

@@ -31,7 +31,7 @@
  * Contexts: start/stop/get/sweep/arm on the one HTTP worker holding the
  * session; the hooks on host threads. Never in a signal handler.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include "agent/threads/blocked.h"
 
