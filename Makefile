@@ -297,7 +297,7 @@ check: $(LIB) $(UNIT_BINS) $(PROG_BINS)
 	@PPROF_CHECK=1 sh test/run-tests $(BUILD)
 
 # Several sources in one command: the headers are listed, not generated.
-$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h encoder/*.h http/*.h)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h agent/*/*.h encoder/*.h http/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=undefined -D_GNU_SOURCE -pthread -I. \
