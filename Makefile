@@ -85,7 +85,7 @@ endif
 CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fvisibility=hidden -ftls-model=initial-exec -D_GNU_SOURCE -pthread \
         -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
-        -DREENTRANT_TIME -Dgmtime_r=clock_gmtime_r -include agent/cond_calls.h \
+        -DREENTRANT_TIME -Dgmtime_r=clock_gmtime_r -include agent/locks/cond_calls.h \
         -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
 # pprof-attach, a program of its own beside the library (attach/,
@@ -180,7 +180,7 @@ $(BUILD)/encoder/flamegraph_js.o: encoder/flamegraph.js
 $(CIVETWEB_SRC)/src/civetweb.c: scripts/civetweb-source
 	@sh scripts/civetweb-source $(CIVETWEB_SRC)
 
-$(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c agent/cond_calls.h
+$(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c agent/locks/cond_calls.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_CIVETWEB) -c $< -o $@
 
@@ -297,7 +297,7 @@ check: $(LIB) $(UNIT_BINS) $(PROG_BINS)
 	@PPROF_CHECK=1 sh test/run-tests $(BUILD)
 
 # Several sources in one command: the headers are listed, not generated.
-$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h encoder/*.h http/*.h)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(FUZZ_DEPS) $(wildcard agent/*.h agent/*/*.h encoder/*.h http/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=undefined -D_GNU_SOURCE -pthread -I. \

@@ -30,7 +30,7 @@ enum { CPU_SAMPLER_AUTO = 0, CPU_SAMPLER_TIMER = 1, CPU_SAMPLER_PERF = 2 };
 
 /* Reads and validates every PPROF_* variable; a bad value is reported in
  * one line and replaced by its default. The default log level is quiet
- * when config_exec_child (agent/ops.h) is set. Not async-signal-safe. */
+ * when config_exec_child (agent/core/ops.h) is set. Not async-signal-safe. */
 void config_load(void);
 
 /* config_load() from entries ("NAME=value", NULL-terminated, which must

@@ -6,7 +6,7 @@
  * agent's server threads only.
  *
  * Values as Go writes them. Block counts are kept by the recorder in fixed
- * point (1/CONTENTION_COUNT_SCALE of a contention, agent/contention.h) and
+ * point (1/CONTENTION_COUNT_SCALE of a contention, agent/locks/contention.h) and
  * are rounded to whole contentions here. Mutex events are recorded with
  * probability 1/opt_mutex_fraction, so the proto multiplies counts and
  * delays by the fraction to estimate the truth; the text form shows the
@@ -15,8 +15,8 @@
 #include "encoder/encoder.h"
 
 #include "agent/config.h"
-#include "agent/contention.h"
-#include "agent/stack_table.h"
+#include "agent/locks/contention.h"
+#include "agent/stacks/stack_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <errno.h>
 

@@ -11,11 +11,11 @@
 #include "encoder/encoder.h"
 
 #include "agent/config.h"
-#include "agent/cpu.h"
-#include "agent/labels.h"
+#include "agent/cpu/cpu.h"
+#include "agent/core/labels.h"
 #include "agent/log.h"
-#include "agent/stack.h"
-#include "agent/symbols.h"
+#include "agent/stacks/stack.h"
+#include "agent/symbols/symbols.h"
 
 #include <errno.h>
 #include <stdlib.h>

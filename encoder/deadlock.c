@@ -22,12 +22,12 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/contention.h"
-#include "agent/deadlock.h"
+#include "agent/locks/contention.h"
+#include "agent/locks/deadlock.h"
 #include "agent/log.h"
-#include "agent/stack.h"
-#include "agent/symbols.h"
-#include "agent/threads.h"
+#include "agent/stacks/stack.h"
+#include "agent/symbols/symbols.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
  * is checked against what is left, every string index against the table,
  * and a malformed message gives -EINVAL with nothing left allocated.
  */
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "encoder/flamegraph.h"
 #include "encoder/profile_fields.h"
 

@@ -19,8 +19,8 @@
 #ifndef PPROF_ENCODER_H
 #define PPROF_ENCODER_H
 
-#include "agent/hash.h"
-#include "agent/stack_table.h"
+#include "agent/core/hash.h"
+#include "agent/stacks/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -208,7 +208,7 @@ struct stack_record {
     const uintptr_t *pcs; /* leaf first, location addresses */
     int depth;
     int64_t values[STACK_RECORD_VALUES];
-    uint32_t labels;  /* label set id (agent/labels.h) as string labels; 0 */
+    uint32_t labels;  /* label set id (agent/core/labels.h) as string labels; 0 */
     int64_t bytes;    /* numeric label "bytes" when not 0 (heap) */
     const char *age;  /* string label "age" when not NULL (heap) */
 };
@@ -297,7 +297,7 @@ int wall_profile_proto(const struct wall_record *recs, size_t n,
                        int64_t duration_nanos, const char *comment,
                        struct pbuf *out);
 
-/* The wall profile of a run (agent/wall.h: wall_run) from its groups, with
+/* The wall profile of a run (agent/wall/wall.h: wall_run) from its groups, with
  * the run's figures as its comment. Returns 0 or -errno. */
 struct wall_agg;
 struct wall_run;
@@ -307,7 +307,7 @@ int wall_write(const struct wall_agg *agg, const struct wall_run *run,
 /* ---- contention profiles (contention.c): block, mutex --------------------- */
 
 /* Writes a block (is_mutex 0) or mutex profile from a snapshot of its table
- * (agent/contention.h) as Go does: counts de-biased from the recorder's
+ * (agent/locks/contention.h) as Go does: counts de-biased from the recorder's
  * fixed point (block), futex wakes that signalled a condition left out
  * (mutex), and, as Go, mutex values multiplied by the sampling fraction in
  * the proto only. Proto: contentions/count, delay/nanoseconds, period type
@@ -334,7 +334,7 @@ int threads_dump_text(const struct thread_dump *d, struct pbuf *out);
 /* ---- deadlock report (deadlock.c) ----------------------------------------- */
 
 struct deadlock_report;
-/* Writes the cycles and stuck chains of r (agent/deadlock.h): debug=1 text,
+/* Writes the cycles and stuck chains of r (agent/locks/deadlock.h): debug=1 text,
  * or a gzipped profile with one sample per thread (threads/count,
  * blocked/nanoseconds) labelled thread, group, waits_for, held_by,
  * blocked_seconds (blocked_in for a chain's holder). Returns 0 or -errno. */
@@ -391,7 +391,7 @@ struct heap_record {
     int64_t size;          /* requested bytes of each allocation */
     int64_t alloc_objects; /* sampled allocations */
     int64_t free_objects;  /* of which freed */
-    uint32_t labels;       /* label set id (agent/labels.h), 0: none */
+    uint32_t labels;       /* label set id (agent/core/labels.h), 0: none */
     const char *age;       /* age bucket label of live samples, or NULL */
     const void *bucket;    /* the stack_entry, to match records */
 };
@@ -432,7 +432,7 @@ size_t heap_records_subtract(struct heap_record *later, size_t nlater,
                              const struct heap_record *earlier,
                              size_t nearlier);
 
-/* Turns a snapshot of the heap buckets (agent/heap.h) into records, written
+/* Turns a snapshot of the heap buckets (agent/heap/heap.h) into records, written
  * to out (room for snap->n): the size and labels come from each bucket's
  * key; buckets with nothing in them are left out. In a full profile
  * (delta == 0) a free counted after its allocation was read is not allowed
@@ -441,7 +441,7 @@ struct stack_snapshot;
 size_t heap_records_from_snapshot(const struct stack_snapshot *snap,
                                   int delta, struct heap_record *out);
 
-/* Records of a heap snapshot (agent/heap.h) into *out (malloc'd, the
+/* Records of a heap snapshot (agent/heap/heap.h) into *out (malloc'd, the
  * caller frees it): heap_records_from_snapshot(), then, when by_age, split
  * by the age of the live samples (heap_records_by_age, live sorted in
  * place). Returns 0 or -ENOMEM. */
@@ -513,7 +513,7 @@ int64_t cpu_agg_total(const struct cpu_agg *a);
 /* Writes Go's CPU profile of the samples in a (samples/count,
  * cpu/nanoseconds, period cpu/nanoseconds) with a "thread" label per
  * sample and lost samples under a [lost samples] frame, gzipped, with the
- * profiler's counters (agent/cpu.h) in its comment: those of one request,
+ * profiler's counters (agent/cpu/cpu.h) in its comment: those of one request,
  * or, with whole_run, of a whole-run profile (the dumps). o gives the
  * start and the length. Returns 0 or -errno. */
 int cpu_write(const struct cpu_agg *a, int whole_run,
@@ -521,7 +521,7 @@ int cpu_write(const struct cpu_agg *a, int whole_run,
 
 /* ---- labels (labels.c) ---------------------------------------------------- */
 
-/* Appends the pairs of label set id (agent/labels.h; 0: none) to out as
+/* Appends the pairs of label set id (agent/core/labels.h; 0: none) to out as
  * string labels (room for LABELS_MAX_PAIRS) and returns how many. */
 size_t labels_to_profile(uint32_t id, struct profile_label *out);
 /* Writes prefix and Go's text form of label set id, {"k":"v", ...}, and a
@@ -551,7 +551,7 @@ struct trace_sample {
     const uintptr_t *pcs;
 };
 
-/* The last trace (agent/trace.h, between trace_stop and trace_release)
+/* The last trace (agent/trace/trace.h, between trace_stop and trace_release)
  * with samples, in Go's execution-trace format, into *out (the caller
  * frees it). Returns 0, or -1 when memory ran out. */
 int trace_write(const struct trace_sample *samples, size_t nsamples,

@@ -17,7 +17,7 @@
  * stacks deeper than FLAME_MAX_DEPTH frames are cut at the leaf side.
  */
 #include "encoder/flamegraph.h"
-#include "agent/array.h"
+#include "agent/core/array.h"
 
 #include <errno.h>
 #include <stdio.h>

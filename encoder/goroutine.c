@@ -9,9 +9,9 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/stack.h"
-#include "agent/symbols.h"
-#include "agent/threads.h"
+#include "agent/stacks/stack.h"
+#include "agent/symbols/symbols.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 #include <stdlib.h>

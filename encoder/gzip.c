@@ -7,7 +7,7 @@
  * to the host allocator.
  */
 #include "encoder/encoder.h"
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 
 #include <errno.h>
 #include <limits.h>

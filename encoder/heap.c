@@ -4,7 +4,7 @@
  * with raw counts. Runs on the agent's server threads only.
  *
  * Unsampling. An allocation of n bytes was sampled with probability
- * p = 1 - exp(-(n + 1) / rate) (agent/heap.h), so each raw count of a
+ * p = 1 - exp(-(n + 1) / rate) (agent/heap/heap.h), so each raw count of a
  * bucket is divided by p (heap_scale, agent/heap/heap_table.c, the one copy
  * of the rule): E[count / p] is the true count. Go's formula is
  * the same with n instead of n + 1, because Go's sampler counts n bytes;
@@ -15,10 +15,10 @@
 #include "encoder/encoder.h"
 
 #include "agent/config.h"
-#include "agent/fmath.h"
-#include "agent/heap.h"
+#include "agent/heap/fmath.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,12 +1,12 @@
 /*
- * Profiler labels (agent/labels.h) in the encoder's two forms: as
+ * Profiler labels (agent/core/labels.h) in the encoder's two forms: as
  * profile.proto string labels of a sample, and as Go's text form
  * {"key":"value", ...} used by the debug=1 and debug=2 listings. Runs on
  * the agent's server threads only.
  */
 #include "encoder/encoder.h"
 
-#include "agent/labels.h"
+#include "agent/core/labels.h"
 
 size_t labels_to_profile(uint32_t id, struct profile_label *out)
 {

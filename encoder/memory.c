@@ -6,7 +6,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/memory.h"
+#include "agent/heap/memory.h"
 
 #include <errno.h>
 #include <string.h>

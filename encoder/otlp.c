@@ -11,7 +11,7 @@
  */
 #include "encoder/otlp.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "encoder/flamegraph.h"
 
 #include <errno.h>

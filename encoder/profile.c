@@ -15,7 +15,7 @@
  */
 #include "encoder/encoder.h"
 #include "encoder/profile_fields.h"
-#include "agent/array.h"
+#include "agent/core/array.h"
 
 #include <errno.h>
 #include <stdlib.h>

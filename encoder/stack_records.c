@@ -8,9 +8,9 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/labels.h"
-#include "agent/stack.h"
-#include "agent/symbols.h"
+#include "agent/core/labels.h"
+#include "agent/stacks/stack.h"
+#include "agent/symbols/symbols.h"
 
 #include <errno.h>
 #include <stdlib.h>

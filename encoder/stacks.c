@@ -1,5 +1,5 @@
 /*
- * stacks.c is the glue between the symbolizer (agent/symbols.h) and the
+ * stacks.c is the glue between the symbolizer (agent/symbols/symbols.h) and the
  * profile builder: it adds one Mapping per executable segment (main
  * executable first), one Location per distinct address with its inlined
  * Lines, one Function per distinct name, and the has_* flags a mapping
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/stack.h"
-#include "agent/symbols.h"
+#include "agent/stacks/stack.h"
+#include "agent/symbols/symbols.h"
 
 /* Inlining deeper than this is cut at the outermost frames. */
 #define MAX_FRAMES 32

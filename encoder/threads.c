@@ -21,9 +21,9 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/labels.h"
-#include "agent/symbols.h"
-#include "agent/threads.h"
+#include "agent/core/labels.h"
+#include "agent/symbols/symbols.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 

@@ -23,10 +23,10 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/log.h"
-#include "agent/proc.h"
-#include "agent/trace.h"
+#include "agent/host/proc.h"
+#include "agent/trace/trace.h"
 #include "encoder/trace_wire.h"
 
 #include <stdlib.h>

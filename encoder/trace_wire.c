@@ -12,11 +12,11 @@
  */
 #include "encoder/trace_wire.h"
 
-#include "agent/array.h"
-#include "agent/hash.h"
+#include "agent/core/array.h"
+#include "agent/core/hash.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
-#include "agent/symbols.h"
+#include "agent/stacks/stack_table.h"
+#include "agent/symbols/symbols.h"
 
 #include <stdlib.h>
 #include <string.h>

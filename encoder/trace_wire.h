@@ -6,7 +6,7 @@
 #ifndef PPROF_TRACE_WIRE_H
 #define PPROF_TRACE_WIRE_H
 
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "encoder/encoder.h"
 
 #include <stddef.h>

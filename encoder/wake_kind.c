@@ -9,7 +9,7 @@
  */
 #include "encoder/encoder.h"
 
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <string.h>
 

@@ -8,8 +8,8 @@
 #include "encoder/encoder.h"
 
 #include "agent/log.h"
-#include "agent/threads.h"
-#include "agent/wall.h"
+#include "agent/threads/threads.h"
+#include "agent/wall/wall.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 
 #include "encoder/encoder.h"
 
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -6,8 +6,8 @@
  */
 #include "http/http.h"
 
-#include "agent/contention.h"
-#include "agent/stack_table.h"
+#include "agent/locks/contention.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 
 long block_count(const char *name)

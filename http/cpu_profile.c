@@ -12,9 +12,9 @@
  */
 #include "http/http.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
  */
 #include "http/http.h"
 
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 
 void handle_custom(struct request *r)
 {

@@ -12,7 +12,7 @@
  */
 #include "http/http.h"
 
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>

@@ -17,7 +17,7 @@
 #include "http/http.h"
 
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 #include "encoder/encoder.h"
 #include "encoder/flamegraph.h"
 

@@ -12,8 +12,8 @@
  */
 #include "http/http.h"
 
-#include "agent/clock.h"
-#include "agent/threads.h"
+#include "agent/core/clock.h"
+#include "agent/threads/threads.h"
 #include "encoder/encoder.h"
 
 void handle_goroutine(struct request *r)

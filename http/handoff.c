@@ -27,8 +27,8 @@
 #include "http/http.h"
 
 #include "agent/guard.h"
-#include "agent/symbols.h"
-#include "agent/fds.h"
+#include "agent/symbols/symbols.h"
+#include "agent/host/fds.h"
 
 #include <errno.h>
 #include <poll.h>

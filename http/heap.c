@@ -12,10 +12,10 @@
  */
 #include "http/http.h"
 
-#include "agent/heap.h"
-#include "agent/clock.h"
+#include "agent/heap/heap.h"
+#include "agent/core/clock.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 
 struct mg_connection;

@@ -7,10 +7,10 @@
 #include "http/http.h"
 
 #include "agent/config.h"
-#include "agent/custom.h"
-#include "agent/deadlock.h"
+#include "agent/custom/custom.h"
+#include "agent/locks/deadlock.h"
 #include "agent/log.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>

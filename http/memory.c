@@ -7,7 +7,7 @@
  */
 #include "http/http.h"
 
-#include "agent/memory.h"
+#include "agent/heap/memory.h"
 #include "encoder/encoder.h"
 
 #include <string.h>

@@ -12,7 +12,7 @@
 #include "http/http.h"
 #include "http/server.h"
 
-#include "agent/ops.h"
+#include "agent/core/ops.h"
 #include "encoder/encoder.h"
 
 #include <string.h>

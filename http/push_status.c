@@ -1,11 +1,11 @@
 /*
- * The push's state for the operator (agent/push.h's counters): a paragraph
+ * The push's state for the operator (agent/core/push.h's counters): a paragraph
  * of the index page and the "push" object of /debug/stats. Nothing when
  * the push is off ("push": null in the JSON).
  */
 #include "http/http.h"
 
-#include "agent/push.h"
+#include "agent/core/push.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
 #include "http/http.h"
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
 #include "encoder/encoder.h"
 

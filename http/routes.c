@@ -9,7 +9,7 @@
  */
 #include "http/http.h"
 
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -24,14 +24,14 @@
 #include "http/server.h"
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "http/http.h"
-#include "agent/symbols.h"
-#include "agent/loader.h"
-#include "agent/ops.h"
-#include "agent/proc.h"
+#include "agent/symbols/symbols.h"
+#include "agent/core/loader.h"
+#include "agent/core/ops.h"
+#include "agent/host/proc.h"
 
 #include <arpa/inet.h>
 #include <civetweb.h>

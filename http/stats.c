@@ -15,15 +15,15 @@
  */
 #include "http/http.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/cpu.h"
-#include "agent/fds.h"
-#include "agent/heap.h"
-#include "agent/proc.h"
+#include "agent/cpu/cpu.h"
+#include "agent/host/fds.h"
+#include "agent/heap/heap.h"
+#include "agent/host/proc.h"
 #include "agent/spinlock.h"
-#include "agent/stack_table.h"
-#include "agent/loader.h"
+#include "agent/stacks/stack_table.h"
+#include "agent/core/loader.h"
 #include "encoder/encoder.h"
 
 #include <dlfcn.h>

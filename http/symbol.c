@@ -6,7 +6,7 @@
  */
 #include "http/http.h"
 
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>

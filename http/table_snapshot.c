@@ -8,9 +8,9 @@
  */
 #include "http/http.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/log.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  */
 #include "http/http.h"
 
-#include "agent/thread_hooks.h"
+#include "agent/threads/thread_hooks.h"
 
 void handle_threadcreate(struct request *r)
 {

@@ -19,11 +19,11 @@
  */
 #include "http/http.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/log.h"
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

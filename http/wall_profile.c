@@ -11,7 +11,7 @@
  */
 #include "http/http.h"
 
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 #include "encoder/encoder.h"
 
 #include <errno.h>

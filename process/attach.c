@@ -26,15 +26,15 @@
  */
 #include "process/process.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/fork.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
-#include "agent/loader.h"
+#include "agent/heap/heap.h"
+#include "agent/core/loader.h"
 #include "agent/log.h"
-#include "agent/ops.h"
+#include "agent/core/ops.h"
 #include "http/server.h"
 
 #include <link.h>

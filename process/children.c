@@ -45,13 +45,13 @@
 #include "process/process.h"
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/proc.h"
-#include "agent/push.h"
-#include "agent/symbols.h"
-#include "agent/threads.h"
+#include "agent/host/proc.h"
+#include "agent/core/push.h"
+#include "agent/symbols/symbols.h"
+#include "agent/threads/threads.h"
 #include "process/push.h"
 #include "http/server.h"
 

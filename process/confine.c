@@ -34,9 +34,9 @@
 
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/libs.h"
-#include "agent/proc.h"
-#include "agent/symbols.h"
+#include "agent/core/libs.h"
+#include "agent/host/proc.h"
+#include "agent/symbols/symbols.h"
 
 void confine_prepare(void)
 {

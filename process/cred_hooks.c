@@ -34,9 +34,9 @@
  * in POSIX; a call from a signal handler, or on a thread inside the
  * agent, goes straight to the C library.
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 #include "process/process.h"
 
 #include <errno.h>

@@ -12,8 +12,8 @@
  * then the C library's _exit. Safe in a vfork child: it shares its
  * parent's memory but not its pid, so it never removes the parent's file.
  */
-#include "agent/next_symbol.h"
-#include "agent/ops.h"
+#include "agent/core/next_symbol.h"
+#include "agent/core/ops.h"
 #include "process/process.h"
 
 #include <sys/syscall.h>

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "agent/ops.h"
+#include "agent/core/ops.h"
 
 #include <stddef.h>
 
@@ -175,7 +175,7 @@ void start_attached_reset(void);
 
 /* ---- deferred start (start.c) ------------------------------------------- */
 
-/* Arms the deferred start (agent/arm.h) for process pid: nothing is
+/* Arms the deferred start (agent/core/arm.h) for process pid: nothing is
  * created until a host call shows the process lives on; then
  * start_later(dumps, now). No system call, no allocation. */
 void start_arm(int dumps, int pid);

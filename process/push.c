@@ -33,11 +33,11 @@
  */
 #include "process/push.h"
 
-#include "agent/clock.h"
-#include "agent/cond_calls.h"
+#include "agent/core/clock.h"
+#include "agent/locks/cond_calls.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/push.h"
+#include "agent/core/push.h"
 
 #include <errno.h>
 #include <pthread.h>

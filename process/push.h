@@ -1,5 +1,5 @@
 /*
- * The push (PPROF_PUSH=otlp; settings in agent/push.h): every
+ * The push (PPROF_PUSH=otlp; settings in agent/core/push.h): every
  * PPROF_PUSH_INTERVAL seconds, what the pull endpoints give for the
  * window, as one OTLP profiles request to an OpenTelemetry Collector.
  *

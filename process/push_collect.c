@@ -23,15 +23,15 @@
  */
 #include "process/push.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/contention.h"
-#include "agent/cpu.h"
-#include "agent/custom.h"
-#include "agent/heap.h"
+#include "agent/locks/contention.h"
+#include "agent/cpu/cpu.h"
+#include "agent/custom/custom.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
-#include "agent/push.h"
-#include "agent/stack_table.h"
+#include "agent/core/push.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 #include "encoder/otlp.h"
 

@@ -12,9 +12,9 @@
  */
 #include "process/push.h"
 
-#include "agent/fds.h"
-#include "agent/push.h"
-#include "agent/loader.h"
+#include "agent/host/fds.h"
+#include "agent/core/push.h"
+#include "agent/core/loader.h"
 #include "encoder/otlp.h"
 
 #include <errno.h>

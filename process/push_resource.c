@@ -8,10 +8,10 @@
  */
 #include "process/push.h"
 
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/log.h"
-#include "agent/proc.h"
-#include "agent/push.h"
+#include "agent/host/proc.h"
+#include "agent/core/push.h"
 
 #include <stdio.h>
 #include <string.h>

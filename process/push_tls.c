@@ -14,8 +14,8 @@
 #include "process/push.h"
 
 #include "agent/log.h"
-#include "agent/push.h"
-#include "agent/loader.h"
+#include "agent/core/push.h"
+#include "agent/core/loader.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>

@@ -36,7 +36,7 @@
  *   parent has it as its only child and reaped none (/proc: a parent that
  *   posix_spawn'd it blanked nothing) is a candidate: the agent stays
  *   on, but records no heap
- *   sample and creates no thread: its start is armed (agent/arm.h), and
+ *   sample and creates no thread: its start is armed (agent/core/arm.h), and
  *   its own calls look for the offer (candidate_fire: one connect every
  *   ROLE_LOOK_NS at most) until it connects or gives up (the parent
  *   changed, a sandbox went in, CANDIDATE_S passed), having started
@@ -59,16 +59,16 @@
  */
 #include "process/process.h"
 
-#include "agent/arm.h"
-#include "agent/clock.h"
+#include "agent/core/arm.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
-#include "agent/proc.h"
-#include "agent/thread_hooks.h"
-#include "agent/trace.h"
+#include "agent/host/proc.h"
+#include "agent/threads/thread_hooks.h"
+#include "agent/trace/trace.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 
@@ -109,7 +109,7 @@ static int64_t candidate_until_ns;
 static int candidate_ppid;
 /* The heir's connection to the process that handed the role down; the
  * wrapper's offer and its end of that connection (held: a host's dup2
- * onto the number rewrites it, agent/fds.h). */
+ * onto the number rewrites it, agent/host/fds.h). */
 static int role_fd = -1, offer_fd = -1, heir_fd = -1;
 
 static int pid_now(void)
@@ -270,7 +270,7 @@ static int look_for_offer(void)
     return 0;
 }
 
-/* The candidate's armed start (agent/arm.h), fired by its own calls on a
+/* The candidate's armed start (agent/core/arm.h), fired by its own calls on a
  * host thread (guard entered): no thread until the role is offered, so a
  * process nobody hands it to (a browser's zygote, which aborts with a
  * second thread) never has one. One look every ROLE_LOOK_NS at most

@@ -31,16 +31,16 @@
  */
 #include "process/process.h"
 
-#include "agent/arm.h"
-#include "agent/cfi.h"
-#include "agent/clock.h"
-#include "agent/cond_calls.h"
-#include "agent/thread_hooks.h"
+#include "agent/core/arm.h"
+#include "agent/stacks/cfi.h"
+#include "agent/core/clock.h"
+#include "agent/locks/cond_calls.h"
+#include "agent/threads/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 #include "encoder/encoder.h"
 #include "http/server.h"
 #include "process/push.h"
@@ -335,7 +335,7 @@ static int spawn_starter(void)
     return err;
 }
 
-/* A forked child's start is armed (agent/arm.h) at the time of the
+/* A forked child's start is armed (agent/core/arm.h) at the time of the
  * call: the starter is created by the child's first call that shows it
  * lives on, and waits out what is left of the delay from here. (A process
  * started by hand creates its starter at once, in the constructor: it may

@@ -22,12 +22,12 @@
  */
 #include "process/process.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/memory.h"
+#include "agent/heap/memory.h"
 
 #include <pthread.h>
 #include <string.h>

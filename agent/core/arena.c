@@ -5,8 +5,8 @@
  * allocator. Entered from interposed calls on any host thread; not from
  * signal handlers (mmap is not on the async-signal-safe list).
  */
-#include "agent/arena.h"
-#include "agent/own_memory.h"
+#include "agent/core/arena.h"
+#include "agent/core/own_memory.h"
 #include "agent/spinlock.h"
 
 #include <sys/mman.h>

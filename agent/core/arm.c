@@ -2,7 +2,7 @@
  * The deferred start's trigger: a forked child's start is armed and fired
  * by the child's own calls, so that a child that execs or exits early (a
  * shell's command) costs what any preload costs there: no thread, no
- * system call. agent/arm.h says which calls fire it and when.
+ * system call. agent/core/arm.h says which calls fire it and when.
  *
  * Entered from the doors on any host thread. It must never fire from a
  * signal handler (fire() creates a thread): doors a handler may call ask
@@ -10,9 +10,9 @@
  * A process made without fork handlers (vfork, a raw clone) shares or
  * copies the armed state: fire() runs only in the process that armed.
  */
-#include "agent/arm.h"
+#include "agent/core/arm.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/guard.h"
 
 #include <errno.h>

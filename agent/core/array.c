@@ -3,7 +3,7 @@
  * (readers of /proc and ELF files, the symbolizer, the snapshot copies,
  * the profile builder, the flame graph). Not async-signal-safe: realloc.
  */
-#include "agent/array.h"
+#include "agent/core/array.h"
 
 #include <errno.h>
 #include <stdint.h>

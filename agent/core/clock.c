@@ -1,7 +1,7 @@
 /* Wall-clock time for profiles' time_nanos and file names; the monotonic
  * clock for intervals; UTC calendar dates without the C library's time
  * zone lock (docs/fork.md). */
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 
 #include <time.h>
 

@@ -7,10 +7,10 @@
  */
 #include "agent/compiler.h"
 #include "agent/config.h"
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 #include "agent/log.h"
-#include "agent/ops.h"
-#include "agent/push.h"
+#include "agent/core/ops.h"
+#include "agent/core/push.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -414,7 +414,7 @@ STARTUP void config_load_from(char *const *entries)
     config_load();
 }
 
-/* ---- operations: run directory, children, dumps (agent/ops.h) ------------ */
+/* ---- operations: run directory, children, dumps (agent/core/ops.h) ------------ */
 
 char opt_run_dir[1024];
 int opt_children = CHILDREN_SERVE;

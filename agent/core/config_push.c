@@ -1,5 +1,5 @@
 /*
- * The push's settings (agent/push.h), read once by the constructor with
+ * The push's settings (agent/core/push.h), read once by the constructor with
  * the others (config.c calls config_load_push): PPROF_PUSH,
  * PPROF_PUSH_INTERVAL, and the OpenTelemetry exporter's own variables, as
  * its specification reads them:
@@ -20,7 +20,7 @@
  * the header that authorizes it, would be worse than none.
  */
 #include "agent/compiler.h"
-#include "agent/push.h"
+#include "agent/core/push.h"
 
 #include "agent/config.h"
 #include "agent/log.h"

@@ -9,9 +9,9 @@
  * and wall aggregates). Runs on the agent's server threads; plain
  * malloc.
  */
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,9 +10,9 @@
  * process; the id table is written once per id, before the id is
  * published with a release store of `nsets`.
  */
-#include "agent/labels.h"
+#include "agent/core/labels.h"
 
-#include "agent/arena.h"
+#include "agent/core/arena.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/spinlock.h"

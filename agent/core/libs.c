@@ -30,11 +30,11 @@
  * a later caller when it failed (a few tries each time).
  */
 #define PPROF_LIBS_SELF
-#include "agent/libs.h"
+#include "agent/core/libs.h"
 
 #include "agent/log.h"
 #include "agent/spinlock.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 

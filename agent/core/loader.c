@@ -20,10 +20,10 @@
  * kept out by a fork, which the next fork lets in first), depth (this
  * thread's nesting, in agent_tls); all atomics, no lock.
  */
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 
 #include <time.h>
 

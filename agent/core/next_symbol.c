@@ -33,7 +33,7 @@
  * another loader than glibc's, whose list it cannot read) it asks dlsym,
  * which then takes its lock as before.
  */
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 
 #include "agent/compiler.h"
 

@@ -9,7 +9,7 @@
  * any host thread, the agent's threads) and read by /debug/memory on HTTP
  * workers. Never allocates; never entered from a signal handler.
  */
-#include "agent/own_memory.h"
+#include "agent/core/own_memory.h"
 #include "agent/spinlock.h"
 
 #include <stdint.h>

@@ -42,10 +42,10 @@
  * pause/resume from the mask interposers, close at exit). Nothing here
  * runs in a signal handler but cpu_perf_is_ours.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 

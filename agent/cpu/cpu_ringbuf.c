@@ -13,10 +13,10 @@
  * is written by its producer (release, after the sample) and by the
  * consumer (release, after reading it); `tail` belongs to the consumer.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include "agent/compiler.h"
-#include "agent/own_memory.h"
+#include "agent/core/own_memory.h"
 
 #include <errno.h>
 #include <sys/mman.h>

@@ -13,7 +13,7 @@
  * that left reads its samples alone. Runs on the agent's own threads only;
  * never in a signal handler.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include <errno.h>
 #include <pthread.h>

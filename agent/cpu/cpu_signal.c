@@ -18,13 +18,13 @@
  * Samples go to a preallocated lock-free buffer; when it is full the
  * sample's weight is added to the lost counter, which the profile shows.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
 #include "agent/compiler.h"
 #include "agent/guard.h"
-#include "agent/labels.h"
-#include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/core/labels.h"
+#include "agent/host/signals.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

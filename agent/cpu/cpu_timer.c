@@ -38,23 +38,23 @@
  * is guarded by a spinlock held only around a few syscalls, never taken in
  * signal context.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 
-#include "agent/arena.h"
-#include "agent/clock.h"
+#include "agent/core/arena.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/hash.h"
-#include "agent/fds.h"
+#include "agent/core/hash.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/phdr_cache.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
-#include "agent/signals.h"
+#include "agent/stacks/phdr_cache.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
+#include "agent/host/signals.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,16 +12,16 @@
  * arena, never from the host's allocator; a profile is never freed, so an
  * HTTP worker can read one while host threads change it.
  */
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 
-#include "agent/arena.h"
-#include "agent/cfi.h"
+#include "agent/core/arena.h"
+#include "agent/stacks/cfi.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 

@@ -14,8 +14,8 @@
  * to free_slow). Never allocates through the host; never entered from a
  * signal handler.
  */
-#include "agent/heap.h"
-#include "agent/own_memory.h"
+#include "agent/heap/heap.h"
+#include "agent/core/own_memory.h"
 #include "agent/spinlock.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * The peak heap profile: each bucket's in-use count at the high-water
  * mark of the in-use estimate (heap_inuse_estimate()), kept by copy on
- * write instead of copies of the table. agent/heap.h has the contract and
+ * write instead of copies of the table. agent/heap/heap.h has the contract and
  * docs/memory.md the cost and accuracy.
  *
  * Host threads enter on the sampled paths only, with the guard entered:
@@ -11,9 +11,9 @@
  * heap_peak_apply(). No lock, no allocation, no thread. Never entered from
  * a signal handler.
  */
-#include "agent/clock.h"
-#include "agent/heap.h"
-#include "agent/stack_table.h"
+#include "agent/core/clock.h"
+#include "agent/heap/heap.h"
+#include "agent/stacks/stack_table.h"
 
 /* Starts at 1: a new bucket (its values zeroed) has not seen it. Raised
  * by the sample that makes a new high and by a reset. */

@@ -1,6 +1,6 @@
 /*
  * The per-thread heap sampler: a Poisson process over the bytes each thread
- * allocates (agent/heap.h has the maths). The fast path in malloc_hooks.c
+ * allocates (agent/heap/heap.h has the maths). The fast path in malloc_hooks.c
  * only subtracts from heap_tls.left; this file is entered when an
  * allocation reaches the next sample point, or on a thread's first
  * allocation, to seed the generator and draw the next distance.
@@ -11,7 +11,7 @@
  * slow path and before the constructor.
  */
 #include "agent/config.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 
 #include <time.h>
 

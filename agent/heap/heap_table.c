@@ -2,7 +2,7 @@
  * Live sampled allocations: the exact pointer -> (bucket, size) table that
  * makes sure no free of a sampled pointer is missed, the counting filter
  * that lets every other free skip it, and the heap buckets (stack, size)
- * with their four counters. agent/heap.h explains the design.
+ * with their four counters. agent/heap/heap.h explains the design.
  *
  * Entered from the slow paths of the malloc interposers on any host thread
  * (with the guard entered when a stack is captured), from the fork
@@ -11,17 +11,17 @@
  * here may call the host's allocator or log on a hot path. Never entered
  * from a signal handler.
  */
-#include "agent/heap.h"
-#include "agent/fmath.h"
+#include "agent/heap/heap.h"
+#include "agent/heap/fmath.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/config.h"
-#include "agent/labels.h"
-#include "agent/own_memory.h"
+#include "agent/core/labels.h"
+#include "agent/core/own_memory.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
-#include "agent/symbols.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
+#include "agent/symbols/symbols.h"
 #include "agent/log.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * allocator in the lookup order (dlsym RTLD_NEXT: glibc, or jemalloc or
  * tcmalloc loaded as shared libraries), which stays in charge of memory;
  * this file only decides which allocations are sampled and makes sure the
- * free of a sampled pointer is seen (agent/heap.h has the design).
+ * free of a sampled pointer is seen (agent/heap/heap.h has the design).
  *
  * Entered on every host thread, before the constructor and after it, and
  * from inside the agent itself (libunwind, civetweb, the symbolizer).
@@ -24,11 +24,11 @@
 #include "agent/compiler.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/heap.h"
+#include "agent/heap/heap.h"
 #include "agent/log.h"
-#include "agent/loader.h"
-#include "agent/next_symbol.h"
-#include "agent/arm.h"
+#include "agent/core/loader.h"
+#include "agent/core/next_symbol.h"
+#include "agent/core/arm.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -396,7 +396,7 @@ static NOINLINE void *sample_slow(void *p, size_t n)
     }
     /* Half a MiB allocated (by default) since the last: a process that
      * lives past the start delay starts the agent from here if nothing
-     * else did (agent/arm.h). */
+     * else did (agent/core/arm.h). */
     arm_poke(ARM_LATE, 0);
     if (heap_sampler_take(n)) {
         guard_enter();

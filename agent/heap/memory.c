@@ -4,20 +4,20 @@
  * (glibc's mallinfo2, jemalloc's mallctl, gperftools' MallocExtension,
  * whichever is linked in, looked up with dlsym) and the heap profiler for
  * its estimate, and splits RSS into parts that do not overlap and add up
- * to it. agent/memory.h has the contract, docs/memory.md the reasoning.
+ * to it. agent/heap/memory.h has the contract, docs/memory.md the reasoning.
  *
  * Runs on HTTP workers only; reads /proc and calls the allocator's
  * statistics functions, which may take the allocator's own locks but never
  * the host's.
  */
-#include "agent/memory.h"
+#include "agent/heap/memory.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/fmath.h"
-#include "agent/heap.h"
-#include "agent/own_memory.h"
-#include "agent/loader.h"
+#include "agent/heap/fmath.h"
+#include "agent/heap/heap.h"
+#include "agent/core/own_memory.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 #include <errno.h>

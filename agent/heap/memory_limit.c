@@ -8,10 +8,10 @@
  * pressure the kernel reports. Read by the shell's watch (process/watch.c)
  * on the agent's own thread; a few small file reads each time.
  */
-#include "agent/memory.h"
+#include "agent/heap/memory.h"
 
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -23,16 +23,16 @@
  * with atomic operations. The host's fast path (close of a descriptor the
  * agent does not own) is two loads and a branch before the real call.
  */
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/next_symbol.h"
-#include "agent/objects.h"
-#include "agent/trace.h"
-#include "agent/arm.h"
+#include "agent/core/next_symbol.h"
+#include "agent/stacks/objects.h"
+#include "agent/trace/trace.h"
+#include "agent/core/arm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -682,7 +682,7 @@ static int agent_accept(int fd, struct sockaddr *addr, socklen_t *len,
 }
 
 /* The host's accept while an execution trace runs: timed as a network
- * wait (agent/trace.h). */
+ * wait (agent/trace/trace.h). */
 static __attribute__((noinline)) int traced_accept(int fd,
                                                   struct sockaddr *addr,
                                                   socklen_t *len, int flags)
@@ -708,7 +708,7 @@ accept_body(int fd, struct sockaddr *addr, socklen_t *len)
 }
 
 /* Noted while it waits in a process that is not dumpable
- * (agent/blocked.h). */
+ * (agent/threads/blocked.h). */
 __attribute__((visibility("default"))) int
 accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
@@ -731,7 +731,7 @@ accept4_body(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 }
 
 /* Noted while it waits in a process that is not dumpable
- * (agent/blocked.h). */
+ * (agent/threads/blocked.h). */
 __attribute__((visibility("default"))) int
 accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
@@ -783,7 +783,7 @@ recv_body(int fd, void *buf, size_t n, int flags)
 }
 
 /* Noted while it waits in a process that is not dumpable
- * (agent/blocked.h). */
+ * (agent/threads/blocked.h). */
 __attribute__((visibility("default"))) ssize_t
 recv(int fd, void *buf, size_t n, int flags)
 {

@@ -25,7 +25,7 @@
  * shutdown interposer on any thread. Marks are claimed and released with
  * atomic operations; nothing here takes a lock or allocates.
  */
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 
 #include "agent/compiler.h"
 

@@ -2,15 +2,15 @@
  * maps.c owns the parsing of /proc/self/maps: it turns the text into the
  * list of executable entries that become profile mappings, in the kernel's
  * order; and of /proc/self/smaps and smaps_rollup, for /debug/memory
- * (agent/memory.h). It is entered only from the agent's own threads, under the
+ * (agent/heap/memory.h). It is entered only from the agent's own threads, under the
  * symbolizer lock, while a profile is built; it allocates and must never be
  * called from a signal handler or an interposed call.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
-#include "agent/array.h"
-#include "agent/memory.h"
-#include "agent/proc.h"
+#include "agent/core/array.h"
+#include "agent/heap/memory.h"
+#include "agent/host/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

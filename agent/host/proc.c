@@ -1,13 +1,13 @@
 /*
- * /proc and small-file reads for the whole agent (agent/proc.h has the
+ * /proc and small-file reads for the whole agent (agent/host/proc.h has the
  * contract). One copy of what the run directory, the threads profile, the
  * CPU profiler, the maps reader and the fork policy each did for itself.
  */
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
-#include "agent/array.h"
+#include "agent/core/array.h"
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
 
 #include <dirent.h>

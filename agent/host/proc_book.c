@@ -23,7 +23,7 @@
  * signal handler: noting is async-signal-safe, a fixed table and atomic
  * operations, no lock, no allocation) and the agent's workers (reading).
  */
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include "agent/log.h"
 

@@ -13,7 +13,7 @@
  * The copy is written once by the constructor, read by the agent's own
  * threads. Not async-signal-safe (program_main_path stats files).
  */
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <limits.h>
 #include <string.h>

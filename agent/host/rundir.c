@@ -30,13 +30,13 @@
  * threads; rundir_remove() in the exit path. Nothing here takes a lock.
  */
 #include "agent/compiler.h"
-#include "agent/ops.h"
+#include "agent/core/ops.h"
 
 #include "agent/config.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -29,9 +29,9 @@
  * straight to the C library). Never in the agent's own signal handlers.
  */
 #include "agent/compiler.h"
-#include "agent/next_symbol.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
+#include "agent/core/next_symbol.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
 #include "agent/spinlock.h"
 
 #include <errno.h>

@@ -21,15 +21,15 @@
  * interposed change.
  */
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
+#include "agent/core/next_symbol.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
 #include "agent/spinlock.h"
-#include "agent/signals.h"
-#include "agent/threads.h"
-#include "agent/wall.h"
+#include "agent/host/signals.h"
+#include "agent/threads/threads.h"
+#include "agent/wall/wall.h"
 
 #include <errno.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * wall profile's and the CPU profile's (SIGPROF when the host leaves it
  * alone). The protocol (which signal, chaining in front of a host's
  * handler, telling the agent's deliveries from the host's) is described in
- * agent/signals.h; this file takes a signal and gives it back the way it
+ * agent/host/signals.h; this file takes a signal and gives it back the way it
  * was found. The forwarding itself, in signal context, is
  * signals_forward.c's.
  *
@@ -13,10 +13,10 @@
  * interrupt clone(): on kernels that signal from inside the call it
  * restarts for ever); the fork child's reset. Never in a signal handler.
  */
-#include "agent/sigmask.h"
-#include "agent/signals.h"
+#include "agent/host/sigmask.h"
+#include "agent/host/signals.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <signal.h>

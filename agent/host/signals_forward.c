@@ -1,6 +1,6 @@
 /*
  * Forwarding the host's deliveries of a signal the agent chained in front
- * of (agent/signals.h has the protocol): the one piece of the protocol that
+ * of (agent/host/signals.h has the protocol): the one piece of the protocol that
  * runs in signal context.
  *
  * Context: the agent's handlers, on any host thread, on the stack and with
@@ -17,8 +17,8 @@
  * (a session's start and end), far longer than any handler runs.
  */
 #include "agent/compiler.h"
-#include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/host/signals.h"
+#include "agent/stacks/stack.h"
 
 #include <signal.h>
 #include <stddef.h>

@@ -10,10 +10,10 @@
  * Entered from the condition-variable interposers on any host thread,
  * possibly holding the condition's mutex; never from a signal handler.
  */
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 
 #include "agent/guard.h"
-#include "agent/objects.h"
+#include "agent/stacks/objects.h"
 #include "agent/spinlock.h"
 
 #include <dlfcn.h>

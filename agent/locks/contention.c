@@ -30,16 +30,16 @@
  *     (contention_charge_sample()); the endpoint multiplies by the
  *     fraction.
  */
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 
-#include "agent/arena.h"
+#include "agent/core/arena.h"
 #include "agent/config.h"
 #include "agent/guard.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 #include "agent/log.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 
 #include <sys/single_threaded.h>
 #include <time.h>

@@ -24,21 +24,21 @@
  * The threads involved are walked from a copy of their stacks
  * (threads_walk_blocked: no signal is sent).
  */
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 
-#include "agent/cfi.h"
-#include "agent/clock.h"
+#include "agent/stacks/cfi.h"
+#include "agent/core/clock.h"
 #include "agent/compiler.h"
-#include "agent/contention.h"
-#include "agent/cpu.h"
+#include "agent/locks/contention.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
-#include "agent/objects.h"
-#include "agent/own_memory.h"
-#include "agent/phdr_cache.h"
-#include "agent/proc.h"
-#include "agent/stack.h"
-#include "agent/threads.h"
+#include "agent/core/next_symbol.h"
+#include "agent/stacks/objects.h"
+#include "agent/core/own_memory.h"
+#include "agent/stacks/phdr_cache.h"
+#include "agent/host/proc.h"
+#include "agent/stacks/stack.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 #include <pthread.h>

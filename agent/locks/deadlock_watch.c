@@ -13,11 +13,11 @@
  * WATCH_REMEMBERED are remembered, so a cycle that lasts (they do) is said
  * once. Agent threads only; allocates.
  */
-#include "agent/deadlock.h"
+#include "agent/locks/deadlock.h"
 
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/log.h"
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <string.h>
 

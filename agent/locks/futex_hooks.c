@@ -25,19 +25,19 @@
  * docs/contention.md explains the attribution and where it is approximate.
  * In a process that is not dumpable, a call that may wait long (futex
  * waits, io_getevents, io_uring_enter, epoll and poll waits, reads, ...)
- * is noted while it waits (agent/blocked.h): a few stores, signal-safe.
+ * is noted while it waits (agent/threads/blocked.h): a few stores, signal-safe.
  *
  * Never changes what the host sees: the same return value and errno, the
  * same blocking; the agent's own threads and calls made with the guard
  * entered are only forwarded.
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
-#include "agent/contention.h"
-#include "agent/deadlock.h"
+#include "agent/locks/contention.h"
+#include "agent/locks/deadlock.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
-#include "agent/trace.h"
+#include "agent/core/next_symbol.h"
+#include "agent/trace/trace.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -275,7 +275,7 @@ filter_call(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 }
 
 /* 1 for a call that may wait long: noted while it waits in a process
- * that is not dumpable (agent/blocked.h). */
+ * that is not dumpable (agent/threads/blocked.h). */
 static int may_wait(long nr, long a2)
 {
     switch (nr) {

@@ -13,7 +13,7 @@
  *
  * In a process that is not dumpable, a wait that blocks (a contended lock,
  * a condition or semaphore wait) notes where it was entered while it waits
- * (agent/blocked.h); otherwise that costs one load of a flag.
+ * (agent/threads/blocked.h); otherwise that costs one load of a flag.
  *
  * Never changes what the host sees: the same return values and errno, the
  * same blocking behaviour; a failure to record is counted, never reported
@@ -31,14 +31,14 @@
  * object asked for, from that object's own relocations and version needs
  * (cached per object), and forwards to that version with dlvsym.
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
-#include "agent/contention.h"
-#include "agent/deadlock.h"
+#include "agent/locks/contention.h"
+#include "agent/locks/deadlock.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
-#include "agent/trace.h"
-#include "agent/arm.h"
+#include "agent/core/next_symbol.h"
+#include "agent/trace/trace.h"
+#include "agent/core/arm.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -296,7 +296,7 @@ static int call_rw_timed(const struct wait_op *op)
 }
 
 /* Unmeasured, in a process that is not dumpable: a lock that must wait
- * is noted while it waits (agent/blocked.h). */
+ * is noted while it waits (agent/threads/blocked.h). */
 static __attribute__((noinline)) int mutex_lock_noted(pthread_mutex_t *m)
 {
     int r = real_pthread_mutex_trylock(m);
@@ -509,7 +509,7 @@ static inline __attribute__((always_inline)) int pthread_cond_wait_body(pthread_
     return cond_block_end(fn(c, m), t0, TRACE_COND);
 }
 
-/* Noted while it waits (agent/blocked.h). */
+/* Noted while it waits (agent/threads/blocked.h). */
 EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
     int n_ = BLOCKED_ENTER(SYS_futex, real_cond_wait_new);
@@ -532,7 +532,7 @@ static inline __attribute__((always_inline)) int pthread_cond_timedwait_body(pth
     return cond_block_end(fn(c, m, abstime), t0, TRACE_COND);
 }
 
-/* Noted while it waits (agent/blocked.h). */
+/* Noted while it waits (agent/threads/blocked.h). */
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                   const struct timespec *abstime)
 {
@@ -562,7 +562,7 @@ static inline __attribute__((always_inline)) int sem_wait_body(sem_t *s)
     return cond_block_end(r, t0, TRACE_SYNC);
 }
 
-/* Noted while it waits (agent/blocked.h). */
+/* Noted while it waits (agent/threads/blocked.h). */
 EXPORT int sem_wait(sem_t *s)
 {
     int n_ = BLOCKED_ENTER(SYS_futex, real_sem_wait);
@@ -589,7 +589,7 @@ static inline __attribute__((always_inline)) int sem_timedwait_body(sem_t *s, co
     return cond_block_end(r, t0, TRACE_SYNC);
 }
 
-/* Noted while it waits (agent/blocked.h). */
+/* Noted while it waits (agent/threads/blocked.h). */
 EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
 {
     int n_ = BLOCKED_ENTER(SYS_futex, real_sem_timedwait);

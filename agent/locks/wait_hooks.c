@@ -20,13 +20,13 @@
  * same blocking; the agent's own threads and calls made with the guard
  * entered are only forwarded.
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
-#include "agent/contention.h"
+#include "agent/locks/contention.h"
 #include "agent/guard.h"
-#include "agent/next_symbol.h"
-#include "agent/trace.h"
-#include "agent/arm.h"
+#include "agent/core/next_symbol.h"
+#include "agent/trace/trace.h"
+#include "agent/core/arm.h"
 
 #include <errno.h>
 #include <semaphore.h>
@@ -248,7 +248,7 @@ static inline __attribute__((always_inline)) int pthread_cond_clockwait_body(pth
                       FORWARD(real_cond_clockwait, c, m, clock, abstime));
 }
 
-/* Noted while it waits (agent/blocked.h). */
+/* Noted while it waits (agent/threads/blocked.h). */
 EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
                                   clockid_t clock,
                                   const struct timespec *abstime)
@@ -274,7 +274,7 @@ static inline __attribute__((always_inline)) int sem_clockwait_body(sem_t *s, cl
     return TIMED_WAIT(NULL, 1, real_sem_clockwait(s, clock, abstime));
 }
 
-/* Noted while it waits (agent/blocked.h). */
+/* Noted while it waits (agent/threads/blocked.h). */
 EXPORT int sem_clockwait(sem_t *s, clockid_t clock,
                          const struct timespec *abstime)
 {

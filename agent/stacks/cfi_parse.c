@@ -1,10 +1,10 @@
 /*
  * Compiles an object's DWARF call-frame information (.eh_frame, found
  * through .eh_frame_hdr's sorted search table) into the rows of
- * agent/cfi.h: for each address range, how to find the caller's stack
+ * agent/stacks/cfi.h: for each address range, how to find the caller's stack
  * pointer, return address and frame pointer. What is particular to the
  * architecture (register numbers, the return address's place, the PLT's
- * expression) comes from agent/cfi_arch.h.
+ * expression) comes from agent/stacks/cfi_arch.h.
  *
  * Runs in normal context only (cfi_tables.c), reading the object's own
  * loaded sections; it never allocates through malloc (rows go where the
@@ -14,14 +14,14 @@
  * pointer's rule, and whether the return address is at CFA - 8. Anything
  * else becomes CFI_CFA_UNKNOWN, where the walker uses frame pointers.
  */
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 
-#include "agent/cfi_arch.h"
+#include "agent/stacks/cfi_arch.h"
 #include "agent/compiler.h"
 
 #include <string.h>
 
-/* DWARF register numbers (agent/cfi_arch.h). */
+/* DWARF register numbers (agent/stacks/cfi_arch.h). */
 #define REG_FP CFI_DWARF_FP
 #define REG_SP CFI_DWARF_SP
 #define REG_RA CFI_DWARF_RA

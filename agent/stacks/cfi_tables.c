@@ -21,10 +21,10 @@
  * Every table lives in memory this file maps itself; nothing goes through
  * the host's allocator.
  */
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 
 #include "agent/log.h"
-#include "agent/loader.h"
+#include "agent/core/loader.h"
 
 #include <errno.h>
 #include <fcntl.h>

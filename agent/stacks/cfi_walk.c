@@ -14,13 +14,13 @@
  * the frame pointer, if it points into the stack: rbp -> saved rbp, return
  * address above it. That is also what libunwind does there.
  */
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 
-#include "agent/cfi_arch.h"
+#include "agent/stacks/cfi_arch.h"
 #include "agent/compiler.h"
-#include "agent/cpu.h"
-#include "agent/objects.h"
-#include "agent/phdr_cache.h"
+#include "agent/cpu/cpu.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

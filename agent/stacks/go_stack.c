@@ -13,9 +13,9 @@
  * symbol table is read from the executable's file: never at load, never
  * in a handler). x86-64 only (elsewhere stack_go_g_at stays 0).
  */
-#include "agent/loader.h"
-#include "agent/stack.h"
-#include "agent/symbols.h"
+#include "agent/core/loader.h"
+#include "agent/stacks/stack.h"
+#include "agent/symbols/symbols.h"
 
 #include <link.h>
 #include <stdint.h>

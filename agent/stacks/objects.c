@@ -11,8 +11,8 @@
  * lock): it serves set-up paths.
  */
 #include "agent/compiler.h"
-#include "agent/objects.h"
-#include "agent/loader.h"
+#include "agent/stacks/objects.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 #include <link.h>

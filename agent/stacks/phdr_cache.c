@@ -22,14 +22,14 @@
  * still loaded before it is handed on. An object unloaded between that
  * check and libunwind's read of its unwind tables is the window left.
  */
-#include "agent/phdr_cache.h"
+#include "agent/stacks/phdr_cache.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
-#include "agent/loader.h"
-#include "agent/objects.h"
+#include "agent/core/loader.h"
+#include "agent/stacks/objects.h"
 #include "agent/spinlock.h"
 
 #include <dlfcn.h>

@@ -22,15 +22,15 @@
  *
  * Entered on any host thread (and from the handler, for dl_iterate_phdr).
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
 #include "agent/guard.h"
-#include "agent/loader.h"
-#include "agent/next_symbol.h"
-#include "agent/objects.h"
-#include "agent/phdr_cache.h"
+#include "agent/core/loader.h"
+#include "agent/core/next_symbol.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <link.h>

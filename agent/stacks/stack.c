@@ -10,12 +10,12 @@
  * stack starts at the host's caller, and every frame is a return address
  * turned into the call site (minus one), as pprof expects of a proto.
  */
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/guard.h"
-#include "agent/stack.h"
-#include "agent/loader.h"
+#include "agent/stacks/stack.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -7,9 +7,9 @@
  * of its own) matters. The walk starts from the signal's ucontext: the
  * leaf is the interrupted instruction itself.
  */
-#include "agent/cfi.h"
+#include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <ucontext.h>
 

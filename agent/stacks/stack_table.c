@@ -8,10 +8,10 @@
  * removed or moved. Inserts take the table's spinlock. Memory comes from the
  * arena (mmap), never from the host allocator.
  */
-#include "agent/arena.h"
-#include "agent/hash.h"
+#include "agent/core/arena.h"
+#include "agent/core/hash.h"
 #include "agent/spinlock.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,14 +1,14 @@
 /*
- * Loads libunwind privately: see agent/unwinder.h for why. The names are
+ * Loads libunwind privately: see agent/stacks/unwinder.h for why. The names are
  * those libunwind.h maps the unw_* calls to for local-only unwinding
  * (_ULx86_64_step, ...), taken from the header's own macros.
  */
-#include "agent/unwinder.h"
+#include "agent/stacks/unwinder.h"
 
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
-#include "agent/objects.h"
-#include "agent/loader.h"
+#include "agent/stacks/objects.h"
+#include "agent/core/loader.h"
 
 #include <dlfcn.h>
 

@@ -10,15 +10,15 @@
  * Nothing here may run in a signal handler: loading an object allocates
  * and maps files.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/objects.h"
-#include "agent/own_memory.h"
-#include "agent/proc.h"
-#include "agent/hash.h"
-#include "agent/stack.h"
+#include "agent/stacks/objects.h"
+#include "agent/core/own_memory.h"
+#include "agent/host/proc.h"
+#include "agent/core/hash.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>

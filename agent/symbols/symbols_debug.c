@@ -18,7 +18,7 @@
  * bad candidate costs one log line and is skipped, never a crash. The
  * decompressed MiniDebugInfo is bounded in size.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,8 +35,8 @@
 #include <zlib.h>
 
 #include "agent/config.h"
-#include "agent/fds.h"
-#include "agent/libs.h"
+#include "agent/host/fds.h"
+#include "agent/core/libs.h"
 #include "agent/log.h"
 
 /* Overridable at build time to test machines without debug packages. */

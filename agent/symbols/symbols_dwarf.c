@@ -10,8 +10,8 @@
  * compressed sections) on first use of each unit, which is why this runs
  * lazily and only for addresses that appear in a profile.
  */
-#include "agent/symbols.h"
-#include "agent/libs.h"
+#include "agent/symbols/symbols.h"
+#include "agent/core/libs.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

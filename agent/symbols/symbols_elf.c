@@ -11,12 +11,12 @@
  * never from a signal handler. A corrupt or unreadable file must only ever
  * mean fewer names: every libelf result is checked.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
-#include "agent/array.h"
-#include "agent/cfi.h"
-#include "agent/fds.h"
-#include "agent/libs.h"
+#include "agent/core/array.h"
+#include "agent/stacks/cfi.h"
+#include "agent/host/fds.h"
+#include "agent/core/libs.h"
 
 #include <errno.h>
 #include <gelf.h>

@@ -12,10 +12,10 @@
  * never from a signal handler. A corrupt or unreadable file must only ever
  * mean fewer names: every libelf result is checked.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
-#include "agent/fds.h"
-#include "agent/libs.h"
+#include "agent/host/fds.h"
+#include "agent/core/libs.h"
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>

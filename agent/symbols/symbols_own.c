@@ -18,8 +18,8 @@
  * and never inside an interposed call; it takes the loader's lock (through
  * dl_iterate_phdr). Not async-signal-safe.
  */
-#include "agent/symbols.h"
-#include "agent/libs.h"
+#include "agent/symbols/symbols.h"
+#include "agent/core/libs.h"
 
 #include <link.h>
 #include <stdlib.h>

@@ -12,11 +12,11 @@
  * Entered from HTTP workers; a mutex serializes them (one that finds it
  * taken gives no names rather than wait). Not async-signal-safe.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
-#include "agent/proc.h"
+#include "agent/host/proc.h"
 
 #include <dirent.h>
 #include <pthread.h>

@@ -17,9 +17,9 @@
  * Entered from the agent's own threads under the symbolizer lock, like the
  * rest of symbols_elf.c; a corrupt file means fewer names, never a fault.
  */
-#include "agent/array.h"
-#include "agent/symbols.h"
-#include "agent/libs.h"
+#include "agent/core/array.h"
+#include "agent/symbols/symbols.h"
+#include "agent/core/libs.h"
 
 #include <gelf.h>
 #include <libelf.h>

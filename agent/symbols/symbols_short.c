@@ -15,7 +15,7 @@
  * Entered from the agent's threads while symbols are resolved (under the
  * symbolizer's lock, or from a unit test); pure string work.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 #include "agent/config.h"
 
 #include "agent/log.h"

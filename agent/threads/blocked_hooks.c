@@ -1,6 +1,6 @@
 /*
  * Interposers of the waits no other hook sees, for the notes of a process
- * that is not dumpable (agent/blocked.h): sigwait, sigwaitinfo and
+ * that is not dumpable (agent/threads/blocked.h): sigwait, sigwaitinfo and
  * sigtimedwait, where a server's signal thread spends its life (MariaDB's,
  * for one). Nothing else: they record nothing for any profile.
  *
@@ -10,8 +10,8 @@
  * with the same arguments, result and errno. Never changes what the host
  * sees.
  */
-#include "agent/blocked.h"
-#include "agent/next_symbol.h"
+#include "agent/threads/blocked.h"
+#include "agent/core/next_symbol.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 /*
- * Blocked-call notes (agent/blocked.h): a fixed table of slots, one per host
+ * Blocked-call notes (agent/threads/blocked.h): a fixed table of slots, one per host
  * thread that entered a noting hook since noting began, found by thread id.
  *
  * Who enters: every host thread in the interposers that may block
@@ -17,7 +17,7 @@
  * its own thread-local storage; readers stop at the first never-used slot.
  * A slot is at most PROBE_MAX steps from its thread id's home.
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 
 #include "agent/guard.h"
 
@@ -31,7 +31,7 @@
 
 struct slot {
     uint64_t owner; /* generation << 32 | tid; 0 never used */
-    uint32_t seq;   /* see agent/blocked.h */
+    uint32_t seq;   /* see agent/threads/blocked.h */
     long nr;
     uintptr_t fn, ret, cfa, fp;
 } __attribute__((aligned(64)));

@@ -11,21 +11,21 @@
  * runs, and takes it away when the thread ends (cpu_timer.c); the agent's
  * own threads are recorded so the profiler never samples them.
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
-#include "agent/labels.h"
-#include "agent/next_symbol.h"
-#include "agent/own_memory.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
-#include "agent/thread_hooks.h"
-#include "agent/trace.h"
-#include "agent/wall.h"
-#include "agent/arm.h"
+#include "agent/core/labels.h"
+#include "agent/core/next_symbol.h"
+#include "agent/core/own_memory.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
+#include "agent/threads/thread_hooks.h"
+#include "agent/trace/trace.h"
+#include "agent/wall/wall.h"
+#include "agent/core/arm.h"
 
 #include <dlfcn.h>
 #include <errno.h>

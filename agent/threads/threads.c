@@ -38,22 +38,22 @@
  * between; one that blocks it before the signal is delivered has it
  * dequeued by its mask interposer (agent/host/sigmask_hooks.c).
  */
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 
-#include "agent/cfi.h"
-#include "agent/clock.h"
-#include "agent/fds.h"
+#include "agent/stacks/cfi.h"
+#include "agent/core/clock.h"
+#include "agent/host/fds.h"
 #include "agent/log.h"
-#include "agent/own_memory.h"
-#include "agent/phdr_cache.h"
-#include "agent/proc.h"
-#include "agent/cpu.h"
-#include "agent/sigmask.h"
-#include "agent/signals.h"
+#include "agent/core/own_memory.h"
+#include "agent/stacks/phdr_cache.h"
+#include "agent/host/proc.h"
+#include "agent/cpu/cpu.h"
+#include "agent/host/sigmask.h"
+#include "agent/host/signals.h"
 #include "agent/spinlock.h"
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -530,7 +530,7 @@ static int need_copy(void)
 }
 
 /* A blocked thread of a process that is not dumpable: walked from where
- * its hook noted it entered its call (agent/blocked.h), or without a stack
+ * its hook noted it entered its call (agent/threads/blocked.h), or without a stack
  * when it waits in a call no hook notes. */
 static void walk_noted(struct thread_dump *d, struct thread_info *t)
 {

@@ -14,14 +14,14 @@
  * if the slot's generation still says "asked" (a CAS), so a late or stray
  * signal writes nothing.
  */
-#include "agent/threads.h"
+#include "agent/threads/threads.h"
 
 #include "agent/compiler.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
-#include "agent/labels.h"
-#include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/core/labels.h"
+#include "agent/host/signals.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <ucontext.h>

@@ -27,16 +27,16 @@
  * Calls the C library makes inside itself (fread's read) do not pass
  * through here: only the program's own calls are seen.
  *
- * In a process that is not dumpable (agent/blocked.h) every route goes
+ * In a process that is not dumpable (agent/threads/blocked.h) every route goes
  * through the call's noted twin first, which notes where the caller
  * entered the call (a few stores) and clears it when the call returns.
  */
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 
-#include "agent/arm.h"
-#include "agent/blocked.h"
+#include "agent/core/arm.h"
+#include "agent/threads/blocked.h"
 #include "agent/compiler.h"
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -62,7 +62,7 @@ static int fd_kind(int fd);
 
 /* Every hooked call: its return type, name, parameters, arguments, what
  * it is (FD: what its descriptor is), the object it is on, and what it
- * does while the start is armed (agent/arm.h): its kind, and whether a
+ * does while the start is armed (agent/core/arm.h): its kind, and whether a
  * signal handler may call it. */
 #define CALL_HOOKS(X)                                                          \
     X(ssize_t, read, (int fd, void *b, size_t n), (fd, b, n), FD, fd,         \
@@ -157,7 +157,7 @@ static int fd_kind(int fd);
 #define NR_waitid SYS_waitid
 
 /* A wait for a child that may block fires an armed start once the delay
- * has passed, before or after it (agent/arm.h: a subshell waits for its
+ * has passed, before or after it (agent/core/arm.h: a subshell waits for its
  * pipeline). Signal handlers reap with WNOHANG, which never fires it. */
 #define CHILD_WAIT(o) ((o) & WNOHANG ? ARM_NONE : ARM_LATE)
 
@@ -200,7 +200,7 @@ static void resolve(void);
         arm_door(arm, arm_safe); /* a late kind, after a long wait */          \
         return rv_;                                                            \
     }                                                                          \
-    /* Noting where it blocks (agent/blocked.h), then as routed without. */  \
+    /* Noting where it blocks (agent/threads/blocked.h), then as routed without. */  \
     static __attribute__((noinline)) ret noted_##name params                   \
     {                                                                          \
         int n_ = blocked_enter(NR_##name, (uintptr_t)real_##name,              \
@@ -295,7 +295,7 @@ EXPORT int waitid(idtype_t t, id_t i, siginfo_t *in, int o)
 
 static int (*real_setname)(pthread_t, const char *);
 
-/* on: a trace runs; while the start is armed (agent/arm.h) every call
+/* on: a trace runs; while the start is armed (agent/core/arm.h) every call
  * passes its armed twin first. */
 static void trace_hooks_route(int on)
 {
@@ -337,7 +337,7 @@ static void trace_hooks_arm(int armed)
         trace_hooks_route(__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE));
 }
 
-/* Noting began (agent/blocked.h): every call passes its noted twin. */
+/* Noting began (agent/threads/blocked.h): every call passes its noted twin. */
 static void trace_hooks_noted(void)
 {
     trace_hooks_arm(0);

@@ -1,5 +1,5 @@
 /*
- * The execution trace's records (agent/trace.h): one reservation cut into
+ * The execution trace's records (agent/trace/trace.h): one reservation cut into
  * chunks, each chunk owned by one thread for one trace, appended to by
  * that thread only; the HTTP worker reads them after the trace stopped.
  *
@@ -15,15 +15,15 @@
  * Stacks are taken with stack_capture_no_alloc(): a wait may be a lock
  * inside the host's allocator, so nothing here allocates or locks.
  */
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 
 #include "agent/config.h"
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "agent/guard.h"
 #include "agent/log.h"
-#include "agent/proc.h"
-#include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/host/proc.h"
+#include "agent/host/signals.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,7 @@
  * trace can end inside one). Strings are copied into the record, cut to
  * TRACE_TEXT_MAX bytes. Never allocates.
  */
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 
 #include "agent/compiler.h"
 #include "agent/config.h"

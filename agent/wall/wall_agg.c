@@ -5,9 +5,9 @@
  *
  * Context: the HTTP worker holding the wall session; allocates.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 
 #include <errno.h>
 #include <stdlib.h>

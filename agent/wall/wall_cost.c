@@ -49,7 +49,7 @@
  * Context: the session's thread only (wall_look.c); no clock is read here,
  * the caller passes them. Does not allocate.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include <string.h>
 

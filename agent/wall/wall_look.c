@@ -30,7 +30,7 @@
  *  - a process that is not dumpable cannot read its syscall files: a
  *    thread stat shows R is taken as running, a sleeping one is walked
  *    from where the hook of the call it waits in noted it entered
- *    (look_noted, agent/blocked.h), or charged FRAME_NOT_NOTED.
+ *    (look_noted, agent/threads/blocked.h), or charged FRAME_NOT_NOTED.
  *  - blocked in a system call (S or D): walked where it stands from its
  *    stack pointer and a copy of its stack (threads_walk_blocked, no
  *    signal), the walk kept while the thread waits in the same call at
@@ -61,17 +61,17 @@
  *
  * Context: the HTTP worker holding the session (wall_timer.c). Allocates.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
-#include "agent/blocked.h"
-#include "agent/clock.h"
+#include "agent/threads/blocked.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/fds.h"
-#include "agent/hash.h"
-#include "agent/own_memory.h"
-#include "agent/proc.h"
-#include "agent/stack.h"
-#include "agent/threads.h"
+#include "agent/host/fds.h"
+#include "agent/core/hash.h"
+#include "agent/core/own_memory.h"
+#include "agent/host/proc.h"
+#include "agent/stacks/stack.h"
+#include "agent/threads/threads.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,11 +12,11 @@
  *
  * Context: the calling thread, for the length of the profile; allocates.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
-#include "agent/clock.h"
+#include "agent/core/clock.h"
 #include "agent/config.h"
-#include "agent/hash.h"
+#include "agent/core/hash.h"
 
 #include <errno.h>
 #include <time.h>

@@ -14,13 +14,13 @@
  * struct wall_slot in wall.h): only this thread's handler writes it, and
  * the handler cannot nest in itself (its signal is blocked while it runs).
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include "agent/compiler.h"
 #include "agent/guard.h"
-#include "agent/labels.h"
-#include "agent/signals.h"
-#include "agent/stack.h"
+#include "agent/core/labels.h"
+#include "agent/host/signals.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <string.h>

@@ -31,19 +31,19 @@
  * Contexts: start/stop/get/sweep/arm on the one HTTP worker holding the
  * session; the hooks on host threads. Never in a signal handler.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 
-#include "agent/cfi.h"
-#include "agent/cpu.h"
+#include "agent/stacks/cfi.h"
+#include "agent/cpu/cpu.h"
 #include "agent/log.h"
-#include "agent/own_memory.h"
-#include "agent/phdr_cache.h"
-#include "agent/proc.h"
-#include "agent/sigmask.h"
-#include "agent/stack.h"
-#include "agent/signals.h"
+#include "agent/core/own_memory.h"
+#include "agent/stacks/phdr_cache.h"
+#include "agent/host/proc.h"
+#include "agent/host/sigmask.h"
+#include "agent/stacks/stack.h"
+#include "agent/host/signals.h"
 #include "agent/spinlock.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  */
 #include "http/http.h"
 
-#include "agent/custom.h"
+#include "agent/custom/custom.h"
 
 #define NEVER_HANDLER(name)                                                    \
     void handle_##name(struct request *r)                                      \
@@ -54,7 +54,7 @@ long custom_profile_keys(const struct pprof_profile *p)
 }
 
 /* No descriptor registry: http_wait finds no client socket. */
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 
 int fds_next(int after, enum fds_kind kind)
 {

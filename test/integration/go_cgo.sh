@@ -1,7 +1,7 @@
 # A Go program built with cgo (test/programs/go_cgo), dynamically linked so
 # the agent is preloaded into it, serving Go's own net/http/pprof. Go's
 # runtime handles SIGPROF and every real-time signal, so the agent chains
-# in front of one of Go's handlers (agent/signals.h). With Go's own CPU
+# in front of one of Go's handlers (agent/host/signals.h). With Go's own CPU
 # profile running at the same time:
 #  - the agent's CPU profile answers 200 and names the C functions the
 #    burner thread runs (c_hot_a, c_hot_b), and the Go burner's Go frames

@@ -8,11 +8,11 @@
 #define PPROF_AGENT_BUILD
 #include "agent/pprofagent.h"
 
-#include "agent/cfi.h"
-#include "agent/custom.h"
-#include "agent/labels.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/stacks/cfi.h"
+#include "agent/custom/custom.h"
+#include "agent/core/labels.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 #include "harness.h"
 
 #include <errno.h>

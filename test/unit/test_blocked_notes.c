@@ -6,7 +6,7 @@
  * hides the parent's slots. (The walk from a note is covered by
  * test/integration/undumpable_stacks.sh.)
  */
-#include "agent/blocked.h"
+#include "agent/threads/blocked.h"
 
 #include "harness.h"
 

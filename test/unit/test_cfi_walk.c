@@ -11,9 +11,9 @@
  * one, with libunwind as the control that does make some), or fault on a
  * garbage stack.
  */
-#include "agent/cfi.h"
-#include "agent/objects.h"
-#include "agent/unwinder.h"
+#include "agent/stacks/cfi.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/unwinder.h"
 #include "harness.h"
 #include "in_use.h"
 

@@ -5,8 +5,8 @@
  * of unlocks, and the recorded totals must stay the true ones on average.
  */
 #include "agent/config.h"
-#include "agent/contention.h"
-#include "agent/stack.h"
+#include "agent/locks/contention.h"
+#include "agent/stacks/stack.h"
 
 #include "harness.h"
 

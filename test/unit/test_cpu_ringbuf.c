@@ -4,7 +4,7 @@
  * a full buffer refuses (and the refusals add up), and nothing is lost
  * between claim and commit.
  */
-#include "agent/cpu.h"
+#include "agent/cpu/cpu.h"
 #include "harness.h"
 
 #include <pthread.h>

@@ -6,8 +6,8 @@
  * holders come from the locks themselves. The stuck threads stay stuck
  * until the test program exits.
  */
-#include "agent/contention.h"
-#include "agent/deadlock.h"
+#include "agent/locks/contention.h"
+#include "agent/locks/deadlock.h"
 
 #include "harness.h"
 

@@ -7,8 +7,8 @@
  */
 #include "agent/config.h"
 #include "agent/log.h"
-#include "agent/objects.h"
-#include "agent/symbols.h"
+#include "agent/stacks/objects.h"
+#include "agent/symbols/symbols.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * dup3 (linked in from the agent's objects), made by a thread that is not
  * the agent's.
  */
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "harness.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * This program declares itself one of the agent's libraries, so that its
  * shutdown calls stand for civetweb's.
  */
-#include "agent/fds.h"
+#include "agent/host/fds.h"
 #include "harness.h"
 
 #include <errno.h>

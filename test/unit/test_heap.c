@@ -7,9 +7,9 @@
  * the records min_age and the age labels are built from.
  */
 #include "agent/config.h"
-#include "agent/heap.h"
-#include "agent/stack.h"
-#include "agent/stack_table.h"
+#include "agent/heap/heap.h"
+#include "agent/stacks/stack.h"
+#include "agent/stacks/stack_table.h"
 #include "encoder/encoder.h"
 #include "harness.h"
 

@@ -8,8 +8,8 @@
  */
 #include "harness.h"
 
-#include "agent/clock.h"
-#include "agent/loader.h"
+#include "agent/core/clock.h"
+#include "agent/core/loader.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -7,7 +7,7 @@
  */
 #include "harness.h"
 
-#include "agent/next_symbol.h"
+#include "agent/core/next_symbol.h"
 
 #include <dlfcn.h>
 

@@ -5,7 +5,7 @@
  * percent-decoded, the _PROFILES_ variables winning), and every bad value
  * leaving the push off.
  */
-#include "agent/push.h"
+#include "agent/core/push.h"
 #include "harness.h"
 
 #include <stdarg.h>

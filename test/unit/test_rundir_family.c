@@ -6,7 +6,7 @@
  */
 #include "harness.h"
 
-#include "agent/ops.h"
+#include "agent/core/ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>

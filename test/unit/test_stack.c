@@ -6,9 +6,9 @@
  * a thread that never learnt them gets no stack there. Every walk gives
  * the same stack.
  */
-#include "agent/cfi.h"
-#include "agent/objects.h"
-#include "agent/stack.h"
+#include "agent/stacks/cfi.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/stack.h"
 #include "harness.h"
 #include "in_use.h"
 

@@ -6,11 +6,11 @@
  * and parent and child walk afterwards. A thread stopped in the middle of
  * a walk does not keep fork, or the parent's captures, waiting.
  */
-#include "agent/cfi.h"
-#include "agent/cpu.h"
+#include "agent/stacks/cfi.h"
+#include "agent/cpu/cpu.h"
 #include "agent/fork.h"
-#include "agent/phdr_cache.h"
-#include "agent/stack.h"
+#include "agent/stacks/phdr_cache.h"
+#include "agent/stacks/stack.h"
 #include "harness.h"
 
 #include <dlfcn.h>

@@ -4,9 +4,9 @@
  * libc names, demangling, unmapped addresses, inlined frames, and objects
  * loaded after the first refresh.
  */
-#include "agent/objects.h"
-#include "agent/stack.h"
-#include "agent/symbols.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/stack.h"
+#include "agent/symbols/symbols.h"
 #include "encoder/encoder.h"
 
 #include <dlfcn.h>

@@ -6,8 +6,8 @@
  * lines, declaration lines and symbol starts, for addresses all over libc
  * (with its debug file when installed) and in this program.
  */
-#include "agent/objects.h"
-#include "agent/symbols.h"
+#include "agent/stacks/objects.h"
+#include "agent/symbols/symbols.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

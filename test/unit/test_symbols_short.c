@@ -2,7 +2,7 @@
  * Short function names (PPROF_SYMBOLS=short): what pprof shows for the
  * names it demangles, from the names libiberty's demangler gives.
  */
-#include "agent/symbols.h"
+#include "agent/symbols/symbols.h"
 
 #include "harness.h"
 

@@ -10,8 +10,8 @@
  * inside that window, once the dump has borrowed its signal.
  */
 #include "agent/guard.h"
-#include "agent/stack.h"
-#include "agent/threads.h"
+#include "agent/stacks/stack.h"
+#include "agent/threads/threads.h"
 #include "harness.h"
 
 #include <link.h>

@@ -7,7 +7,7 @@
  * its argument count, the end-of-generation mark); one trace at a time.
  * The real parser's checks are the integration tests' (go tool trace).
  */
-#include "agent/trace.h"
+#include "agent/trace/trace.h"
 #include "encoder/encoder.h"
 
 #include "harness.h"

@@ -5,7 +5,7 @@
  * cost per look and a cost per read of the process's clock. The governor
  * sees only the clocks, as in the agent.
  */
-#include "agent/wall.h"
+#include "agent/wall/wall.h"
 
 #include "harness.h"
 

@@ -25,11 +25,11 @@
  * every 200 ms when a walk met code with no table (objects dlopen'ed
  * since), as the agent's CPU profile does once a second.
  */
-#include "agent/cfi.h"
-#include "agent/cpu.h"
+#include "agent/stacks/cfi.h"
+#include "agent/cpu/cpu.h"
 #include "agent/log.h"
-#include "agent/objects.h"
-#include "agent/phdr_cache.h"
+#include "agent/stacks/objects.h"
+#include "agent/stacks/phdr_cache.h"
 
 #include <dlfcn.h>
 #include <errno.h>

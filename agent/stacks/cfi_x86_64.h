@@ -1,6 +1,6 @@
 /*
  * What the unwind tables and the walker know of x86-64 (included through
- * agent/cfi_arch.h, never directly): the DWARF numbers of the registers
+ * agent/stacks/cfi_arch.h, never directly): the DWARF numbers of the registers
  * the rows describe, where a call leaves the return address, the linkers'
  * PLT expression, where a signal frame keeps the interrupted registers, and
  * how a direct call is encoded. Another architecture is another file like

@@ -19,8 +19,8 @@
 
 #include <stdint.h>
 
-#include "agent/hash.h"
-#include "agent/stack_table.h"
+#include "agent/core/hash.h"
+#include "agent/stacks/stack_table.h"
 
 /* Block table counters: contentions in units of 1/CONTENTION_COUNT_SCALE
  * (Go's de-biased count is fractional: rate/wait for a short wait), and

@@ -10,8 +10,8 @@
  * return address) rather than by DWARF number; what is particular to an
  * architecture (register numbers, the return address's place, the PLT's
  * expression, the signal frame's layout, a call's encoding) is in one
- * header per architecture, agent/cfi_x86_64.h today, chosen by
- * agent/cfi_arch.h.
+ * header per architecture, agent/stacks/cfi_x86_64.h today, chosen by
+ * agent/stacks/cfi_arch.h.
  */
 #ifndef PPROF_CFI_H
 #define PPROF_CFI_H
@@ -308,7 +308,7 @@ int cfi_walk_copy(const struct cfi_regs *regs, uintptr_t stack_lo,
  * cfi_walk_copy from a frame whose registers are all known (regs->pc a
  * return address, regs->sp the stack pointer after that return, regs->fp
  * the frame pointer there: a note a blocking call's hook made,
- * agent/blocked.h), as call sites (each return address - 1, the first
+ * agent/threads/blocked.h), as call sites (each return address - 1, the first
  * too). Async-signal-safe. Does not allocate. Makes no system call.
  */
 int cfi_walk_copy_sites(const struct cfi_regs *regs, uintptr_t stack_lo,

@@ -16,8 +16,8 @@
 #ifndef PPROF_SYMBOLS_H
 #define PPROF_SYMBOLS_H
 
-#include "agent/stack.h" /* FRAME_*: the recording layer's pseudo frames */
-#include "agent/hash.h"
+#include "agent/stacks/stack.h" /* FRAME_*: the recording layer's pseudo frames */
+#include "agent/core/hash.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -260,7 +260,7 @@ void symbols_elf_unload(struct sym_object *o);
 /* symbols_elf_file.c: reading ELF files, below the rest of the
  * symbolizer (it calls none of it). */
 
-/* Loads the agent's own libelf and libdw (agent/libs.h) and tells libelf
+/* Loads the agent's own libelf and libdw (agent/core/libs.h) and tells libelf
  * the version the agent speaks, once, before any other libelf call.
  * Returns 0, or -1 when they cannot be loaded. Not async-signal-safe. */
 int symbols_elf_init(void);

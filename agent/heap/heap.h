@@ -31,8 +31,8 @@
 #define PPROF_HEAP_H
 
 #include "agent/compiler.h"
-#include "agent/hash.h"
-#include "agent/stack_table.h"
+#include "agent/core/hash.h"
+#include "agent/stacks/stack_table.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,7 +55,7 @@ enum {
 #define HEAP_STACK_MAX 64
 
 /* A bucket's stack_table key: the requested size in the low 48 bits, the
- * sampling thread's label set id (agent/labels.h) above, so that samples
+ * sampling thread's label set id (agent/core/labels.h) above, so that samples
  * taken under different labels stay apart. */
 #define HEAP_KEY_SIZE_BITS 48
 static inline uint64_t heap_key(uint64_t size, uint32_t labels)

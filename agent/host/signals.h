@@ -43,7 +43,7 @@
 #ifndef PPROF_AGENT_SIGNALS_H
 #define PPROF_AGENT_SIGNALS_H
 
-#include "agent/stack.h"
+#include "agent/stacks/stack.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -20,12 +20,12 @@
  * a copy of its stack (threads.c, cfi_walk_copy), never signalled.
  * See threads.c for the list. In a process that is not dumpable (no
  * syscall file to read), a sleeping thread is walked from its hook's note
- * (agent/blocked.h) and a thread stat shows running is asked.
+ * (agent/threads/blocked.h) and a thread stat shows running is asked.
  */
 #ifndef PPROF_THREADS_H
 #define PPROF_THREADS_H
 
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -57,7 +57,7 @@ struct thread_info {
     char state;         /* /proc state letter: R, S, D, T, t, Z ... */
     long syscall;       /* blocked in this system call; -1: none/unknown */
     int status;         /* enum thread_stack_status */
-    uint32_t labels;    /* label set id (agent/labels.h), 0: none/unknown */
+    uint32_t labels;    /* label set id (agent/core/labels.h), 0: none/unknown */
     int depth;
     uintptr_t pcs[THREADS_STACK_MAX]; /* leaf first; leaf exact, ra - 1 */
 };
@@ -90,7 +90,7 @@ void threads_fork_child(void);
 
 /* The signal the dump under way asks with, 0 between dumps. Written by
  * the dumping worker and read by the mask interposers, both under
- * sigmask_lock (agent/sigmask.h). */
+ * sigmask_lock (agent/host/sigmask.h). */
 extern int threads_signo;
 
 /* Number of host threads now (the agent's own not counted).
@@ -129,7 +129,7 @@ int64_t threads_cpu_ns(int tid);
 
 struct blocked_note;
 
-/* Walks thread tid, blocked inside the noted call n (agent/blocked.h,
+/* Walks thread tid, blocked inside the noted call n (agent/threads/blocked.h,
  * read after cpu_before, its CPU time: -1 reads it now) describes, from a
  * copy of its stack from the note's stack pointer: the copy is kept when
  * the thread did not run meanwhile (its CPU time) and the note is the same.

@@ -15,7 +15,7 @@
 #ifndef PPROF_CPU_H
 #define PPROF_CPU_H
 
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 
 #include <link.h>
 #include <signal.h>
@@ -34,7 +34,7 @@ struct cpu_sample {
     uint32_t tid;
     uint32_t weight; /* 1 + timer overruns: periods this sample stands for */
     uint32_t depth;
-    uint32_t labels; /* the thread's label set id (agent/labels.h), 0: none */
+    uint32_t labels; /* the thread's label set id (agent/core/labels.h), 0: none */
     int64_t ns;      /* CLOCK_MONOTONIC when taken (the execution trace) */
     uintptr_t pcs[CPU_STACK_MAX]; /* leaf first; leaf exact, callers ra-1 */
 };
@@ -157,7 +157,7 @@ void cpu_profile_release(void);
 /* The most events open at once (one per thread; the threads past it get
  * timers): the agent's high range holds 256 numbers
  * (docs/descriptors.md). The descriptors' bitmap and its check
- * (cpu_perf_fds, cpu_perf_is_ours) are in agent/signals.h, with the rest
+ * (cpu_perf_fds, cpu_perf_is_ours) are in agent/host/signals.h, with the rest
  * of the signal protocol. */
 #define CPU_PERF_MAX 128
 

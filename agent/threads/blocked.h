@@ -11,7 +11,7 @@
  * frame (return address, stack pointer, frame pointer) in the thread's
  * slot, and clears it when the call returns. A look that finds the thread
  * sleeping with a note open walks its stack from there, from a copy
- * (threads_walk_noted, agent/threads.h), no signal sent.
+ * (threads_walk_noted, agent/threads/threads.h), no signal sent.
  *
  * Noting is on only once the process is not dumpable (blocked_notes_check:
  * after an ID change, PR_SET_DUMPABLE, or when a look finds the syscall

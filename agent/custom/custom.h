@@ -11,7 +11,7 @@
 #define PPROF_CUSTOM_H
 
 #include <stddef.h>
-#include "agent/stack_table.h"
+#include "agent/stacks/stack_table.h"
 
 #define CUSTOM_MAX_PROFILES 64
 #define CUSTOM_NAME_MAX 128

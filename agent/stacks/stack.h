@@ -23,7 +23,7 @@
 /*
  * Captures the calling thread's stack as location addresses (callers'
  * return addresses minus one), leaf first, leaving out the agent's own
- * frames, with the unwind tables (agent/cfi.h). When the stack is deeper
+ * frames, with the unwind tables (agent/stacks/cfi.h). When the stack is deeper
  * than max, the last entry is FRAME_TRUNCATED. Returns the number of
  * entries, 0 when the thread's stack bounds are unknown. Call with the
  * guard entered. May first learn the thread's stack bounds (a thread the

@@ -35,7 +35,7 @@
 #ifndef PPROF_WALL_H
 #define PPROF_WALL_H
 
-#include "agent/signals.h"
+#include "agent/host/signals.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -71,7 +71,7 @@ struct wall_slot {
     uint32_t seq;   /* odd while written; seq / 2 stacks taken */
     uint32_t tid;   /* the owner; 0: free */
     uint32_t depth;
-    uint32_t labels; /* the thread's label set id (agent/labels.h) */
+    uint32_t labels; /* the thread's label set id (agent/core/labels.h) */
     uint64_t nvcsw;  /* its voluntary context switches then; ~0: unknown */
     uintptr_t pcs[WALL_STACK_MAX]; /* leaf first; callers ra - 1 */
 };
@@ -301,7 +301,7 @@ struct wall_look_counters {
     uint64_t unreadable;    /* looks whose syscall file could not be read
                                (a process that is not dumpable) */
     uint64_t noted;         /* of those, sleeping threads walked from their
-                               note (agent/blocked.h) or its kept walk */
+                               note (agent/threads/blocked.h) or its kept walk */
     uint64_t not_noted;     /* sleeping, in a call no hook noted: no stack */
     int64_t not_noted_ns;   /* the wall time charged to those */
     uint64_t relists;       /* listings of /proc/self/task */
