@@ -32,7 +32,7 @@ char opt_token[256];
 int opt_log_level = LOG_INFO;
 long opt_heap_rate = 524288;
 int opt_cpu_hz = 100;
-int opt_cpu_sampler = CPU_SAMPLER_AUTO;
+int opt_cpu_sampler = CPU_SAMPLER_TIMER;
 /* 20 Hz, async-profiler's default wall interval (50 ms): a thread charged
  * 1,200 times a minute, with 16 looks a tick the sampler's own thread
  * stays near 0.5% of a core (docs/wall.md). */

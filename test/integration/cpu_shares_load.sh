@@ -15,8 +15,8 @@
 . "$TOP/test/integration/lib.sh"
 
 export PPROF_CPU_HZ=1000
-# The default sampler (auto: the perf event where the machine allows it),
-# unless the caller asks for another (docs/cpu.md).
+# The perf sampler where the machine allows it (auto), unless the caller
+# asks for another: the default is the timer (docs/cpu.md).
 export PPROF_CPU_SAMPLER="${PPROF_CPU_SAMPLER:-auto}"
 hogs=${SHARES_HOGS:-$(( $(getconf _NPROCESSORS_ONLN) + 1 ))}
 i=0
