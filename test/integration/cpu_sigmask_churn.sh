@@ -33,17 +33,20 @@ check() {
 W="$TOP/test/integration/cpu_window.py"
 for sig in chld prof; do
     start_agent "$sig" "$P" "$sig" 60
-    sleep 0.3
+    # One watcher for all the profiles of this host: a python start took
+    # 6-10 s at a load average of 17-19 here.
+    python3 "$W" watch "$PID" "$WORK/$sig.watch" &
+    WATCH=$!
+    i=0
+    until [ -s "$WORK/$sig.watch" ]; do
+        i=$((i + 1)); [ $i -lt 2400 ] || fail "no snapshot of the host's threads in 240 s"
+        sleep 0.1
+    done
     for secs in 3 6 12; do
-        rm -f "$WORK/$sig.watch" "$WORK/$sig.watch.stop"
-        python3 "$W" watch "$PID" "$WORK/$sig.watch" &
-        WATCH=$!
-        wait_until "the first snapshot" test -s "$WORK/$sig.watch"
         set -- $(host_figures "$sig" open); o0=$1; m0=$2
         fetch "debug/pprof/profile?seconds=$secs" > "$WORK/$sig.pb.gz"
         set -- $(host_figures "$sig" open); o1=$1; m1=$2
-        touch "$WORK/$sig.watch.stop"
-        wait "$WATCH"
+        sleep 0.1 # a snapshot after the window's end
         set -- $(python3 "$W" thread "$WORK/$sig.watch" "$WORK/$sig.pb.gz" churner)
         used=$1
         # The part of the window's CPU that was open_burn's (prof) or
@@ -56,6 +59,8 @@ for sig in chld prof; do
         fi
         [ "$want" -ge 1200000000 ] && break
     done
+    touch "$WORK/$sig.watch.stop"
+    wait "$WATCH"
     stop "$PID"
     if [ "$sig" = chld ]; then
         check "$sig" churner "$want" "$WORK/$sig.pb.gz"
