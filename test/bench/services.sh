@@ -183,15 +183,15 @@ sample() {
     n0=$(addrs "$rd" | wc -l)
     eval "forks=\$BACKENDS_$1"
     if [ "$forks" -gt 0 ]; then sample_inside "$@"; return; fi
-    a=$(cpu_ns); g0=$(agent_ns)
+    a=$(cpu_ns); threads "$work/th0"
     load_"$1" "$w" >"$work/count" &
     lp=$!
     profiles "$1" "$2" "$rd" "$w" "$n0"
     wait "$lp" || return 1
-    b=$(cpu_ns); t=$(date +%s%N); g1=$(agent_ns)
+    b=$(cpu_ns); t=$(date +%s%N); threads "$work/th1"
     need "$1 $2 CPU" "$a" "$b"
     profiles_ok "$t" || return 1
-    echo "$1 $2 $3 $((b - a)) $(cat "$work/count") $((g1 - g0))" >>"$work/data"
+    echo "$1 $2 $3 $((b - a)) $(cat "$work/count") $(agent_ns $((b - a)) "$work/th0" "$work/th1")" >>"$work/data"
 }
 
 # sample_inside SERVICE CONFIG ROUND: the same for a service whose load
@@ -203,14 +203,14 @@ sample_inside() {
     lp=$!
     sleep 1
     profiles "$1" "$2" "$rd" "$w" "$n0"
-    a=$(cpu_ns); g0=$(agent_ns); t0=$(date +%s%N)
+    a=$(cpu_ns); threads "$work/th0"; t0=$(date +%s%N)
     dbg window
     sleep "$w"
-    b=$(cpu_ns); t=$(date +%s%N); g1=$(agent_ns)
+    b=$(cpu_ns); t=$(date +%s%N); threads "$work/th1"
     need "$1 $2 CPU" "$a" "$b"
     wait "$lp" || return 1
     profiles_ok "$t" || return 1
-    echo "$1 $2 $3 $((b - a)) $(count_"$1" "$t0" "$t") $((g1 - g0))" >>"$work/data"
+    echo "$1 $2 $3 $((b - a)) $(count_"$1" "$t0" "$t") $(agent_ns $((b - a)) "$work/th0" "$work/th1")" >>"$work/data"
 }
 
 # report: the table, from $work/data; rows that failed are left out (they
@@ -222,7 +222,7 @@ report() {
     awk -v order="$configs" -v svcs="$services" -f "$top/test/bench/services_report.awk" "$work/failed" "$work/data"
 }
 
-stamp
+[ -n "${BENCH_STAMPED:-}" ] || stamp # test/bench/run has printed it
 echo "services: $rounds rounds of $secs s of load per configuration: $services; $configs"
 setup_cgroup
 echo "services: CPU read from $METHOD"
@@ -246,6 +246,8 @@ for round_ in $(seq "$rounds"); do
     echo "services: round $round_ done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 done
 report
+echo
+echo "services: CPU from $METHOD; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -s "$work/failed" ]; then
     sed 's/^/services: FAILED /' "$work/failed"
     exit 1

@@ -77,14 +77,23 @@ cpu_ns() {
     esac
 }
 
-# agent_ns: the CPU time so far of the agent's own threads (pprof-watch,
-# pprofagent-*, the server's civetweb-*) in the service's processes, in
-# nanoseconds (schedstat).
-agent_ns() {
+# threads FILE: "tid name run_ns" of every thread of the service's
+# processes now (schedstat), into FILE.
+threads() {
     for p in $(members); do echo /proc/"$p"/task/*; done | tr ' ' '\n' | awk '{
         name = ""; getline name <($0 "/comm"); close($0 "/comm")
-        if (name ~ /^(pprof-|pprofagent-|civetweb-)/) {
-            run = 0; getline run <($0 "/schedstat"); close($0 "/schedstat")
-            split(run, f, " "); t += f[1]
-        } } END { printf "%.0f\n", t }'
+        run = 0; getline run <($0 "/schedstat"); close($0 "/schedstat")
+        n = split($0, d, "/"); split(run, f, " "); gsub(" ", "_", name)
+        print d[n], name, f[1] + 0 }' >"$1"
+}
+
+# agent_ns CPU_NS BEFORE AFTER: of CPU_NS, the service's CPU over a window,
+# what the agent's own threads (pprof-watch, pprofagent-*, the server's
+# civetweb-*) took: CPU_NS less the host's threads' (their schedstat, a
+# thread new in the window counted from 0). Threads of the agent come and
+# go (a profile's request runs on a thread of its own); the host's stay.
+agent_ns() {
+    awk -v cpu="$1" 'FILENAME == ARGV[2] { was[$1] = $3; next }
+        $2 !~ /^(pprof-|pprofagent-|civetweb-)/ { host += $3 - was[$1] }
+        END { printf "%.0f\n", cpu - host }' /dev/null "$2" "$3"
 }
