@@ -27,7 +27,8 @@
 #   sh test/bench/services.sh BUILD_DIR
 # Environment: SERVICES_ROUNDS (5), SERVICES_SECONDS (5), SERVICES (redis
 # nginx postgres), SERVICES_CONFIGS (all of the above), SERVICES_CPU
-# (cpuacct, cgroup2 or proc: force a method).
+# (cpuacct, cgroup2 or proc: force a method), SERVICES_DEBUG (each step
+# timed on stderr).
 set -eu
 build=$(cd "$1" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
