@@ -192,7 +192,7 @@ sample() {
     b=$(cpu_ns); t=$(date +%s%N); threads "$work/th1"
     need "$1 $2 CPU" "$a" "$b"
     profiles_ok "$t" || return 1
-    echo "$1 $2 $3 $((b - a)) $(cat "$work/count") $(agent_ns $((b - a)) "$work/th0" "$work/th1")" >>"$work/data"
+    record "$@"
 }
 
 # sample_inside SERVICE CONFIG ROUND: the same for a service whose load
@@ -200,7 +200,7 @@ sample() {
 # backends serve (they announce themselves after PPROF_START_DELAY_MS),
 # and the window of CPU and requests lies inside the load.
 sample_inside() {
-    load_"$1" $((w + 3)) >/dev/null &
+    load_"$1" $((w + 6)) >/dev/null &
     lp=$!
     sleep 1
     profiles "$1" "$2" "$rd" "$w" "$n0"
@@ -209,9 +209,18 @@ sample_inside() {
     sleep "$w"
     b=$(cpu_ns); t=$(date +%s%N); threads "$work/th1"
     need "$1 $2 CPU" "$a" "$b"
+    kill -0 "$lp" 2>/dev/null || { echo "the load ended before the window did" >"$work/why"; return 1; }
     wait "$lp" || return 1
     profiles_ok "$t" || return 1
-    echo "$1 $2 $3 $((b - a)) $(count_"$1" "$t0" "$t") $(agent_ns $((b - a)) "$work/th0" "$work/th1")" >>"$work/data"
+    count_"$1" "$t0" "$t" >"$work/count"
+    record "$@"
+}
+
+# record SERVICE CONFIG ROUND: the window's line, from a, b, $work/count
+# and the threads' files; a window without a completed request fails.
+record() {
+    [ "$(cat "$work/count")" -gt 0 ] || { echo "no request completed in the window" >"$work/why"; return 1; }
+    echo "$1 $2 $3 $((b - a)) $(cat "$work/count") $(agent_ns $((b - a)) "$work/th0" "$work/th1")" >>"$work/data"
 }
 
 # report: the table, from $work/data; rows that failed are left out (they

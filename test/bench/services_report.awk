@@ -29,7 +29,7 @@ BEGIN {
 }
 FILENAME == ARGV[1] { sub(":.*", ""); bad[$0] = 1; next }
 {
-    if (($1 " " $2) in bad) next
+    if (($1 " " $2) in bad || $5 <= 0) next
     per = $4 / $5
     cpu[$1, $2] = cpu[$1, $2] " " per
     share[$1, $2] = share[$1, $2] " " ($4 > 0 ? $6 / $4 : 0)
