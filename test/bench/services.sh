@@ -221,6 +221,8 @@ sample_inside() {
 record() {
     [ "$(cat "$work/count")" -gt 0 ] || { echo "no request completed in the window" >"$work/why"; return 1; }
     echo "$1 $2 $3 $((b - a)) $(cat "$work/count") $(agent_ns $((b - a)) "$work/th0" "$work/th1")" >>"$work/data"
+    # Each window as it is measured: the table's data, kept in the output.
+    tail -n 1 "$work/data" | awk '{ printf "services: %s %s round %s: %.3f s of CPU, %d requests, agent threads %.3f s\n", $1, $2, $3, $4 / 1e9, $5, $6 / 1e9 }'
 }
 
 # report: the table, from $work/data; rows that failed are left out (they
