@@ -43,6 +43,7 @@
  * the child and after steps in the child's only thread.
  */
 #include "process/process.h"
+#include "agent/fork_step.h"
 
 #include "agent/config.h"
 #include "agent/fds.h"
@@ -158,7 +159,7 @@ static int local_port(int fd)
     return -1;
 }
 
-static int is_listener(int fd, int port)
+FORK_PATH static int is_listener(int fd, int port)
 {
     int on = 0;
     socklen_t len = sizeof on;
@@ -209,14 +210,14 @@ int children_forks(void)
     return __atomic_load_n(&forks_made, __ATOMIC_RELAXED);
 }
 
-void children_fork_prepare(void)
+FORK_PATH void children_fork_prepare(void)
 {
     forking_pid = (int)getpid();
     role_fork_prepare(__atomic_add_fetch(&forks_made, 1, __ATOMIC_RELAXED) ==
                       1);
 }
 
-void children_fork_child(void)
+FORK_PATH void children_fork_child(void)
 {
     own_pid = pid_now();
     children_is_forked = 1;
@@ -230,13 +231,13 @@ void children_fork_child(void)
      * for ever. */
     if (listen_fd >= 0 && is_listener(listen_fd, listen_port))
         fds_close(listen_fd);
-    listen_fd = -1;
+    FORK_SET(listen_fd, -1);
     int serve = opt_serve && opt_children == CHILDREN_SERVE &&
                 !children_passive();
     int push = opt_push.on && opt_children == CHILDREN_SERVE &&
                !children_passive();
-    start_pending = agent_ready && (serve || push || opt_dump_dir[0]);
-    start_dumps = opt_dump_dir[0] != '\0';
+    FORK_SET(start_pending, agent_ready && (serve || push || opt_dump_dir[0]));
+    FORK_SET(start_dumps, opt_dump_dir[0] != '\0');
     /* The configured port first: free again when the parent exited (a
      * daemon's first fork: the daemon then serves where the operator
      * expects it); taken while the parent lives (a worker), and then
@@ -245,10 +246,10 @@ void children_fork_child(void)
      * the parent is gone by the time the child serves (a daemon's fork:
      * children_port_file). */
     if (serve)
-        forked_from = forking_pid;
+        FORK_SET(forked_from, forking_pid);
 }
 
-void children_after_fork(void)
+FORK_PATH void children_after_fork(void)
 {
     if (!start_pending || !children_own())
         return;

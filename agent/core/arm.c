@@ -11,6 +11,7 @@
  * copies the armed state: fire() runs only in the process that armed.
  */
 #include "agent/arm.h"
+#include "agent/fork_step.h"
 
 #include "agent/clock.h"
 #include "agent/guard.h"
@@ -48,9 +49,9 @@ void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid)
         arm_reroute(1);
 }
 
-void arm_clear(void)
+FORK_PATH void arm_clear(void)
 {
-    __atomic_store_n(&arm_armed, 0, __ATOMIC_SEQ_CST);
+    FORK_SET_ATOMIC(arm_armed, 0);
     if (arm_reroute)
         arm_reroute(0);
 }

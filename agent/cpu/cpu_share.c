@@ -14,6 +14,7 @@
  * never in a signal handler.
  */
 #include "agent/cpu.h"
+#include "agent/fork_step.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -101,10 +102,12 @@ void cpu_profile_leave(const void *arg)
     pthread_mutex_unlock(&share_lock);
 }
 
-void cpu_share_fork_child(void)
+FORK_PATH void cpu_share_fork_child(void)
 {
-    pthread_mutex_init(&share_lock, NULL);
-    guest_fn = NULL;
-    guest_arg = NULL;
-    owner_shares = 0;
+    /* On the stack: read-only data would be a page more to fault in. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    fork_reset(&share_lock, &fresh, sizeof share_lock);
+    FORK_SET(guest_fn, NULL);
+    FORK_SET(guest_arg, NULL);
+    FORK_SET(owner_shares, 0);
 }

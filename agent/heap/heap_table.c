@@ -12,6 +12,7 @@
  * from a signal handler.
  */
 #include "agent/heap.h"
+#include "agent/fork_step.h"
 #include "agent/fmath.h"
 
 #include "agent/array.h"
@@ -350,7 +351,7 @@ int64_t heap_table_now_ns(void)
 
 /* ---- fork ----------------------------------------------------------------- */
 
-void heap_table_fork_prepare(void)
+FORK_PATH void heap_table_fork_prepare(void)
 {
     __atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&samplers_active, __ATOMIC_SEQ_CST))
@@ -359,20 +360,20 @@ void heap_table_fork_prepare(void)
         spin_lock(&shards[i].lock);
 }
 
-void heap_table_fork_parent(void)
+FORK_PATH void heap_table_fork_parent(void)
 {
     for (unsigned i = 0; i < NSHARDS; i++)
         spin_unlock(&shards[i].lock);
     __atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 }
 
-void heap_table_fork_child(void)
+FORK_PATH void heap_table_fork_child(void)
 {
     /* The child keeps the parent's samples: its copies of the sampled
      * blocks are live in it too, and their frees must still be seen. */
     for (unsigned i = 0; i < NSHARDS; i++)
         spin_unlock(&shards[i].lock);
-    samplers_active = 0;
+    FORK_SET(samplers_active, 0);
     __atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 }
 
