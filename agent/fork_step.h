@@ -8,8 +8,10 @@
  * already there, or whose code lies between unrelated functions, costs a
  * forking process (a shell running a script, a prefork server) one fault
  * a fork for nothing. So the steps lie together (FORK_PATH), and they
- * write a value only where it differs (a read faults nothing): in a
- * process whose agent is idle, most child steps then write nothing.
+ * write a value only where it differs (reading a page the process has
+ * used faults nothing): in a process whose agent is idle, most child
+ * steps then write nothing. Entered only from the fork steps: prepare
+ * and parent on the forking thread, child and after in the child.
  */
 
 #ifndef PPROF_AGENT_FORK_STEP_H
@@ -22,6 +24,16 @@
  * child's steps touch one or two pages of code instead of one for each
  * module. */
 #define FORK_PATH __attribute__((section(".text.hot.pprof_fork")))
+
+/* The variables every fork writes (the fork gate's count, the heap
+ * table's flag, the child's identity, the server's state) and those a
+ * child step reads to know whether there is anything to reset: gathered
+ * in one section of their own, so that they share one page, which the
+ * fork writes anyway. A variable alone on a page the process never
+ * touched would cost a fault just to be read (a page of zeros is mapped
+ * at its first read). Small variables only, marked at their definition:
+ * `static int x FORK_STATE;` or `static int x FORK_STATE = -1;`. */
+#define FORK_STATE __attribute__((section("pprof_fork_state")))
 
 /* var = val, written only when it differs. */
 #define FORK_SET(var, val)                                                     \

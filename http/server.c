@@ -57,7 +57,7 @@
  * of their own that end with them (handoff.c). */
 #define SERVER_THREADS "2"
 
-static struct mg_context *server_ctx;
+static struct mg_context *server_ctx FORK_STATE;
 /* Why this process serves (server_role_note): "" or ", <text>". */
 static char role_note[160];
 /* The port listened on, 0 before (or after server_stop). */

@@ -67,18 +67,18 @@
 #include <time.h>
 #include <unistd.h>
 
-int children_is_forked;
+int children_is_forked FORK_STATE;
 /* The process this one was forked from (0: not forked). */
-static int forked_from;
+static int forked_from FORK_STATE;
 /* The pid the agent's state is for: the constructor's process, or the
  * child the fork child step ran in. */
-static int own_pid;
+static int own_pid FORK_STATE;
 /* 1 in an exec'd descendant (and the children it forks): it does not
  * serve unless PPROF_EXEC_CHILDREN=serve. */
 static int exec_child;
 /* 1 from the fork child step to the after step: the child's own start is
  * due (its dumps: start_dumps). */
-static int start_pending, start_dumps;
+static int start_pending FORK_STATE, start_dumps FORK_STATE;
 
 /* The pid from the kernel (the C library's may be the parent's in a raw
  * clone child). */
@@ -143,7 +143,7 @@ int children_port0(char *addr, size_t size)
 
 /* The server's listening socket, found once it listens: a forked child
  * inherits it, and must let it go (below). -1: not known. */
-static int listen_fd = -1;
+static int listen_fd FORK_STATE = -1;
 static int listen_port;
 
 static int local_port(int fd)
@@ -199,11 +199,11 @@ void children_announce(int port)
  * getppid() is already 1 (or a subreaper) when a daemon's parent exits
  * before the child's fork handler runs, and the child would then take
  * its new parent for the one it was forked from. */
-static int forking_pid;
+static int forking_pid FORK_STATE;
 
 /* Forks this process made through fork() (its prepare step ran), for
  * the serving role (role.c): a wrapper forks once. */
-static int forks_made;
+static int forks_made FORK_STATE;
 
 int children_forks(void)
 {

@@ -57,7 +57,10 @@ struct item {
 };
 static struct item queue[PUSH_QUEUE_MAX];
 static size_t qhead, qlen;
-static int started, exiting, collector_done, sender_done;
+/* Set before the push's threads start: 0 means none of the state below
+ * was ever written (a fork child has nothing to reset). */
+static int started FORK_STATE;
+static int exiting, collector_done, sender_done;
 static int64_t retry_at; /* monotonic ns; 0: now */
 static int64_t exit_deadline; /* monotonic ns, once exiting */
 static int exit_registered;
@@ -323,6 +326,8 @@ FORK_PATH void push_fork_child(void)
     /* The queue's requests and the threads are the parent's: forgotten,
      * not freed (another thread of the parent's may have been using
      * them). */
+    if (!__atomic_load_n(&started, __ATOMIC_RELAXED))
+        return;
     /* On the stack: read-only data would be a page more to fault in. */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     fork_reset(&lock, &fresh, sizeof lock);

@@ -25,14 +25,14 @@
 
 /* 0: not armed; ARMED; TAKEN: a thread does the start's work itself
  * (arm_take) until arm_taken_done. */
-int arm_armed;
+int arm_armed FORK_STATE;
 void (*arm_reroute)(int armed);
 enum { ARMED = 1, TAKEN = 2 };
 
 /* Written by arm_set before arm_armed, read after it. */
 static void (*arm_fire)(void);
 static int64_t deadline_ns;
-static int arm_pid;
+static int arm_pid FORK_STATE;
 /* A signal-safe door's next try after one that found signals blocked. */
 static int64_t next_try_ns;
 

@@ -31,11 +31,11 @@
 int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
                             void *);
 
-static int inside;
-static int closed;
+static int inside FORK_STATE;
+static int closed FORK_STATE;
 /* Agent calls waiting at a closed gate: the next fork lets them in first,
  * or a thread forking in a loop would keep them out for ever. */
-static int waiting;
+static int waiting FORK_STATE;
 /* Prepare steps that gave up waiting (an agent call that never left). */
 static unsigned long gave_up;
 

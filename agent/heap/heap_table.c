@@ -59,7 +59,10 @@ struct shard {
     struct slot *slots;
 } __attribute__((aligned(64)));
 
-static struct shard shards[NSHARDS];
+/* On one page (64 shards of 64 bytes): a fork takes every shard's lock in
+ * its prepare step and gives it back after, a write to each page in the
+ * parent and in the child, where every page written is a fault. */
+static struct shard shards[NSHARDS] __attribute__((aligned(4096)));
 
 static long stat_live, stat_sampled, stat_lost;
 static size_t stat_table_bytes;
@@ -71,8 +74,8 @@ static int64_t inuse_estimate;
 /* Fork safety: samples in flight (stack capture, bucket insert) hold
  * locks of the stack table and the arena; the prepare handler stops new
  * ones and waits for these to drain before taking every shard lock. */
-static int forking;
-static int samplers_active;
+static int forking FORK_STATE;
+static int samplers_active FORK_STATE;
 
 static inline struct shard *shard_of(uint64_t h)
 {

@@ -80,7 +80,7 @@ const char *symbols_pseudo_name(uintptr_t pc)
 /* Threads between the start of symbols_lock() and the end of
  * symbols_unlock(): 0 in a fork child means the lock is free there, known
  * by a read (a trylock writes the lock's page: a fault in every fork). */
-static int lock_users;
+static int lock_users FORK_STATE;
 
 void symbols_lock(void)
 {

@@ -74,7 +74,7 @@ static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Threads between taking dump_lock (or waiting for it) and giving it
  * back: 0 in a fork child means it is free there, known by a read (a
  * trylock writes the lock's page: a fault in every fork). */
-static int dump_lock_users;
+static int dump_lock_users FORK_STATE;
 int threads_signo;
 /* The signal a dump has borrowed and the host's disposition of it, under
  * dump_lock; what a child forked mid-dump must give back. */
