@@ -43,6 +43,10 @@
  *   way (_Fork, vfork, a raw clone) gets no after step here; the shell
  *   looks for a pending start at its other interposers too.
  *
+ * Every step, here and in the modules, is FORK_PATH and writes only what
+ * differs (agent/fork_step.h): each page a step writes or first reads
+ * after the fork is a page fault in every fork of the host.
+ *
  * Before fork_init() (the constructor's end) and when the agent is off,
  * only guard_fork_child() runs; under a C library other than glibc
  * (musl), nothing is registered at all. Contexts: prepare and parent on the
@@ -55,6 +59,7 @@
 #include "agent/stacks/cfi.h"
 #include "agent/cpu/cpu.h"
 #include "agent/host/fds.h"
+#include "agent/fork_step.h"
 #include "agent/guard.h"
 #include "agent/heap/heap.h"
 #include "agent/core/loader.h"
@@ -78,7 +83,7 @@ static void (*shell_prepare)(void);
 static void (*shell_child)(void);
 static void (*shell_after)(void);
 
-static void fork_prepare(void)
+FORK_PATH static void fork_prepare(void)
 {
     if (!modules_on)
         return;
@@ -91,7 +96,7 @@ static void fork_prepare(void)
     wall_fork_prepare();
 }
 
-static void fork_parent(void)
+FORK_PATH static void fork_parent(void)
 {
     if (!modules_on)
         return;
@@ -103,7 +108,7 @@ static void fork_parent(void)
 }
 
 /* A chrooted process's threads book holds the child's only thread. */
-static void book_fork_child(void)
+FORK_PATH static void book_fork_child(void)
 {
     sigset_t now;
     if (__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED) &&
@@ -111,7 +116,7 @@ static void book_fork_child(void)
         proc_book_fork_child(&now);
 }
 
-static void fork_child(void)
+FORK_PATH static void fork_child(void)
 {
     guard_fork_child();
     if (!modules_on)
@@ -164,7 +169,7 @@ void fork_init(void (*prepare)(void), void (*child)(void),
 /* ---- after every fork handler: the interposed fork() and daemon() -------- */
 
 /* In the child, once the C library's call returned there; errno kept. */
-static void fork_after(void)
+FORK_PATH static void fork_after(void)
 {
     if (!modules_on || !shell_after)
         return;
@@ -175,7 +180,7 @@ static void fork_after(void)
 
 /* The next definition, looked up at the first call (a constructor of
  * another library may fork before the agent's ran). */
-static void *next(void **slot, const char *name)
+FORK_PATH static void *next(void **slot, const char *name)
 {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!f) {
@@ -187,7 +192,7 @@ static void *next(void **slot, const char *name)
 
 static void *real_fork, *real_daemon;
 
-EXPORT pid_t fork(void)
+FORK_PATH EXPORT pid_t fork(void)
 {
     pid_t (*f)(void) = (pid_t(*)(void))next(&real_fork, "fork");
     pid_t pid = f();
@@ -196,7 +201,7 @@ EXPORT pid_t fork(void)
     return pid;
 }
 
-EXPORT int daemon(int nochdir, int noclose)
+FORK_PATH EXPORT int daemon(int nochdir, int noclose)
 {
     int (*f)(int, int) = (int (*)(int, int))next(&real_daemon, "daemon");
     int ret = f(nochdir, noclose);

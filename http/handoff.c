@@ -25,6 +25,7 @@
  * host's threads.
  */
 #include "http/http.h"
+#include "agent/fork_step.h"
 
 #include "agent/guard.h"
 #include "agent/symbols/symbols.h"
@@ -213,16 +214,19 @@ void handoff_serve(struct request *r, void (*handle)(struct request *r),
     drop(h);
 }
 
-void handoff_fork_child(void)
+FORK_PATH void handoff_fork_child(void)
 {
     /* The parent's hand-off threads are not the child's: their
      * descriptors go (their strings stay allocated: freeing is not
      * async-signal-safe). */
     for (int i = 0; i < HANDOFF_MAX; i++) {
+        /* A free slot is filled when claimed: left as it is. */
+        if (!slots[i].busy && !slots[i].handed)
+            continue;
         if (slots[i].handed)
             fds_hand_off_end(&slots[i].fd);
         memset(&slots[i], 0, sizeof slots[i]);
         slots[i].fd = -1;
     }
-    cpu_profiles = 0;
+    FORK_SET(cpu_profiles, 0);
 }

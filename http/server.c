@@ -22,6 +22,7 @@
  * every signal blocked, so the host's signals never land on them).
  */
 #include "http/server.h"
+#include "agent/fork_step.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"
@@ -56,7 +57,7 @@
  * of their own that end with them (handoff.c). */
 #define SERVER_THREADS "2"
 
-static struct mg_context *server_ctx;
+static struct mg_context *server_ctx FORK_STATE;
 /* Why this process serves (server_role_note): "" or ", <text>". */
 static char role_note[160];
 /* The port listened on, 0 before (or after server_stop). */
@@ -73,12 +74,12 @@ void server_stop(void)
     serving_port = 0;
 }
 
-void server_fork_child(void)
+FORK_PATH void server_fork_child(void)
 {
     /* The parent's server and its requests in flight are not the child's:
      * its own server starts from nothing (process/children.c). */
-    server_ctx = NULL;
-    role_note[0] = '\0';
+    FORK_SET(server_ctx, NULL);
+    FORK_SET(role_note[0], '\0');
     handoff_fork_child();
 }
 

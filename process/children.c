@@ -43,6 +43,7 @@
  * the child and after steps in the child's only thread.
  */
 #include "process/process.h"
+#include "agent/fork_step.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"
@@ -66,18 +67,18 @@
 #include <time.h>
 #include <unistd.h>
 
-int children_is_forked;
+int children_is_forked FORK_STATE;
 /* The process this one was forked from (0: not forked). */
-static int forked_from;
+static int forked_from FORK_STATE;
 /* The pid the agent's state is for: the constructor's process, or the
  * child the fork child step ran in. */
-static int own_pid;
+static int own_pid FORK_STATE;
 /* 1 in an exec'd descendant (and the children it forks): it does not
  * serve unless PPROF_EXEC_CHILDREN=serve. */
 static int exec_child;
 /* 1 from the fork child step to the after step: the child's own start is
  * due (its dumps: start_dumps). */
-static int start_pending, start_dumps;
+static int start_pending FORK_STATE, start_dumps FORK_STATE;
 
 /* The pid from the kernel (the C library's may be the parent's in a raw
  * clone child). */
@@ -142,7 +143,7 @@ int children_port0(char *addr, size_t size)
 
 /* The server's listening socket, found once it listens: a forked child
  * inherits it, and must let it go (below). -1: not known. */
-static int listen_fd = -1;
+static int listen_fd FORK_STATE = -1;
 static int listen_port;
 
 static int local_port(int fd)
@@ -158,7 +159,7 @@ static int local_port(int fd)
     return -1;
 }
 
-static int is_listener(int fd, int port)
+FORK_PATH static int is_listener(int fd, int port)
 {
     int on = 0;
     socklen_t len = sizeof on;
@@ -198,25 +199,25 @@ void children_announce(int port)
  * getppid() is already 1 (or a subreaper) when a daemon's parent exits
  * before the child's fork handler runs, and the child would then take
  * its new parent for the one it was forked from. */
-static int forking_pid;
+static int forking_pid FORK_STATE;
 
 /* Forks this process made through fork() (its prepare step ran), for
  * the serving role (role.c): a wrapper forks once. */
-static int forks_made;
+static int forks_made FORK_STATE;
 
 int children_forks(void)
 {
     return __atomic_load_n(&forks_made, __ATOMIC_RELAXED);
 }
 
-void children_fork_prepare(void)
+FORK_PATH void children_fork_prepare(void)
 {
     forking_pid = (int)getpid();
     role_fork_prepare(__atomic_add_fetch(&forks_made, 1, __ATOMIC_RELAXED) ==
                       1);
 }
 
-void children_fork_child(void)
+FORK_PATH void children_fork_child(void)
 {
     own_pid = pid_now();
     children_is_forked = 1;
@@ -230,13 +231,13 @@ void children_fork_child(void)
      * for ever. */
     if (listen_fd >= 0 && is_listener(listen_fd, listen_port))
         fds_close(listen_fd);
-    listen_fd = -1;
+    FORK_SET(listen_fd, -1);
     int serve = opt_serve && opt_children == CHILDREN_SERVE &&
                 !children_passive();
     int push = opt_push.on && opt_children == CHILDREN_SERVE &&
                !children_passive();
-    start_pending = agent_ready && (serve || push || opt_dump_dir[0]);
-    start_dumps = opt_dump_dir[0] != '\0';
+    FORK_SET(start_pending, agent_ready && (serve || push || opt_dump_dir[0]));
+    FORK_SET(start_dumps, opt_dump_dir[0] != '\0');
     /* The configured port first: free again when the parent exited (a
      * daemon's first fork: the daemon then serves where the operator
      * expects it); taken while the parent lives (a worker), and then
@@ -245,10 +246,10 @@ void children_fork_child(void)
      * the parent is gone by the time the child serves (a daemon's fork:
      * children_port_file). */
     if (serve)
-        forked_from = forking_pid;
+        FORK_SET(forked_from, forking_pid);
 }
 
-void children_after_fork(void)
+FORK_PATH void children_after_fork(void)
 {
     if (!start_pending || !children_own())
         return;

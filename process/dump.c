@@ -22,6 +22,7 @@
  * own later simply replaces it (the dump thread notices and says so once).
  */
 #include "process/process.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -447,23 +448,24 @@ static void *dump_thread_run(void *unused)
     }
 }
 
-void dump_fork_child(void)
+FORK_PATH void dump_fork_child(void)
 {
     /* The dump thread and the CPU profile stay with the parent; the
      * handler is inherited and works again once the child's own dump
      * thread runs (children.c starts it). */
-    dump_lock.locked = 0;
+    FORK_SET(dump_lock.locked, 0);
     /* The pipe is shared with the parent: a signal to either would wake
      * either's dump thread. The child makes its own in dump_start(). */
     if (dump_wake_pipe[0] >= 0) {
         fds_close(dump_wake_pipe[0]);
         fds_close(dump_wake_pipe[1]);
     }
-    dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
-    started = 0;
-    cpu_running = 0;
-    cpu_agg = NULL; /* the parent's samples: not this child's */
-    exited = 0;
+    FORK_SET(dump_wake_pipe[0], -1);
+    FORK_SET(dump_wake_pipe[1], -1);
+    FORK_SET(started, 0);
+    FORK_SET(cpu_running, 0);
+    FORK_SET(cpu_agg, NULL); /* the parent's samples: not this child's */
+    FORK_SET(exited, 0);
 }
 
 void dump_start(void)

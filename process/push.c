@@ -32,6 +32,7 @@
  * is queued within that time. _exit and fatal signals send nothing.
  */
 #include "process/push.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/clock.h"
 #include "agent/locks/cond_calls.h"
@@ -56,7 +57,10 @@ struct item {
 };
 static struct item queue[PUSH_QUEUE_MAX];
 static size_t qhead, qlen;
-static int started, exiting, collector_done, sender_done;
+/* Set before the push's threads start: 0 means none of the state below
+ * was ever written (a fork child has nothing to reset). */
+static int started FORK_STATE;
+static int exiting, collector_done, sender_done;
 static int64_t retry_at; /* monotonic ns; 0: now */
 static int64_t exit_deadline; /* monotonic ns, once exiting */
 static int exit_registered;
@@ -317,16 +321,24 @@ void push_start(void)
     log_debug("push: every %lds to %s", opt_push.interval_s, opt_push.url);
 }
 
-void push_fork_child(void)
+FORK_PATH void push_fork_child(void)
 {
     /* The queue's requests and the threads are the parent's: forgotten,
      * not freed (another thread of the parent's may have been using
      * them). */
-    pthread_mutex_init(&lock, NULL);
-    qhead = qlen = 0;
-    started = exiting = collector_done = sender_done = 0;
-    retry_at = 0;
-    memset(queue, 0, sizeof queue);
-    memset(&push_counters, 0, sizeof push_counters);
+    if (!__atomic_load_n(&started, __ATOMIC_RELAXED))
+        return;
+    /* On the stack: read-only data would be a page more to fault in. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    fork_reset(&lock, &fresh, sizeof lock);
+    FORK_SET(qhead, 0);
+    FORK_SET(qlen, 0);
+    FORK_SET(started, 0);
+    FORK_SET(exiting, 0);
+    FORK_SET(collector_done, 0);
+    FORK_SET(sender_done, 0);
+    FORK_SET(retry_at, 0);
+    fork_zero(queue, sizeof queue);
+    fork_zero(&push_counters, sizeof push_counters);
     push_collect_fork_child();
 }

@@ -22,6 +22,7 @@
  * the exit path with that thread stopped.
  */
 #include "process/push.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -306,15 +307,15 @@ int push_collect_interval(int final, struct pbuf *out)
     return err;
 }
 
-void push_collect_fork_child(void)
+FORK_PATH void push_collect_fork_child(void)
 {
     /* The parent's profile and counters: not this child's. Its first
      * window starts with its push. */
-    cpu_mode = CPU_NONE;
-    cpu_agg = NULL;
-    memset(&prev_heap, 0, sizeof prev_heap);
-    memset(&prev_block, 0, sizeof prev_block);
-    memset(&prev_mutex, 0, sizeof prev_mutex);
-    prev_custom = NULL;
-    nprev_custom = 0;
+    FORK_SET(cpu_mode, CPU_NONE);
+    FORK_SET(cpu_agg, NULL);
+    fork_zero(&prev_heap, sizeof prev_heap);
+    fork_zero(&prev_block, sizeof prev_block);
+    fork_zero(&prev_mutex, sizeof prev_mutex);
+    FORK_SET(prev_custom, NULL);
+    FORK_SET(nprev_custom, 0);
 }

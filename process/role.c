@@ -58,6 +58,7 @@
  * agent's starter thread (guard entered).
  */
 #include "process/process.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/arm.h"
 #include "agent/core/clock.h"
@@ -183,7 +184,7 @@ void role_hand_down(void)
     hand_down(0, 0);
 }
 
-void role_fork_prepare(int first)
+FORK_PATH void role_fork_prepare(int first)
 {
     /* A second fork, or one made after the host created a thread (a
      * wrapper forks once, from its only thread; the agent's starter is

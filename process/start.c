@@ -30,6 +30,7 @@
  * the server's threads it creates inherit that mask).
  */
 #include "process/process.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/arm.h"
 #include "agent/stacks/cfi.h"
@@ -388,7 +389,7 @@ static void fire(void)
                  log_errtext(-err));
 }
 
-void start_arm(int dumps, int pid)
+FORK_PATH void start_arm(int dumps, int pid)
 {
     state_init(dumps, agent_mono_ns());
     int64_t at = (int64_t)deadline.tv_sec * 1000000000LL + deadline.tv_nsec;

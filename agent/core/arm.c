@@ -11,6 +11,7 @@
  * copies the armed state: fire() runs only in the process that armed.
  */
 #include "agent/core/arm.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/clock.h"
 #include "agent/guard.h"
@@ -24,14 +25,14 @@
 
 /* 0: not armed; ARMED; TAKEN: a thread does the start's work itself
  * (arm_take) until arm_taken_done. */
-int arm_armed;
+int arm_armed FORK_STATE;
 void (*arm_reroute)(int armed);
 enum { ARMED = 1, TAKEN = 2 };
 
 /* Written by arm_set before arm_armed, read after it. */
 static void (*arm_fire)(void);
 static int64_t deadline_ns;
-static int arm_pid;
+static int arm_pid FORK_STATE;
 /* A signal-safe door's next try after one that found signals blocked. */
 static int64_t next_try_ns;
 
@@ -48,9 +49,9 @@ void arm_set(void (*fire)(void), int64_t deadline_mono_ns, int pid)
         arm_reroute(1);
 }
 
-void arm_clear(void)
+FORK_PATH void arm_clear(void)
 {
-    __atomic_store_n(&arm_armed, 0, __ATOMIC_SEQ_CST);
+    FORK_SET_ATOMIC(arm_armed, 0);
     if (arm_reroute)
         arm_reroute(0);
 }

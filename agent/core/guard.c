@@ -7,6 +7,7 @@
  * read it first thing.
  */
 #include "agent/compiler.h"
+#include "agent/fork_step.h"
 #include "agent/guard.h"
 #include "agent/spinlock.h"
 
@@ -72,9 +73,9 @@ static inline int my_tid(void)
     return tid;
 }
 
-void guard_fork_child(void)
+FORK_PATH void guard_fork_child(void)
 {
-    agent_tls.tid = 0;
+    FORK_SET(agent_tls.tid, 0);
 }
 
 void spin_lock(spinlock_t *l)

@@ -21,6 +21,7 @@
  * thread's nesting, in agent_tls); all atomics, no lock.
  */
 #include "agent/core/loader.h"
+#include "agent/fork_step.h"
 
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
@@ -30,11 +31,11 @@
 int (*real_dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *),
                             void *);
 
-static int inside;
-static int closed;
+static int inside FORK_STATE;
+static int closed FORK_STATE;
 /* Agent calls waiting at a closed gate: the next fork lets them in first,
  * or a thread forking in a loop would keep them out for ever. */
-static int waiting;
+static int waiting FORK_STATE;
 /* Prepare steps that gave up waiting (an agent call that never left). */
 static unsigned long gave_up;
 
@@ -74,7 +75,7 @@ void loader_gate_leave(void)
         __atomic_fetch_sub(&inside, 1, __ATOMIC_SEQ_CST);
 }
 
-void loader_fork_prepare(void)
+FORK_PATH void loader_fork_prepare(void)
 {
     long waited = 0;
     /* Calls kept out by the last fork go first (they then hold this one
@@ -99,17 +100,17 @@ void loader_fork_prepare(void)
     }
 }
 
-void loader_fork_parent(void)
+FORK_PATH void loader_fork_parent(void)
 {
     __atomic_fetch_sub(&closed, 1, __ATOMIC_SEQ_CST);
 }
 
-void loader_fork_child(void)
+FORK_PATH void loader_fork_child(void)
 {
     /* The parent's other threads did not come along, nor did the forks
      * other threads of the parent were preparing. */
-    __atomic_store_n(&inside, agent_tls.gate_depth > 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&waiting, 0, __ATOMIC_SEQ_CST);
+    FORK_SET_ATOMIC(inside, agent_tls.gate_depth > 0);
+    FORK_SET_ATOMIC(waiting, 0);
     __atomic_store_n(&closed, 0, __ATOMIC_SEQ_CST);
 }
 

@@ -43,6 +43,7 @@
  * runs in a signal handler but cpu_perf_is_ours.
  */
 #include "agent/cpu/cpu.h"
+#include "agent/fork_step.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"
@@ -280,7 +281,7 @@ void cpu_perf_resume(int fd)
     ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 }
 
-void cpu_perf_fork_child(int *holder)
+FORK_PATH void cpu_perf_fork_child(int *holder)
 {
     /* The parent's event (on a parent's thread): only our copy goes. */
     int fd = *holder;

@@ -39,6 +39,7 @@
  * signal context.
  */
 #include "agent/cpu/cpu.h"
+#include "agent/fork_step.h"
 
 #include "agent/stacks/cfi.h"
 
@@ -617,13 +618,13 @@ static void drain_counting(cpu_sample_fn fn, void *arg)
 
 /* ---- fork ---------------------------------------------------------------- */
 
-void cpu_timer_fork_prepare(void)
+FORK_PATH void cpu_timer_fork_prepare(void)
 {
     if (__atomic_load_n(&cpu_active, __ATOMIC_SEQ_CST))
         signals_fork_block(cpu_signo);
 }
 
-void cpu_timer_fork_parent(void)
+FORK_PATH void cpu_timer_fork_parent(void)
 {
     signals_fork_restore();
 }
@@ -631,7 +632,7 @@ void cpu_timer_fork_parent(void)
 static struct sigaction saved_action;
 static int handler_installed;
 
-void cpu_timer_fork_child(void)
+FORK_PATH void cpu_timer_fork_child(void)
 {
     /* The child has no timers (they are not inherited) and none of the
      * agent's threads: its profile state is reset, the host's signal

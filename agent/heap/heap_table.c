@@ -13,6 +13,7 @@
  */
 #include "agent/heap/heap.h"
 #include "agent/heap/fmath.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/array.h"
 #include "agent/config.h"
@@ -58,7 +59,10 @@ struct shard {
     struct slot *slots;
 } __attribute__((aligned(64)));
 
-static struct shard shards[NSHARDS];
+/* On one page (64 shards of 64 bytes): a fork takes every shard's lock in
+ * its prepare step and gives it back after, a write to each page in the
+ * parent and in the child, where every page written is a fault. */
+static struct shard shards[NSHARDS] __attribute__((aligned(4096)));
 
 static long stat_live, stat_sampled, stat_lost;
 static size_t stat_table_bytes;
@@ -70,8 +74,8 @@ static int64_t inuse_estimate;
 /* Fork safety: samples in flight (stack capture, bucket insert) hold
  * locks of the stack table and the arena; the prepare handler stops new
  * ones and waits for these to drain before taking every shard lock. */
-static int forking;
-static int samplers_active;
+static int forking FORK_STATE;
+static int samplers_active FORK_STATE;
 
 static inline struct shard *shard_of(uint64_t h)
 {
@@ -350,7 +354,7 @@ int64_t heap_table_now_ns(void)
 
 /* ---- fork ----------------------------------------------------------------- */
 
-void heap_table_fork_prepare(void)
+FORK_PATH void heap_table_fork_prepare(void)
 {
     __atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&samplers_active, __ATOMIC_SEQ_CST))
@@ -359,20 +363,20 @@ void heap_table_fork_prepare(void)
         spin_lock(&shards[i].lock);
 }
 
-void heap_table_fork_parent(void)
+FORK_PATH void heap_table_fork_parent(void)
 {
     for (unsigned i = 0; i < NSHARDS; i++)
         spin_unlock(&shards[i].lock);
     __atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 }
 
-void heap_table_fork_child(void)
+FORK_PATH void heap_table_fork_child(void)
 {
     /* The child keeps the parent's samples: its copies of the sampled
      * blocks are live in it too, and their frees must still be seen. */
     for (unsigned i = 0; i < NSHARDS; i++)
         spin_unlock(&shards[i].lock);
-    samplers_active = 0;
+    FORK_SET(samplers_active, 0);
     __atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
 }
 

@@ -24,6 +24,7 @@
  * agent does not own) is two loads and a branch before the real call.
  */
 #include "agent/host/fds.h"
+#include "agent/fork_step.h"
 
 #include "agent/threads/blocked.h"
 #include "agent/compiler.h"
@@ -399,9 +400,9 @@ static int holder_is_static(const void *p)
     return from_agent_library(p);
 }
 
-void fds_fork_child(void)
+FORK_PATH void fds_fork_child(void)
 {
-    in_flight = 0;
+    FORK_SET(in_flight, 0);
     owner_pid = (int)getpid();
     for (int i = 0; i < FDS_SLOTS; i++) {
         int fd1 = slots[i].fd1;

@@ -4,6 +4,7 @@
  * CPU profiler, the maps reader and the fork policy each did for itself.
  */
 #include "agent/host/proc.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/array.h"
 #include "agent/config.h"
@@ -165,12 +166,13 @@ int proc_tasks_open(int *fd)
     return err;
 }
 
-void proc_tasks_close(int *fd)
+FORK_PATH void proc_tasks_close(int *fd)
 {
     int d = __atomic_load_n(fd, __ATOMIC_ACQUIRE);
     if (d >= 0)
         fds_close(d);
-    __atomic_store_n(fd, -1, __ATOMIC_RELEASE);
+    if (d != -1) /* a fork child's step: no write for nothing */
+        __atomic_store_n(fd, -1, __ATOMIC_RELEASE);
 }
 
 ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,

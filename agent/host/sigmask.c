@@ -32,6 +32,7 @@
 #include "agent/core/next_symbol.h"
 #include "agent/host/proc.h"
 #include "agent/host/sigmask.h"
+#include "agent/fork_step.h"
 #include "agent/spinlock.h"
 
 #include <errno.h>
@@ -151,10 +152,10 @@ int sigmask_self_blocks(int sig)
     return sigismember(&cur, sig) == 1;
 }
 
-void sigmask_fork_child(void)
+FORK_PATH void sigmask_fork_child(void)
 {
     /* The parent's workers and changers did not come along. */
-    __atomic_store_n(&sigmask_changing, 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&sigmask_watched, 0, __ATOMIC_SEQ_CST);
-    sigmask_lock.locked = 0;
+    FORK_SET_ATOMIC(sigmask_changing, 0);
+    FORK_SET_ATOMIC(sigmask_watched, 0);
+    FORK_SET(sigmask_lock.locked, 0);
 }

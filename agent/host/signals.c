@@ -15,6 +15,7 @@
  */
 #include "agent/host/sigmask.h"
 #include "agent/host/signals.h"
+#include "agent/fork_step.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack.h"
 
@@ -153,7 +154,7 @@ void signals_give_back(int sig, void (*handler)(int, siginfo_t *, void *),
 static __thread sigset_t fork_saved __attribute__((tls_model("initial-exec")));
 static __thread int fork_blocked __attribute__((tls_model("initial-exec")));
 
-void signals_fork_block(int sig)
+FORK_PATH void signals_fork_block(int sig)
 {
     sigset_t set, old;
     sigemptyset(&set);
@@ -164,11 +165,11 @@ void signals_fork_block(int sig)
     }
 }
 
-void signals_fork_restore(void)
+FORK_PATH void signals_fork_restore(void)
 {
     if (fork_blocked)
         sigmask_real(SIG_SETMASK, &fork_saved, NULL);
-    fork_blocked = 0;
+    FORK_SET(fork_blocked, 0);
 }
 
 int thread_timer_create(int tid, int sig, uint64_t value)

@@ -22,6 +22,7 @@
  * the host's allocator.
  */
 #include "agent/stacks/cfi.h"
+#include "agent/fork_step.h"
 
 #include "agent/log.h"
 #include "agent/core/loader.h"
@@ -574,13 +575,13 @@ size_t cfi_tables_bytes(void)
     return bytes;
 }
 
-void cfi_tables_fork_child(void)
+FORK_PATH void cfi_tables_fork_child(void)
 {
     /* Walks and writers of the parent's other threads did not come
      * along. */
-    __atomic_store_n(&writer_lock, 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&cfi_readers[0], 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&cfi_readers[1], 0, __ATOMIC_SEQ_CST);
+    FORK_SET_ATOMIC(writer_lock, 0);
+    FORK_SET_ATOMIC(cfi_readers[0], 0);
+    FORK_SET_ATOMIC(cfi_readers[1], 0);
 }
 
 __thread uintptr_t cfi_stack_lo, cfi_stack_hi

@@ -23,6 +23,7 @@
  * check and libunwind's read of its unwind tables is the window left.
  */
 #include "agent/stacks/phdr_cache.h"
+#include "agent/fork_step.h"
 
 #include "agent/stacks/cfi.h"
 #include "agent/compiler.h"
@@ -215,13 +216,14 @@ void phdr_unload_leave(void)
     agent_tls.phdr_busy--;
 }
 
-void phdr_cache_fork_child(void)
+FORK_PATH void phdr_cache_fork_child(void)
 {
     /* Handlers of the parent's other threads that were reading, and their
      * writers, did not come along: only this thread's own share stays. The
      * snapshot may be half rebuilt, so the next refresh (every profile and
      * dump starts with one) rebuilds it. */
-    __atomic_store_n(&cpu_phdr_readers, 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&cpu_phdr_busy, agent_tls.phdr_busy, __ATOMIC_SEQ_CST);
-    seen_adds = seen_subs = ~0ULL;
+    FORK_SET_ATOMIC(cpu_phdr_readers, 0);
+    FORK_SET_ATOMIC(cpu_phdr_busy, agent_tls.phdr_busy);
+    FORK_SET(seen_adds, ~0ULL);
+    FORK_SET(seen_subs, ~0ULL);
 }

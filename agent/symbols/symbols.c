@@ -11,6 +11,7 @@
  * and maps files.
  */
 #include "agent/symbols/symbols.h"
+#include "agent/fork_step.h"
 
 #include "agent/guard.h"
 #include "agent/log.h"
@@ -76,14 +77,21 @@ const char *symbols_pseudo_name(uintptr_t pc)
     }
 }
 
+/* Threads between the start of symbols_lock() and the end of
+ * symbols_unlock(): 0 in a fork child means the lock is free there, known
+ * by a read (a trylock writes the lock's page: a fault in every fork). */
+static int lock_users FORK_STATE;
+
 void symbols_lock(void)
 {
+    __atomic_add_fetch(&lock_users, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&lock);
 }
 
 void symbols_unlock(void)
 {
     pthread_mutex_unlock(&lock);
+    __atomic_sub_fetch(&lock_users, 1, __ATOMIC_SEQ_CST);
 }
 
 char *symbols_demangle(const char *name)
@@ -725,15 +733,12 @@ void symbols_release(void)
     symbols_unlock();
 }
 
-void symbols_fork_child(void)
+FORK_PATH void symbols_fork_child(void)
 {
-    guard_enter();
-    int busy = pthread_mutex_trylock(&lock) != 0;
-    if (!busy)
-        pthread_mutex_unlock(&lock);
-    guard_leave();
-    if (!busy)
+    /* Taken, or about to be, by a thread that did not come along. */
+    if (__atomic_load_n(&lock_users, __ATOMIC_SEQ_CST) == 0)
         return;
+    lock_users = 0;
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     memcpy(&lock, &fresh, sizeof lock);
     slots = NULL;

@@ -18,6 +18,7 @@
  * A slot is at most PROBE_MAX steps from its thread id's home.
  */
 #include "agent/threads/blocked.h"
+#include "agent/fork_step.h"
 
 #include "agent/guard.h"
 
@@ -213,7 +214,7 @@ void blocked_thread_exiting(void)
     mine.idx = -1;
 }
 
-void blocked_notes_fork_child(void)
+FORK_PATH void blocked_notes_fork_child(void)
 {
     __atomic_fetch_add(&generation, 1, __ATOMIC_RELAXED);
 }

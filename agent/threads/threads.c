@@ -39,6 +39,7 @@
  * dequeued by its mask interposer (agent/host/sigmask_hooks.c).
  */
 #include "agent/threads/threads.h"
+#include "agent/fork_step.h"
 
 #include "agent/threads/blocked.h"
 
@@ -70,6 +71,10 @@
 #include <unistd.h>
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Threads between taking dump_lock (or waiting for it) and giving it
+ * back: 0 in a fork child means it is free there, known by a read (a
+ * trylock writes the lock's page: a fault in every fork). */
+static int dump_lock_users FORK_STATE;
 int threads_signo;
 /* The signal a dump has borrowed and the host's disposition of it, under
  * dump_lock; what a child forked mid-dump must give back. */
@@ -841,6 +846,7 @@ int threads_dump(struct thread_dump *out)
     size_t n = out->n;
     struct thread_info *th = out->threads;
 
+    __atomic_add_fetch(&dump_lock_users, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&dump_lock);
     int sig = begin_questions(out, n);
     uint32_t gen = ++generation & 0xffff;
@@ -861,6 +867,7 @@ int threads_dump(struct thread_dump *out)
         slots_cap = 0;
     }
     pthread_mutex_unlock(&dump_lock);
+    __atomic_sub_fetch(&dump_lock_users, 1, __ATOMIC_SEQ_CST);
 
     /* Threads that ended since the listing are not part of "now". */
     size_t kept = 0;
@@ -871,12 +878,11 @@ int threads_dump(struct thread_dump *out)
     return 0;
 }
 
-void threads_fork_child(void)
+FORK_PATH void threads_fork_child(void)
 {
-    if (pthread_mutex_trylock(&dump_lock) == 0) {
-        pthread_mutex_unlock(&dump_lock);
+    if (__atomic_load_n(&dump_lock_users, __ATOMIC_SEQ_CST) == 0)
         return;
-    }
+    dump_lock_users = 0;
     /* A worker of the parent was dumping: its lock and borrowed signal
      * came along without it. */
     if (dump_sig > 0)

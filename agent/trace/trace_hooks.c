@@ -32,6 +32,7 @@
  * entered the call (a few stores) and clears it when the call returns.
  */
 #include "agent/trace/trace.h"
+#include "agent/fork_step.h"
 
 #include "agent/core/arm.h"
 #include "agent/threads/blocked.h"
@@ -285,19 +286,21 @@ EXPORT int waitid(idtype_t t, id_t i, siginfo_t *in, int o)
     } while (0);
 
 #define ROUTE(ret, name, params, args, kind, obj, arm, arm_safe)               \
-    if (real_##name != stub_##name)                                            \
-        __atomic_store_n(&route_##name,                                        \
-                         noted   ? noted_##name                                \
-                         : armed ? armed_##name                                \
-                         : on    ? traced_##name                               \
-                                 : real_##name,                                \
-                         __ATOMIC_RELEASE);
+    if (real_##name != stub_##name) {                                          \
+        __typeof__(route_##name) to = noted   ? noted_##name                   \
+                                      : armed ? armed_##name                   \
+                                      : on    ? traced_##name                  \
+                                              : real_##name;                   \
+        /* Stored only when it changes (agent/fork_step.h). */                 \
+        if (__atomic_load_n(&route_##name, __ATOMIC_RELAXED) != to)            \
+            __atomic_store_n(&route_##name, to, __ATOMIC_RELEASE);             \
+    }
 
 static int (*real_setname)(pthread_t, const char *);
 
 /* on: a trace runs; while the start is armed (agent/core/arm.h) every call
  * passes its armed twin first. */
-static void trace_hooks_route(int on)
+FORK_PATH static void trace_hooks_route(int on)
 {
     int armed = __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) == 1; /* not taken */
     int noted = __atomic_load_n(&blocked_notes_on, __ATOMIC_ACQUIRE);
@@ -330,7 +333,7 @@ static void trace_hooks_switch(int on)
  * none of them (most short-lived ones) looks up none. */
 /* The start was armed or disarmed: the routes follow, once resolved
  * (until then the stubs route at their first call). */
-static void trace_hooks_arm(int armed)
+FORK_PATH static void trace_hooks_arm(int armed)
 {
     (void)armed;
     if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))

@@ -16,6 +16,7 @@
  * inside the host's allocator, so nothing here allocates or locks.
  */
 #include "agent/trace/trace.h"
+#include "agent/fork_step.h"
 
 #include "agent/config.h"
 #include "agent/cpu/cpu.h"
@@ -461,17 +462,19 @@ void trace_flight_give(void)
     __atomic_store_n(&slot_taken, 0, __ATOMIC_RELEASE);
 }
 
-void trace_fork_child(void)
+FORK_PATH void trace_fork_child(void)
 {
     /* The child's one thread starts untraced (a flight recorder stays the
-     * parent's); its cached id is the parent's. */
-    flight_ns = 0;
-    __atomic_store_n(&snapshot_busy, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&trace_on, 0, __ATOMIC_RELAXED);
-    if (trace_route)
+     * parent's); its cached id is the parent's. The routes change only if
+     * a trace ran (arm_clear() rerouted for the start's flag). */
+    int was_on = __atomic_load_n(&trace_on, __ATOMIC_RELAXED);
+    FORK_SET(flight_ns, 0);
+    FORK_SET_ATOMIC(snapshot_busy, 0);
+    FORK_SET_ATOMIC(trace_on, 0);
+    if (was_on && trace_route)
         trace_route(0);
-    __atomic_store_n(&slot_taken, 0, __ATOMIC_RELAXED);
-    my_tid = 0;
-    my_chunk = NULL;
-    my_epoch = 0;
+    FORK_SET_ATOMIC(slot_taken, 0);
+    FORK_SET(my_tid, 0);
+    FORK_SET(my_chunk, NULL);
+    FORK_SET(my_epoch, 0);
 }

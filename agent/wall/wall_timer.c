@@ -32,6 +32,7 @@
  * session; the hooks on host threads. Never in a signal handler.
  */
 #include "agent/wall/wall.h"
+#include "agent/fork_step.h"
 
 #include "agent/threads/blocked.h"
 
@@ -305,18 +306,18 @@ void wall_thread_exiting(void)
 /* A thread with a busy timer could see clone() restarted for ever on
  * kernels that signal from inside the call: the signal is blocked around
  * fork, as cpu_timer.c does for its own. */
-void wall_fork_prepare(void)
+FORK_PATH void wall_fork_prepare(void)
 {
     if (__atomic_load_n(&wall_active, __ATOMIC_SEQ_CST))
         signals_fork_block(wall_signo);
 }
 
-void wall_fork_parent(void)
+FORK_PATH void wall_fork_parent(void)
 {
     signals_fork_restore();
 }
 
-void wall_fork_child(void)
+FORK_PATH void wall_fork_child(void)
 {
     /* No timers and no session thread came along: the child starts with
      * no session and the host's disposition back. */
