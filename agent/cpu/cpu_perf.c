@@ -78,11 +78,9 @@ static int perf_threads, timer_threads;
  * task-clock overflow's timer at least 10 us ahead, and the thread's
  * clock runs in the kernel too, so a thread whose handling of one
  * overflow (the work the kernel queues to send the signal, on the way
- * back from a system call) took longer than its period never returned to
- * its own code: 200 new threads under PPROF_CPU_SAMPLER=auto wedged in an
- * ioctl, one with 880 s of system time, holding the registry lock every
- * other thread yielded on. The random phase lives in the settlement's
- * first_at only (cpu_timer.c). */
+ * back from a system call) takes longer than its period never returns to
+ * its own code, and holds whatever lock it held. The random phase lives
+ * in the settlement's first_at only (cpu_timer.c). */
 static void attr_fill(struct perf_event_attr *a, int64_t period, int user_only)
 {
     memset(a, 0, sizeof *a);
