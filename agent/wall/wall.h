@@ -135,6 +135,13 @@ struct wall_thread {
     /* Owed looks settled in the run they saw, and those whose thread slept
      * first (wall_look.c, "Bursts"), halved as they grow. */
     uint32_t runs_kept, runs_missed;
+    /* Its CPU time and voluntary switches between its running looks (the
+     * mean length of its runs, "Bursts"), halved as they grow; and both
+     * counts at its last running look (nv ~0: none yet). */
+    int64_t runs_cpu_ns;
+    uint64_t runs_nv;
+    int64_t last_run_cpu;
+    uint64_t last_run_nv;
     char name[16];
 };
 

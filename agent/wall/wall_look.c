@@ -321,7 +321,11 @@ static int settle_later(struct wall_looker *l, struct wall_thread *t,
  * sleeps before its timer fires (the kernel checks CPU timers at its
  * ticks), and all its on-CPU time was [stack unavailable]. When a thread's
  * owed looks miss their run so BURSTS_RATIO times as often as not, it is
- * taken for such a loop: its
+ * taken for such a loop; so is one whose runs are on average shorter than
+ * BURSTS_RUN_NS of CPU (its CPU time over its voluntary switches between
+ * its running looks): the timer seldom fires in such runs, and a few runs
+ * that it does fire in (the ticks fall as they fall) do not make it
+ * another kind of thread. Its
  * bursts are alike, and its owed looks wait for the timer's next stack,
  * in whichever burst the timer takes it (within OWED_MAX_NS). That stack
  * is drawn in proportion to the thread's CPU time, as the running charges
@@ -332,11 +336,36 @@ static int settle_later(struct wall_looker *l, struct wall_thread *t,
 #define BURSTS_MIN 3
 #define BURSTS_RATIO 4
 #define BURSTS_HALVE 256
+#define BURSTS_RUN_NS 500000LL
+#define BURSTS_RUNS_MIN 64
+#define BURSTS_RUNS_HALVE (1ULL << 20)
 
 static int bursty(const struct wall_thread *t)
 {
-    return t->runs_missed >= BURSTS_MIN &&
-           t->runs_missed > BURSTS_RATIO * t->runs_kept;
+    if (t->runs_missed < BURSTS_MIN)
+        return 0;
+    return t->runs_missed > BURSTS_RATIO * t->runs_kept ||
+           (t->runs_nv >= BURSTS_RUNS_MIN &&
+            t->runs_cpu_ns < BURSTS_RUN_NS * (int64_t)t->runs_nv);
+}
+
+/* A running look's CPU clock and voluntary switches: what the thread ran
+ * and how often it slept since its previous running look ("Bursts"). */
+static void count_runs(struct wall_thread *t, int64_t cpu, uint64_t nv)
+{
+    if (nv == ~0ULL)
+        return;
+    if (t->last_run_nv != ~0ULL && nv >= t->last_run_nv &&
+        cpu >= t->last_run_cpu) {
+        t->runs_cpu_ns += cpu - t->last_run_cpu;
+        t->runs_nv += nv - t->last_run_nv;
+        if (t->runs_nv >= BURSTS_RUNS_HALVE) {
+            t->runs_nv /= 2;
+            t->runs_cpu_ns /= 2;
+        }
+    }
+    t->last_run_cpu = cpu;
+    t->last_run_nv = nv;
 }
 
 static void count_run(struct wall_thread *t, int kept)
@@ -609,6 +638,7 @@ static int look_running(const struct look *k, int64_t cpu1)
                                              pcs, &depth, &nv_cap)
                             : 0;
     uint64_t nv_now = read_nvcsw(l, k->tid);
+    count_runs(t, cpu1, nv_now);
     if (seq && same_run(nv_cap, nv_now))
         return charge_this_run(k, pcs, depth, nv_cap, state);
     return owe(k, state, seq, nv_now);

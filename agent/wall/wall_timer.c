@@ -183,6 +183,7 @@ struct wall_thread *wall_thread_get(int tid)
         t->tid = tid;
         t->timer = -1;
         t->blocks = -1;
+        t->last_run_nv = ~0ULL;
         size_t i = index_home(tid);
         while (tid_index[i] > 0)
             i = (i + 1) & (INDEX_SLOTS - 1);

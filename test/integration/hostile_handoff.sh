@@ -37,7 +37,13 @@ while pending; do
 done
 note "sockets while 5 requests wait: $high in the agent's range (from $floor), $low below"
 [ "$low" = 0 ] || fail "$low sockets below the agent's range"
-[ "$high" -ge 6 ] || fail "a request ended before the listener and 5 connections were seen in the agent's range (last count $high)"
+if [ "$high" -lt 6 ]; then
+    for f in h1 h2 h3 p f; do
+        [ -s "$WORK/$f.code" ] && note "$f ended: $(cat "$WORK/$f.code") $(head -c 200 "$WORK/$f" | tr -c '[:print:]' '.')"
+    done
+    cat "$WORK/sweep.err" >&2
+    fail "a request ended before the listener and 5 connections were seen in the agent's range (last count $high)"
+fi
 # shellcheck disable=SC2086
 wait $waits || true
 for f in h1 h2 h3 p; do
