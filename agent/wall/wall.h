@@ -114,6 +114,8 @@ struct wall_thread {
     int64_t prev_cpu;    /* CPU time at the previous look, ns */
     int prev_blocked;    /* the previous look saw it blocked (walked) */
     int prev_state;      /* and charged this state (enum wall_state) */
+    int walk_state;      /* the state of the look that kept its walk */
+    uint32_t looked_seq; /* its slot's count at its latest look */
     int sched_seen;      /* run_ns and wait_ns hold a look's figures */
     int64_t run_ns;      /* its schedstat then: time on a CPU */
     int64_t wait_ns;     /* and time waiting on a run queue */

@@ -151,6 +151,8 @@ same_under_agent() {
     sleep "$pause"
     fetch 'debug/pprof/profile?seconds=2' > "$WORK/$name.pb.gz"
     fetch debug/pprof/heap > "$WORK/$name-heap.pb.gz"
+    # A program that runs until told (python3's work) stops now.
+    : > "$WORK/$name.stop"
     if wait "$PID"; then agent=0; else agent=$?; fi
     if wait "$alone"; then plain=0; else plain=$?; fi
     [ "$agent" = "$plain" ] || fail "$what status $agent, expected $plain"
@@ -174,12 +176,13 @@ heap_ok "$WORK/sql-heap.pb.gz"
 
 # ---- python3 ----------------------------------------------------------------
 {
-    echo 'import hashlib, time'
+    echo 'import hashlib, os, time'
+    echo "stop = '$WORK/py.stop'"
     py_churn_crunch
     cat <<'PYSRC'
-end = time.time() + 4
+end = time.time() + 120
 rounds = 0
-while time.time() < end:
+while time.time() < end and (rounds == 0 or not os.path.exists(stop)):
     churn(200000); crunch(300000); rounds += 1
 print(churn(300000), crunch(1000000), rounds > 0)
 PYSRC
