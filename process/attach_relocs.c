@@ -28,7 +28,11 @@
  * Entered on the starter of an attached agent (bind) and on the detacher
  * (unbind), with the guard entered; never in signal context. The host's
  * threads read the entries meanwhile: each is one aligned 8-byte store,
- * so a call goes to the C library or to the agent, never elsewhere.
+ * so a call goes to the C library or to the agent, never elsewhere. A
+ * lazy entry the loader's resolver is binding at that very moment may
+ * get the C library's address after ours: that entry is then not
+ * recorded, and the detach, finding it no longer leads to the agent,
+ * leaves it.
  */
 #include "process/process.h"
 

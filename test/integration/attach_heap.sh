@@ -4,8 +4,9 @@
 # profiles exactly as the program counted it (PPROF_HEAP_RATE=1: every
 # allocation recorded, as heap_truth.sh), blocks allocated before the
 # attach are freed and reallocated through the agent without harm, and
-# the mutex profile puts on holder_work the wait the program measured
-# (within 20%, as contention_truth.sh). The profiles say "since attach
+# the mutex profile puts on holder_work, and the block profile on
+# wait_for_holder, the wait the program measured (within 20%, as
+# contention_truth.sh). The profiles say "since attach
 # at". After the detach the program allocates and frees (blocks of the
 # attached time included) with nothing recorded: a second attach finds
 # the first round's allocations and none of the second's, and no block
@@ -48,8 +49,23 @@ heap_site() {
              END { printf "%d %d %d %d\n", io, ib, ao, ab }'
 }
 
+# The program's own mappings and their protections: the rewrite of its
+# read-only GOT (RELRO) must leave them as the loader made them.
+own_maps() {
+    grep "$BUILD/test/programs/attach_target\$" "/proc/$PID/maps" | awk '{ print $1, $2 }'
+}
+maps_before=$(own_maps)
+# maps_kept WHEN: fails unless every mapping of before is there with the
+# same protection (the agent's symbolizer may map the file anew).
+maps_kept() {
+    own_maps >"$WORK/maps.now"
+    lost=$(printf '%s\n' "$maps_before" | grep -vxF -f "$WORK/maps.now" || true)
+    [ -z "$lost" ] || fail "the program's mappings changed with the $1: '$lost' is gone ($(cat "$WORK/maps.now"))"
+}
+
 attach_to
 note "$(grep 'relocations' "$WORK/target.err")"
+maps_kept attach
 
 # --- round 1, attached: heap and allocs as the program counted ---
 work USR1 "mutex round=1"
@@ -69,12 +85,16 @@ mutex=$(pprof -top -sample_index=delay -unit=ms "http://$ADDR/debug/pprof/mutex"
 echo "$mutex" | head -n 8
 within 20 "$(flat_ms "$mutex" holder_work)" "$measured_ms" "mutex delay on holder_work after the attach"
 expect_contains "$mutex" "since attach at" "the mutex profile's comment"
+block=$(pprof -top -sample_index=delay -unit=ms "http://$ADDR/debug/pprof/block")
+echo "$block" | head -n 8
+within 20 "$(flat_ms "$block" wait_for_holder)" "$measured_ms" "block delay on wait_for_holder after the attach"
 
 # --- detached: allocations and frees go to the C library alone ---
 "$ATTACH" --detach "$PID" 2>"$WORK/detach.err" ||
     { cat "$WORK/detach.err" >&2; fail "pprof-attach --detach failed"; }
 note "$(grep 'relocations put back' "$WORK/target.err")"
 expect_contains "$(cat "$WORK/target.err")" "relocations put back" "the detach's line"
+maps_kept detach
 work USR1 "mutex round=2"
 work USR2 "freed round=2"
 note "$(grep '^freed' "$WORK/target.out")"

@@ -53,11 +53,15 @@ static void keep(void *p, long size, struct heap_truth *t)
     t->ib += size;
 }
 
-/* One block of the round: allocated, maybe reallocated, freed or kept. */
+/* One block of the round: allocated, maybe reallocated, freed or kept.
+ * calloc is called through its address, which the program reads from its
+ * GOT (a GLOB_DAT relocation, on a page the loader made read-only):
+ * malloc and realloc through the PLT (JUMP_SLOT, lazily bound). */
 __attribute__((noinline)) static void one_block(int i, struct heap_truth *t)
 {
+    void *(*volatile zeroed)(size_t, size_t) = calloc;
     long size = 100 + (i % 10) * 50;
-    char *p = i % 5 == 0 ? calloc(1, (size_t)size) : malloc((size_t)size);
+    char *p = i % 5 == 0 ? zeroed(1, (size_t)size) : malloc((size_t)size);
     t->ao++;
     t->ab += size;
     p[0] = 1;
