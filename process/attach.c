@@ -245,6 +245,17 @@ __attribute__((visibility("default"))) int pprof_attach_start(const char *settin
     return ATTACH_OK;
 }
 
+/* The doors' relocations put back; the blocks the agent tracks counted
+ * freed, since their frees no longer reach it (rather than left in use
+ * for ever). Returns how many relocations were put back. */
+static int unbind(void)
+{
+    int restored = attach_relocs_unbind();
+    if (heap_buckets)
+        heap_table_forget_all();
+    return restored;
+}
+
 void attach_served(void)
 {
     char addr[sizeof pprof_attach_address];
@@ -252,7 +263,7 @@ void attach_served(void)
     if (opt_serve && !addr[0]) {
         /* Said on the host's stderr by the server; pprof-attach says that
          * the attach failed. A later attach may try again. */
-        attach_relocs_unbind();
+        unbind();
         start_attached_reset();
         __atomic_store_n(&pprof_attach_state, ATTACH_FAILED, __ATOMIC_RELEASE);
         return;
@@ -269,11 +280,7 @@ static void *detacher_run(void *arg)
      * an attach waits for it rather than racing it. */
     start_wait_done();
     server_stop();
-    int restored = attach_relocs_unbind();
-    /* Frees no longer reach the agent: what it tracks is counted freed
-     * now rather than left in use for ever. */
-    if (heap_buckets)
-        heap_table_forget_all();
+    int restored = unbind();
     rundir_remove();
     /* The port it names is closed: a script must not find it. */
     if (opt_port_file[0])

@@ -335,8 +335,8 @@ extern char heap_hidden_by[256];
 /* The sentence that says so, for the profile, the index and stderr. */
 void heap_hidden_text(char *buf, size_t size);
 /* Makes why the sentence heap_hidden_text() gives, and the heap profiles
- * say it (an attached agent, whose malloc is not bound). Not
- * async-signal-safe. */
+ * say it: an attached agent's, from when its malloc is bound (or that it
+ * could not be). Not async-signal-safe. */
 void heap_hidden_set(const char *why);
 
 /* Called once by the constructor after config_load() and stack_init():
