@@ -194,7 +194,8 @@ void attach_say(int bound)
                      "since attach at %s: the agent was attached to a process "
                      "already running; allocations and lock waits made "
                      "before it are not recorded (nor the frees of blocks "
-                     "allocated before it)",
+                     "allocated before it), nor those of objects loaded "
+                     "after it",
                      when);
     else
         log_snprintf(why, sizeof why,
