@@ -254,6 +254,9 @@ $(BUILD)/test/programs/%: test/programs/%.c
 	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -D_GNU_SOURCE \
 	    -pthread -I. $< -o $@ -ldl -lm
 
+# The work attach_heap.sh asks of attach_target, in a header of its own.
+$(BUILD)/test/programs/attach_target: test/programs/attach_work.h
+
 $(BUILD)/test/programs/%: test/programs/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -I. $(PROG_CXXFLAGS) $< -o $@ -ldl

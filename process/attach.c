@@ -13,11 +13,12 @@
  * stays mapped (it is linked nodelete) but inert, and a later attach
  * starts it again.
  *
- * What an attach does not do: the interposers are not bound (the host's
- * calls to malloc and pthread_mutex_lock were resolved to the C library
- * before the agent came), so the heap, mutex and block profiles say so
- * instead of being empty without a word; the watch, dumps and push are
- * not started.
+ * The host's calls to malloc and pthread_mutex_lock were bound to the C
+ * library before the agent came: the starter points the loaded objects'
+ * relocations of the malloc and lock functions at the agent's
+ * (attach_relocs.c), and the detacher puts them back; the heap, mutex
+ * and block profiles say from when they record (attach_say). The watch,
+ * dumps and push are not started.
  *
  * Contexts: attach_loaded_late() in the constructor (inside dlopen, on the
  * stopped host thread); pprof_attach_start() and pprof_attach_stop() on a
@@ -161,33 +162,49 @@ static int take_settings(const char *text)
     return 0;
 }
 
-/* What the profiles the attach cannot feed say, with the time of the
- * attach: no empty profile without a word. */
-static void say_unseen(void)
+/* The time of the attach as 2006-01-02T15:04:05Z. */
+static void attach_time_text(char *when, size_t size)
 {
     time_t secs = (time_t)(attached_at_ns / 1000000000LL);
     struct tm tm;
-    char when[64] = "?";
-    if (clock_gmtime_r(&secs, &tm)) {
-        /* log_snprintf pads nothing: two digits by hand. */
-        int f[] = {tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec};
-        char d[5][3];
-        for (int i = 0; i < 5; i++) {
-            d[i][0] = (char)('0' + f[i] / 10 % 10);
-            d[i][1] = (char)('0' + f[i] % 10);
-            d[i][2] = '\0';
-        }
-        log_snprintf(when, sizeof when, "%d-%s-%sT%s:%s:%sZ",
-                     tm.tm_year + 1900, d[0], d[1], d[2], d[3], d[4]);
+    log_snprintf(when, size, "%s", "?");
+    if (!clock_gmtime_r(&secs, &tm))
+        return;
+    /* log_snprintf pads nothing: two digits by hand. */
+    int f[] = {tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec};
+    char d[5][3];
+    for (int i = 0; i < 5; i++) {
+        d[i][0] = (char)('0' + f[i] / 10 % 10);
+        d[i][1] = (char)('0' + f[i] % 10);
+        d[i][2] = '\0';
     }
-    char why[400];
-    log_snprintf(why, sizeof why,
-                 "the agent was attached at %s to a process already running: "
-                 "allocations and lock waits do not reach it (its "
-                 "interposers are not bound after an attach); start the "
-                 "process with LD_PRELOAD for the heap, allocs, mutex and "
-                 "block profiles",
-                 when);
+    log_snprintf(when, size, "%d-%s-%sT%s:%s:%sZ", tm.tm_year + 1900, d[0],
+                 d[1], d[2], d[3], d[4]);
+}
+
+/* What the heap and contention profiles say about the attach, with its
+ * time: what they hold once the doors are bound, or why they are empty
+ * when none could be. Never an empty profile without a word. */
+void attach_say(int bound)
+{
+    char when[64], why[400];
+    attach_time_text(when, sizeof when);
+    if (bound > 0)
+        log_snprintf(why, sizeof why,
+                     "since attach at %s: the agent was attached to a process "
+                     "already running; allocations and lock waits made "
+                     "before it are not recorded (nor the frees of blocks "
+                     "allocated before it), nor those of objects loaded "
+                     "after it",
+                     when);
+    else
+        log_snprintf(why, sizeof why,
+                     "the agent was attached at %s to a process already "
+                     "running: allocations and lock waits do not reach it "
+                     "(its interposers could not be bound); start the "
+                     "process with LD_PRELOAD for the heap, allocs, mutex "
+                     "and block profiles",
+                     when);
     heap_hidden_set(why);
     contention_unseen_set(why);
 }
@@ -219,7 +236,6 @@ __attribute__((visibility("default"))) int pprof_attach_start(const char *settin
         fork_init(children_fork_prepare, children_fork_child,
                   children_after_fork);
     }
-    say_unseen();
     /* The delay has passed: the process has lived long enough. */
     int err = start_later(0, agent_mono_ns() - opt_start_delay_ms * 1000000LL);
     guard_leave();
@@ -230,6 +246,17 @@ __attribute__((visibility("default"))) int pprof_attach_start(const char *settin
     return ATTACH_OK;
 }
 
+/* The doors' relocations put back; the blocks the agent tracks counted
+ * freed, since their frees no longer reach it (rather than left in use
+ * for ever). Returns how many relocations were put back. */
+static int unbind(void)
+{
+    int restored = attach_relocs_unbind();
+    if (heap_buckets)
+        heap_table_forget_all();
+    return restored;
+}
+
 void attach_served(void)
 {
     char addr[sizeof pprof_attach_address];
@@ -237,6 +264,7 @@ void attach_served(void)
     if (opt_serve && !addr[0]) {
         /* Said on the host's stderr by the server; pprof-attach says that
          * the attach failed. A later attach may try again. */
+        unbind();
         start_attached_reset();
         __atomic_store_n(&pprof_attach_state, ATTACH_FAILED, __ATOMIC_RELEASE);
         return;
@@ -253,12 +281,15 @@ static void *detacher_run(void *arg)
      * an attach waits for it rather than racing it. */
     start_wait_done();
     server_stop();
+    int restored = unbind();
     rundir_remove();
     /* The port it names is closed: a script must not find it. */
     if (opt_port_file[0])
         unlink(opt_port_file);
     start_attached_reset();
-    log_info("detached: profiling endpoints are off (pid %d)", (int)getpid());
+    log_info("detached: profiling endpoints are off, %d relocations put "
+             "back (pid %d)",
+             restored, (int)getpid());
     pprof_attach_address[0] = '\0';
     __atomic_store_n(&pprof_attach_state, ATTACH_NONE, __ATOMIC_RELEASE);
     return NULL;

@@ -166,6 +166,40 @@ extern int start_attached;
  * Not async-signal-safe. */
 void attach_served(void);
 
+/* ---- the doors an attach binds (attach_doors.c, attach_relocs.c) ------- */
+
+/* A door: its name, the agent's definition and the C library's function
+ * it forwards to. */
+struct attach_door {
+    const char *name;
+    uintptr_t agent, real;
+};
+/* Finds every door's two definitions. Returns 0, or -ENOENT when none
+ * (the agent's own handle or the C library's names not found). On the
+ * starter. Not async-signal-safe. */
+int attach_doors_init(void);
+/* The index of the door called name, -1 when it is none. Does not
+ * allocate. Async-signal-safe. */
+int attach_door_find(const char *name);
+/* Door i (0 <= i < what attach_door_find() returned). Async-signal-safe. */
+const struct attach_door *attach_door(int i);
+
+/* Points the loaded objects' GOT entries of the doors (JUMP_SLOT and
+ * GLOB_DAT) that lead to the C library's functions at the agent's,
+ * except the agent's, the C library's and the loader's own; keeps what
+ * they held. Returns how many were rewritten, or -ENOENT. On the starter
+ * of an attached agent, guard entered. Not async-signal-safe. */
+int attach_relocs_bind(void);
+/* Puts back what attach_relocs_bind() rewrote, where the entry still
+ * leads to the agent and its object is still loaded. Returns how many.
+ * On the detacher. Not async-signal-safe. */
+int attach_relocs_unbind(void);
+
+/* On the starter, once the doors are bound (bound > 0) or could not be:
+ * what the heap and contention profiles say about the attach.
+ * Not async-signal-safe. */
+void attach_say(int bound);
+
 /* Waits until the starter created for the attach did its work (or left).
  * Not async-signal-safe. */
 void start_wait_done(void);

@@ -237,16 +237,19 @@ static void check_allocator(void)
  * with the guard entered. */
 static void starter_work(int dumps, int tables)
 {
-    /* An attached agent serves and does nothing else: the watch looks at
-     * lock waits the interposers note, which an attach does not bind, and
-     * the dumps and the push would outlive a detach (attach.c). The
-     * unwind tables come first: the first request after pprof-attach
-     * returned walks stacks through the C library. */
+    /* An attached agent binds its doors (attach_relocs.c), serves and
+     * does nothing else: the watch, the dumps and the push would outlive
+     * a detach (attach.c). The unwind tables come first: the first
+     * request after pprof-attach returned walks stacks through the C
+     * library. */
     if (tables)
         cfi_tables_refresh();
     if (start_attached) {
         /* The threads there before the attach: their stacks (stack.h). */
         stack_foreign_snapshot();
+        /* Before the server: the profiles' words are in place for the
+         * first request. */
+        attach_say(attach_relocs_bind());
         if (opt_serve)
             start_now();
         attach_served();

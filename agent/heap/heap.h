@@ -211,6 +211,12 @@ void heap_table_sample(void *p, size_t size, const void *frame);
  * Not async-signal-safe (takes a shard's spinlock). Does not allocate. */
 int heap_table_forget(const void *p, struct heap_live *out);
 
+/* Counts every live sampled allocation freed and takes it out of the
+ * table: the detach of an attached agent, after which frees no longer
+ * reach it (process/attach.c). Returns how many. Not async-signal-safe
+ * (takes each shard's spinlock). Does not allocate. */
+long heap_table_forget_all(void);
+
 /* Puts back an allocation taken out by heap_table_forget (realloc failed).
  * Not async-signal-safe. */
 void heap_table_restore(void *p, const struct heap_live *l);
@@ -329,8 +335,8 @@ extern char heap_hidden_by[256];
 /* The sentence that says so, for the profile, the index and stderr. */
 void heap_hidden_text(char *buf, size_t size);
 /* Makes why the sentence heap_hidden_text() gives, and the heap profiles
- * say it (an attached agent, whose malloc is not bound). Not
- * async-signal-safe. */
+ * say it: an attached agent's, from when its malloc is bound (or that it
+ * could not be). Not async-signal-safe. */
 void heap_hidden_set(const char *why);
 
 /* Called once by the constructor after config_load() and stack_init():

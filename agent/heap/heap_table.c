@@ -258,6 +258,37 @@ int heap_table_forget(const void *p, struct heap_live *out)
     return 1;
 }
 
+/* One shard's entries counted freed and taken out, under its lock. */
+static long forget_shard(struct shard *sh)
+{
+    long n = 0;
+    spin_lock(&sh->lock);
+    for (uint32_t i = 0; i < sh->nslots; i++) {
+        struct slot *sl = &sh->slots[i];
+        if (!sl->ptr)
+            continue;
+        struct heap_live l = {sl->bucket, sl->size, sl->born_ns};
+        heap_filter_unmark((void *)sl->ptr);
+        heap_table_count_free(&l);
+        __atomic_fetch_sub(&inuse_estimate,
+                           (int64_t)heap_table_weight(l.size), __ATOMIC_RELAXED);
+        sl->ptr = 0;
+        n++;
+    }
+    sh->count = 0;
+    spin_unlock(&sh->lock);
+    return n;
+}
+
+long heap_table_forget_all(void)
+{
+    long n = 0;
+    for (unsigned s = 0; s < NSHARDS; s++)
+        n += forget_shard(&shards[s]);
+    __atomic_fetch_sub(&stat_live, n, __ATOMIC_RELAXED);
+    return n;
+}
+
 void heap_table_restore(void *p, const struct heap_live *l)
 {
     if (track(p, l->bucket, l->size, l->born_ns) == 0) {

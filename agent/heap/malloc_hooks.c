@@ -419,10 +419,15 @@ static inline void *account(void *p, size_t n)
 }
 
 /* A large block for an agent thread from mmap (heap_own_blocks.c has
- * why), or NULL: the host's allocator then serves it. */
+ * why), or NULL: the host's allocator then serves it. Never for an
+ * attached agent: its own code calls the C library's free directly (its
+ * references bind there), and the objects whose relocations led here are
+ * put back to the C library's free at the detach; either would hand it
+ * a block it never made. */
 static inline void *own_block(size_t n)
 {
-    if (likely(!agent_tls.agent_thread) || n < OWN_BLOCK_MIN)
+    if (likely(!agent_tls.agent_thread) || n < OWN_BLOCK_MIN ||
+        config_attached)
         return NULL;
     heap_tls.left = OWN_BLOCK_MIN - 1;
     return heap_own_block_alloc(n);

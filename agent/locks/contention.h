@@ -94,10 +94,11 @@ extern long contention_lost;
  * Called by the constructor after stack_init(). Not async-signal-safe. */
 void contention_init(void);
 
-/* Why the mutex and block profiles see no wait ("" when they do): an
- * attached agent's lock interposers are not bound. Written by
- * contention_unseen_set() before the server starts, read by the profile
- * writers. Not async-signal-safe. */
+/* What the mutex and block profiles must say of the waits they miss (""
+ * when none): an attached agent's, from when its lock interposers are
+ * bound (or that they could not be). Written by contention_unseen_set()
+ * before the server starts, read by the profile writers.
+ * Not async-signal-safe. */
 extern char contention_unseen[400];
 void contention_unseen_set(const char *why);
 

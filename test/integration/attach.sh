@@ -2,7 +2,8 @@
 # its threads exist before the attach. After the attach the CPU profile
 # shows busy_spin with the CPU the spinner thread's own clock counted
 # (/proc) over the profile, the threads view lists the threads started
-# before, the heap and mutex profiles say why they are empty; a second
+# before, the heap and mutex profiles say since when they record (what
+# they record: attach_heap.sh); a second
 # attach is refused; the detach closes the port and the program runs on
 # untraced; an attach after it works again; pprof-attach killed at
 # moments through an attach leaves the program running, not stopped and
@@ -48,11 +49,11 @@ for n in spinner reader waiter; do
     expect_contains "$g" "thread \"$n\"" "goroutine?debug=2 after the attach"
 done
 
-# --- the profiles an attach cannot feed say so ---
+# --- the profiles fed since the attach say from when ---
 fetch debug/pprof/heap >"$WORK/heap.pb.gz"
-expect_contains "$(pprof -raw "$WORK/heap.pb.gz")" "was attached at" "the heap profile"
+expect_contains "$(pprof -raw "$WORK/heap.pb.gz")" "since attach at" "the heap profile"
 fetch debug/pprof/mutex >"$WORK/mutex.pb.gz"
-expect_contains "$(pprof -raw "$WORK/mutex.pb.gz")" "was attached at" "the mutex profile"
+expect_contains "$(pprof -raw "$WORK/mutex.pb.gz")" "since attach at" "the mutex profile"
 
 # --- the CPU profile against the spinner's own clock ---
 # The spinner's CPU (/proc, 10 ms ticks) is read every 0.1 s while the

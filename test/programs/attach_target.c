@@ -9,6 +9,8 @@
  *   "reader"  blocks in read() on a pipe; main writes a byte every 20
  *             rounds, which it must read back in order
  *   "waiter"  blocks in pthread_cond_wait, woken with the same byte
+ *   "worker", "holder"  allocate and contend on SIGUSR1, free on SIGUSR2
+ *             (attach_work.h)
  *
  * It runs until the file argv[1] exists, then prints
  * "rounds_ok eintr=N short=N bad=N" and exits 0 (1 if any is not 0).
@@ -21,6 +23,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "attach_work.h"
 #include "spin.h"
 #include "timing.h"
 
@@ -94,7 +97,7 @@ static void *waiter(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || pipe(pipe_fds) != 0)
+    if (argc < 2 || pipe(pipe_fds) != 0 || work_start() != 0)
         return 2;
     pthread_t t;
     pthread_create(&t, NULL, spinner, NULL);
