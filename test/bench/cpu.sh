@@ -12,18 +12,13 @@
 #   sh test/bench/cpu.sh BUILD_DIR        (CPU_BENCH_ROUNDS=5, CPU_BENCH_ITER=8000)
 set -eu
 . "$(dirname "$0")/stats.sh"
-build=$(cd "${1:-build}" && pwd)
-agent="$build/libpprofagent.so"
+bench_start "${1:-build}" test/programs/cpu_bench test/programs/cpu_burn
 prog="$build/test/programs/cpu_bench"
 burn="$build/test/programs/cpu_burn"
 gperf=/usr/lib/x86_64-linux-gnu/libprofiler.so.0
 rounds=${CPU_BENCH_ROUNDS:-5}
 iter=${CPU_BENCH_ITER:-8000}
 threads=2
-work=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-[ -x "$prog" ] || make -s "$prog" "$burn" >/dev/null
 
 cpu_of() { sed -n 's/.*cpu_ms=\([0-9.]*\).*/\1/p'; }
 

@@ -10,21 +10,16 @@
 #   sh test/bench/flamegraph.sh BUILD_DIR   (FLAME_BENCH_ROUNDS=5, FLAME_BENCH_N=40)
 set -eu
 . "$(dirname "$0")/stats.sh"
-build=$(cd "${1:-build}" && pwd)
-agent="$build/libpprofagent.so"
+bench_start "${1:-build}" test/programs/flame_host test/unit/test_flamegraph
 host="$build/test/programs/flame_host"
 unit="$build/test/unit/test_flamegraph"
 rounds=${FLAME_BENCH_ROUNDS:-5}
 n=${FLAME_BENCH_N:-40}
-work=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
-pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
-
-[ -x "$host" ] && [ -x "$unit" ] || make -s "$host" "$unit" >/dev/null
 
 LD_PRELOAD="$agent" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$work/port" \
     "$host" 600 quiet > "$work/out" 2>/dev/null &
 pid=$!
+pids=$pid
 while ! grep -q grown "$work/out" 2>/dev/null; do sleep 0.1; done
 addr=$(cat "$work/port")
 

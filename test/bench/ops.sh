@@ -10,15 +10,11 @@
 #   sh test/bench/ops.sh BUILD_DIR      (OPS_BENCH_ROUNDS=5, OPS_BENCH_FORKS=500)
 set -eu
 . "$(dirname "$0")/stats.sh"
-build=$(cd "${1:-build}" && pwd)
-agent="$build/libpprofagent.so"
+bench_start "${1:-build}" test/programs/fork_bench test/programs/batch_job
 forker="$build/test/programs/fork_bench"
 job="$build/test/programs/batch_job"
 rounds=${OPS_BENCH_ROUNDS:-5}
 forks=${OPS_BENCH_FORKS:-500}
-work=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-[ -x "$forker" ] && [ -x "$job" ] || make -s "$forker" "$job" >/dev/null
 
 us_of() { sed -n 's/cpu_us=\([0-9.]*\).*/\1/p'; }
 

@@ -7,9 +7,9 @@
 # whose load forks them has count_S T0 T1 as well (the requests completed
 # between two times in ns) and its window lies inside a longer load.
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port, nginx's site and configuration, the PostgreSQL cluster: as the
+# integration tests set them up.
+. "$top/test/integration/services.sh"
 
 # until_ok SECS CMD...: runs CMD every 0.1 s until it succeeds; fails
 # after SECS.
@@ -55,7 +55,6 @@ setup_nginx() {
         { echo "nginx or wrk missing (scripts/install-deps)" >"$work/why"; return 1; }
     WORK="$work/nginx"
     mkdir -p "$WORK"
-    . "$top/test/integration/services.sh"
     nginx_site 1 4096
 }
 start_nginx() {
@@ -82,26 +81,15 @@ stop_nginx() { kill "$SVC" 2>/dev/null || true; wait "$SVC" 2>/dev/null || true;
 # Each client's backend is forked by the postmaster as it connects.
 BACKENDS_postgres=2
 setup_postgres() {
-    PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-    [ -n "$PGBIN" ] && command -v pgbench >/dev/null && id postgres >/dev/null 2>&1 ||
-        { echo "PostgreSQL, pgbench or the postgres user missing (scripts/install-deps)" >"$work/why"; return 1; }
-    PG_AS=""
-    [ "$(id -u)" != 0 ] || PG_AS="setpriv --reuid postgres --regid postgres --init-groups"
-    mkdir -p "$work/pg"
-    chown postgres "$work/pg"
-    as_pg "$PGBIN/initdb" -A trust -U postgres -D "$work/pg/data" >"$work/initdb.log" 2>&1 ||
-        { echo "initdb failed: $(tail -n 2 "$work/initdb.log")" >"$work/why"; return 1; }
-    start_postgres "" && pgbench -i -q -h 127.0.0.1 -p "$PGPORT" -U postgres postgres >"$work/pgi.log" 2>&1 ||
+    pg_find || { echo "PostgreSQL, pgbench or the postgres user missing (scripts/install-deps)" >"$work/why"; return 1; }
+    pg_initdb "$work/pg" || { echo "initdb failed: $(tail -n 2 "$work/pg/initdb.log")" >"$work/why"; return 1; }
+    start_postgres "" && pg_fill "$PGPORT" "$work/pgi.log" ||
         { echo "pgbench -i failed: $(tail -n 2 "$work/pgi.log")" >"$work/why"; stop_postgres; return 1; }
     stop_postgres
 }
-# as_pg CMD...: CMD as the postgres user (root may not run it).
-as_pg() { if [ "$(id -u)" = 0 ]; then setpriv --reuid postgres --regid postgres --init-groups "$@"; else "$@"; fi; }
 start_postgres() {
     PGPORT=$(free_port)
-    # shellcheck disable=SC2086
-    launch $PG_AS env $1 "$PGBIN/postgres" -D "$work/pg/data" -k "$work/pg" -p "$PGPORT" \
-        -c listen_addresses=127.0.0.1 -c fsync=off -c autovacuum=off
+    pg_postmaster launch "$work/pg" "$PGPORT" "$1" -c fsync=off -c autovacuum=off
     until_ok 30 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PGPORT" ||
         { echo "postgres did not answer" >"$work/why"; return 1; }
 }

@@ -1,5 +1,6 @@
-# Sourced by the benchmarks: the two figures every time table reports, and
-# the instructions of a loop under callgrind (ir).
+# Sourced by the benchmarks: what an area starts with (bench_start), the two
+# figures every time table reports, and the instructions of a loop under
+# callgrind (ir).
 # median and spread read one number per line from FILE, or from standard
 # input.
 
@@ -53,4 +54,22 @@ ir() {
     "$@" --tool=callgrind --toggle-collect="$fn" \
         --callgrind-out-file="$tmp/cg.out" $args >/dev/null 2>&1
     awk '/^totals:/ {print $2}' "$tmp/cg.out"
+}
+
+# bench_start BUILD_DIR FILE...: what an area starts with: build (the build
+# folder, absolute), agent (the library in it), work (a folder of the
+# area's own) and pids (the processes the area starts in the background:
+# it adds them), ended and removed at exit. Each FILE, a path in the build
+# folder (test/programs/cpu_burn), is made where it is missing
+# (test/bench/run makes them all first; an area run alone may not find them).
+bench_start() {
+    build=$(cd "$1" && pwd)
+    agent="$build/libpprofagent.so"
+    work=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
+    pids=""
+    trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+    shift
+    for f in "$@"; do
+        [ -e "$build/$f" ] || make -s -C "$(dirname "$0")/../.." BUILD="$build" "$build/$f" >/dev/null
+    done
 }

@@ -22,18 +22,13 @@
 #                                      WALL_BENCH_THREADS=1000 RUNS=9)
 set -eu
 . "$(dirname "$0")/stats.sh"
-build=$(cd "${1:-build}" && pwd)
-agent="$build/libpprofagent.so"
+bench_start "${1:-build}" test/programs/idle_threads
 prog="$build/test/programs/idle_threads"
 rounds=${WALL_BENCH_ROUNDS:-5}
 secs=${WALL_BENCH_SECONDS:-8}
 threads=${WALL_BENCH_THREADS:-1000}
 runs=${RUNS:-9}
 hz=20
-work=$(mktemp -d "${TMPDIR:-/tmp}/pprofagent-bench.XXXXXX")
-pids=""
-trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
-[ -x "$prog" ] || make -s "$prog" >/dev/null
 
 cpu_of() { sed -n 's/.*cpu_ms=\([0-9.]*\).*/\1/p'; }
 spread() { sort -n | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f..%.0f", lo, hi}'; }

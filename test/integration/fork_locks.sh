@@ -9,6 +9,7 @@
 # transaction) while CPU profiles are taken: pgbench ends, the server
 # shuts down.
 . "$TOP/test/integration/lib.sh"
+. "$TOP/test/integration/services.sh"
 
 # The agent's work beside the forks, until the program ends: profiles,
 # threads dumps, symbolization, the index.
@@ -37,30 +38,21 @@ forks=$(echo "$line" | cut -d' ' -f2)
 unset PPROF_START_DELAY_MS
 
 # PostgreSQL under pgbench -C.
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-if [ -z "$PGBIN" ] || ! command -v pgbench >/dev/null; then
-    fail "PostgreSQL is missing (scripts/install-deps installs it)"
-fi
-PGUSER_OS=postgres
-id "$PGUSER_OS" >/dev/null 2>&1 || fail "no postgres user"
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u "$PGUSER_OS" -- "$@"; else "$@"; fi; }
+pg_find || fail "PostgreSQL, pgbench or the postgres user is missing (scripts/install-deps installs them)"
 pg="$WORK/pg"
-mkdir -p "$pg"
-[ "$(id -u)" = 0 ] && chown "$PGUSER_OS" "$pg" && chmod 755 "$WORK"
-as_pg "$PGBIN/initdb" -A trust -U postgres -D "$pg/data" > "$WORK/initdb.log" 2>&1 ||
-    { tail "$WORK/initdb.log"; fail "initdb"; }
-pgport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+chmod 755 "$WORK"
+pg_initdb "$pg" || { tail "$pg/initdb.log"; fail "initdb"; }
+pgport=$(free_port)
 portfile="$pg/agent.port"
-as_pg env LD_PRELOAD="$AGENT" PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE="$portfile" \
-    PPROF_RUN_DIR="$pg/run" \
-    "$PGBIN/postgres" -D "$pg/data" -k "$pg" -p "$pgport" -c listen_addresses=127.0.0.1 \
-    > "$WORK/pg.out" 2>&1 &
-PG=$!
+# The postmaster itself in the background (setpriv execs it): its pid is PG.
+in_background() { "$@" > "$WORK/pg.out" 2>&1 & PG=$!; }
+pg_postmaster in_background "$pg" "$pgport" \
+    "LD_PRELOAD=$AGENT PPROF_ADDR=127.0.0.1:0 PPROF_PORT_FILE=$portfile PPROF_RUN_DIR=$pg/run"
 PIDS="$PIDS $PG"
 wait_until "the postmaster's agent serves" test -s "$portfile"
 ADDR=$(cat "$portfile")
 wait_until "postgres accepts" "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$pgport"
-pgbench -i -q -h 127.0.0.1 -p "$pgport" -U postgres postgres > "$WORK/pgbench-init.log" 2>&1 ||
+pg_fill "$pgport" "$WORK/pgbench-init.log" ||
     { tail "$WORK/pgbench-init.log"; fail "pgbench -i"; }
 agent_work "$PG" &
 worker=$!
@@ -71,7 +63,7 @@ grep -q 'number of failed transactions: 0' "$WORK/pgbench.log" ||
     grep -q 'number of transactions actually processed: [1-9]' "$WORK/pgbench.log" ||
     fail "pgbench processed nothing: $(tail -n 5 "$WORK/pgbench.log")"
 expect_contains "$(fetch debug/stats)" '"forks_not_gated": 0' "the postmaster's /debug/stats"
-as_pg "$PGBIN/pg_ctl" -D "$pg/data" -m fast -w -t 60 stop > "$WORK/pgstop.log" 2>&1 ||
+$PG_AS "$PGBIN/pg_ctl" -D "$pg/data" -m fast -w -t 60 stop > "$WORK/pgstop.log" 2>&1 ||
     { cat "$WORK/pgstop.log"; fail "postgres did not shut down"; }
 wait "$PG" 2>/dev/null || true
 kill "$worker" 2>/dev/null || true

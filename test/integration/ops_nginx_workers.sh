@@ -9,7 +9,7 @@
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || fail "nginx is not installed (scripts/install-deps)"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 # As the agent makes it (and /run/pprofagent is): only root may read it,
 # not the workers once they run as nobody.
 mkdir -m 700 "$WORK/run"

@@ -17,7 +17,6 @@ for p in redis-server redis-benchmark redis-cli memcached sqlite3 wrk; do
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 PY=/usr/bin/python3
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # names TOP_TEXT MIN NAME...: at least MIN of the names appear.
 names() {
     text=$1; min=$2; shift 2; found=""

@@ -25,7 +25,6 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 PY=/usr/bin/python3
 SECS=${WALK_TRUTH_SECONDS:-10}
 export WALKCHECK_US=1000
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 SUMMARY=""
 
 # judge NAME REPORT MIN_SAMPLES: prints the figures, fails below 99.9%.

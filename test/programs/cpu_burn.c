@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "report.h"
 #include "spin.h"
 #include "timing.h"
 
@@ -49,7 +50,6 @@ struct burner {
 static struct burner burners[MAX_BURNERS];
 static int nburners;
 static long long total_a, total_b; /* main thread only */
-static volatile sig_atomic_t report;
 
 __attribute__((noinline)) void hot_a(long n) { spin(n); }
 __attribute__((noinline)) void hot_b(long n) { spin(n); }
@@ -119,18 +119,12 @@ static void *late(void *arg)
     return NULL;
 }
 
-static void on_usr1(int sig)
-{
-    (void)sig;
-    report = 1;
-}
-
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 2;
     int run = argc > 2 ? atoi(argv[2]) : 60;
     int late_delay = argc > 3 ? atoi(argv[3]) : -1;
-    signal(SIGUSR1, on_usr1);
+    report_listen();
     nburners = n < MAX_BURNERS ? n : MAX_BURNERS;
     for (int i = 0; i < nburners; i++)
         pthread_create(&burners[i].thread, NULL, burner, &burners[i]);
@@ -144,8 +138,7 @@ int main(int argc, char **argv)
         nanosleep(&nap, NULL);
         clock_gettime(CLOCK_MONOTONIC, &now);
         long el = now.tv_sec - start.tv_sec;
-        if (report) {
-            report = 0;
+        if (report_asked()) {
             account();
             printf("a=%lld b=%lld\n", total_a, total_b);
             fflush(stdout);

@@ -21,11 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "report.h"
 #include "spin.h"
 #include "timing.h"
 
 static long long total_a, total_b; /* splitter writes, main reads (atomics) */
-static volatile sig_atomic_t report;
 
 __attribute__((noinline)) void hot_a(long n) { spin(n); }
 __attribute__((noinline)) void hot_b(long n) { spin(n); }
@@ -52,16 +52,10 @@ static void *splitter(void *arg)
     return NULL;
 }
 
-static void on_usr1(int sig)
-{
-    (void)sig;
-    report = 1;
-}
-
 int main(int argc, char **argv)
 {
     int run = argc > 1 ? atoi(argv[1]) : 60;
-    signal(SIGUSR1, on_usr1);
+    report_listen();
     pthread_t t;
     pthread_create(&t, NULL, splitter, NULL);
     printf("started\n");
@@ -69,8 +63,7 @@ int main(int argc, char **argv)
     long start = now_ns();
     for (;;) {
         sleep_us(20000);
-        if (report) {
-            report = 0;
+        if (report_asked()) {
             printf("a=%lld b=%lld\n",
                    __atomic_load_n(&total_a, __ATOMIC_RELAXED),
                    __atomic_load_n(&total_b, __ATOMIC_RELAXED));

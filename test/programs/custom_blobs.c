@@ -29,12 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "report.h"
 #include "spin.h"
 #include "timing.h"
 
 static pprof_profile *blobs;
 static long long cpu_api, cpu_static; /* ns, atomics */
-static volatile sig_atomic_t report;
 
 struct blob {
     int id;
@@ -145,12 +145,6 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
-static void on_usr1(int sig)
-{
-    (void)sig;
-    report = 1;
-}
-
 static int check_api(int present)
 {
     int bad = 0;
@@ -197,7 +191,7 @@ int main(int argc, char **argv)
     printf("api checks: %s\n", bad ? "FAILED" : "ok");
     fflush(stdout);
 
-    signal(SIGUSR1, on_usr1);
+    report_listen();
     if (pipe(pipe_fds) != 0)
         return 1;
     pthread_t t;
@@ -215,8 +209,7 @@ int main(int argc, char **argv)
         struct timespec now, nap = {0, 20000000};
         nanosleep(&nap, NULL);
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (report) {
-            report = 0;
+        if (report_asked()) {
             printf("api=%lld static=%lld\n",
                    __atomic_load_n(&cpu_api, __ATOMIC_RELAXED),
                    __atomic_load_n(&cpu_static, __ATOMIC_RELAXED));

@@ -12,14 +12,9 @@
 #include <stdio.h>
 #include <time.h>
 
-static volatile sig_atomic_t report;
-static volatile uint64_t sink;
+#include "report.h"
 
-static void on_usr1(int sig)
-{
-    (void)sig;
-    report = 1;
-}
+static volatile uint64_t sink;
 
 __attribute__((noinline)) static void wait_short(const struct timespec *t)
 {
@@ -45,8 +40,7 @@ __attribute__((noinline)) static void event_loop(void)
         wait_short(&b);
         burst_work();
         bursts += 2;
-        if (report) {
-            report = 0;
+        if (report_asked()) {
             printf("bursts=%lu\n", bursts);
             fflush(stdout);
         }
@@ -55,7 +49,7 @@ __attribute__((noinline)) static void event_loop(void)
 
 int main(void)
 {
-    signal(SIGUSR1, on_usr1);
+    report_listen();
     printf("ready\n");
     fflush(stdout);
     event_loop();

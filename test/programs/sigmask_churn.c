@@ -22,12 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "report.h"
 #include "spin.h"
 #include "timing.h"
 
 static long rounds_open, rounds_masked; /* churner writes, main reads */
 static int churn_sig;
-static volatile sig_atomic_t report;
 
 __attribute__((noinline)) void open_burn(long n) { spin(n); }
 __attribute__((noinline)) void masked_burn(long n) { spin(n); }
@@ -53,12 +53,6 @@ static void *churner(void *arg)
     return NULL;
 }
 
-static void on_usr1(int sig)
-{
-    (void)sig;
-    report = 1;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2 || (strcmp(argv[1], "chld") && strcmp(argv[1], "prof"))) {
@@ -67,7 +61,7 @@ int main(int argc, char **argv)
     }
     churn_sig = argv[1][0] == 'c' ? SIGCHLD : SIGPROF;
     int run = argc > 2 ? atoi(argv[2]) : 60;
-    signal(SIGUSR1, on_usr1);
+    report_listen();
     pthread_t t;
     pthread_create(&t, NULL, churner, NULL);
     clockid_t clock;
@@ -77,9 +71,8 @@ int main(int argc, char **argv)
     long start = now_ns();
     while (now_ns() - start < run * 1000000000L) {
         sleep_us(20000);
-        if (!report)
+        if (!report_asked())
             continue;
-        report = 0;
         struct timespec ts;
         clock_gettime(clock, &ts);
         long long cpu = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;

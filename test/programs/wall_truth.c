@@ -27,13 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "report.h"
+
 #define CYCLERS 4
 
 enum { COMPUTE, NAP, EPOLL, LOCK, NFUNCS };
 static long long spent[NFUNCS];
 static long long compute_cpu; /* the cyclers' CPU time in compute, ns */
 static int eintr;
-static volatile sig_atomic_t report;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static long long now_ns(void)
@@ -145,12 +146,6 @@ static void *holder(void *arg)
     return NULL;
 }
 
-static void on_usr1(int sig)
-{
-    (void)sig;
-    report = 1;
-}
-
 int main(int argc, char **argv)
 {
     int secs = argc > 1 ? atoi(argv[1]) : 120;
@@ -163,7 +158,7 @@ int main(int argc, char **argv)
     pthread_create(&t, NULL, holder, NULL);
     for (long i = 0; i < CYCLERS; i++)
         pthread_create(&t, NULL, cycler, (void *)i);
-    signal(SIGUSR1, on_usr1);
+    report_listen();
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     printf("started\n");
     fflush(stdout);
@@ -171,8 +166,7 @@ int main(int argc, char **argv)
     while (now_ns() < end && !(stop && access(stop, F_OK) == 0)) {
         struct timespec t = {0, 20000000};
         nanosleep(&t, NULL);
-        if (report) {
-            report = 0;
+        if (report_asked()) {
             printf("compute=%lld nap=%lld epoll=%lld lock=%lld eintr=%d "
                    "compute_cpu=%lld\n",
                    __atomic_load_n(&spent[COMPUTE], __ATOMIC_RELAXED),
