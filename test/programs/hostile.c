@@ -22,9 +22,10 @@
  *                               for SECS or until SIGUSR1
  *   hostile dlheap PLUGIN SECS  dlopen, call plug_alloc (allocations kept
  *                               after the plugin is gone), dlclose, in a loop
- *   hostile forks SECONDS       a thread forks children that malloc, lock,
+ *   hostile forks SECONDS [STOP] a thread forks children that malloc, lock,
  *                               create a thread, print and exit 0, while two
- *                               threads allocate and lock without pause;
+ *                               threads allocate and lock without pause,
+ *                               for SECONDS or until the file STOP exists;
  *                               prints "forks=N ok=N" (every child reaped)
  *   hostile loader DELAY        after DELAY seconds, one thread burns 1.5 s
  *                               and allocates inside a dl_iterate_phdr
@@ -304,7 +305,8 @@ static int reap(pid_t pid)
     return 0;
 }
 
-static int run_forks(double secs)
+/* Until secs passed, or sooner once the file stop (if any) exists. */
+static int run_forks(double secs, const char *stop_file)
 {
     pthread_atfork(lock_busy, unlock_busy, unlock_busy);
     pthread_t t[2];
@@ -312,7 +314,7 @@ static int run_forks(double secs)
         pthread_create(&t[i], NULL, busy_thread, NULL);
     double end = now() + secs;
     long forks = 0, ok = 0;
-    while (now() < end) {
+    while (now() < end && !(stop_file && forks > 0 && access(stop_file, F_OK) == 0)) {
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0)
@@ -608,7 +610,7 @@ int main(int argc, char **argv)
     if (argc >= 3 && strcmp(argv[1], "loader") == 0)
         return run_loader(atof(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "forks") == 0)
-        return run_forks(atof(argv[2]));
+        return run_forks(atof(argv[2]), argc > 3 ? argv[3] : NULL);
     if (argc >= 3 && strcmp(argv[1], "allocator") == 0)
         return run_allocator(atol(argv[2]), argc > 3 ? argv[3] : NULL);
     if (argc >= 3 && strcmp(argv[1], "iconv") == 0)
