@@ -27,6 +27,7 @@
  */
 #include "process/process.h"
 
+#include "agent/stacks/objects.h"
 #include "agent/core/clock.h"
 #include "agent/config.h"
 #include "agent/locks/contention.h"
@@ -91,17 +92,6 @@ struct order {
     int done;
 };
 
-static int has_address(const struct dl_phdr_info *info, uintptr_t a)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && a >= start && a < start + ph->p_memsz)
-            return 1;
-    }
-    return 0;
-}
-
 static int look_at_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -113,7 +103,7 @@ static int look_at_object(struct dl_phdr_info *info, size_t size, void *arg)
     base = base ? base + 1 : name;
     if (strncmp(base, "libc.so.", 8) == 0)
         o->libc_seen = 1;
-    if (has_address(info, o->self)) {
+    if (phdr_holds(info, o->self)) {
         o->late = o->libc_seen;
         o->done = 1;
         return 1;

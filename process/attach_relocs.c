@@ -36,6 +36,7 @@
  */
 #include "process/process.h"
 
+#include "agent/stacks/objects.h"
 #include "agent/core/loader.h"
 #include "agent/log.h"
 
@@ -149,18 +150,6 @@ static const ElfW(Dyn) *dynamic_of(const struct dl_phdr_info *info)
     return NULL;
 }
 
-/* 1 when a lies in one of the object's loaded segments. */
-static int in_object(const struct dl_phdr_info *info, uintptr_t a)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz)
-            return 1;
-    }
-    return 0;
-}
-
 /* Notes relocation r of an object when it names a door and leads to the
  * C library's function, or may (lazy). */
 static void collect_one(const struct dl_phdr_info *info,
@@ -176,7 +165,7 @@ static void collect_one(const struct dl_phdr_info *info,
     uintptr_t slot = info->dlpi_addr + r->r_offset;
     uintptr_t now = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
     int lazy = now != attach_door(door)->real;
-    if (lazy && (type != R_X86_64_JUMP_SLOT || !in_object(info, now)))
+    if (lazy && (type != R_X86_64_JUMP_SLOT || !phdr_holds(info, now)))
         return;
     struct entry *e = &entries[nentries++];
     *e = (struct entry){slot, now, info->dlpi_addr, (short)door,
@@ -278,7 +267,7 @@ static int rewrite(struct dl_phdr_info *info, size_t size, void *arg)
     int binding = arg != NULL;
     for (int i = 0; i < nentries; i++) {
         struct entry *e = &entries[i];
-        if (e->base != info->dlpi_addr || !in_object(info, e->slot) ||
+        if (e->base != info->dlpi_addr || !phdr_holds(info, e->slot) ||
             e->state != (binding ? ENTRY_TAKEN : ENTRY_BOUND))
             continue;
         uintptr_t agent = attach_door(e->door)->agent;

@@ -44,4 +44,17 @@ static inline void phdr_load_range(const struct dl_phdr_info *info,
     }
 }
 
+/* 1 when a lies in one of the object's PT_LOAD segments (its
+ * dl_iterate_phdr entry). Async-signal-safe. */
+static inline int phdr_holds(const struct dl_phdr_info *info, uintptr_t a)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && a >= start && a < start + ph->p_memsz)
+            return 1;
+    }
+    return 0;
+}
+
 #endif
