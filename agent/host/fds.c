@@ -37,7 +37,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -648,9 +650,44 @@ static void accept_backoff(void)
 
 static int listener_logged;
 
+/* The listener never blocks its accept: civetweb polls before it accepts
+ * and takes a failed accept as nothing to do, and the accept is made
+ * inside fds_begin (below), which a host's close waits on. */
+static void listener_nonblocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && !(fl & O_NONBLOCK))
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* 1 when fd is a connection accepted on the listener: a socket whose
+ * local address is the listener's (what a host's sweep put over the low
+ * number before the move is a file, or a socket of its own elsewhere). */
+static int accepted_on(int fd, int listener)
+{
+    struct stat st;
+    struct sockaddr_storage a, b;
+    socklen_t la = sizeof a, lb = sizeof b;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+        getsockname(fd, (struct sockaddr *)&a, &la) != 0 ||
+        getsockname(listener, (struct sockaddr *)&b, &lb) != 0 || la != lb)
+        return 0;
+    if (a.ss_family == AF_INET)
+        return ((struct sockaddr_in *)&a)->sin_port ==
+               ((struct sockaddr_in *)&b)->sin_port;
+    if (a.ss_family == AF_INET6)
+        return ((struct sockaddr_in6 *)&a)->sin6_port ==
+               ((struct sockaddr_in6 *)&b)->sin6_port;
+    return memcmp(&a, &b, la) == 0;
+}
+
 /* civetweb's accept: only on its own listener, moved high, and with a
  * growing pause after each failure so that a listener it cannot accept on
- * (descriptors exhausted, listener given up) costs no CPU. */
+ * (descriptors exhausted, listener given up) costs no CPU. The new
+ * descriptor is in flight from before the accept until it is moved: a
+ * host sweeping its descriptors (close_range from 3, dup2 over low
+ * numbers) waits instead of closing it, or reusing its number for a file
+ * of its own that the response would then be written to. */
 static int agent_accept(int fd, struct sockaddr *addr, socklen_t *len,
                         int flags)
 {
@@ -664,21 +701,37 @@ static int agent_accept(int fd, struct sockaddr *addr, socklen_t *len,
         errno = EBADF;
         return -1;
     }
+    listener_nonblocking(fd);
+    fds_begin();
     int r = flags == -1
                 ? (int)REAL_OR_SYSCALL(real_accept, SYS_accept, fd, addr, len)
                 : (int)REAL_OR_SYSCALL(real_accept4, SYS_accept4, fd, addr,
                                        len, flags);
     if (r < 0) {
         int e = errno;
+        fds_end();
         if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
             accept_backoff();
         errno = e;
         return -1;
     }
     accept_delay_ns = 0;
-    fds_begin();
     r = fds_adopt(r, FDS_SOCKET, NULL);
     fds_end();
+    if (r < fds_floor()) {
+        /* Not moved: the host closed the number first, and may own it
+         * now. Forgotten, never closed nor answered into. */
+        forget(r);
+        errno = ECONNABORTED;
+        return -1;
+    }
+    if (!accepted_on(r, fd)) {
+        /* The host put a file of its own over the number before the move:
+         * the connection is lost, and the agent's copy of that file goes. */
+        fds_close(r);
+        errno = ECONNABORTED;
+        return -1;
+    }
     return r;
 }
 

@@ -4,10 +4,15 @@
  * closes everything from 3 up (close_range), opens a few files (which get
  * the low numbers back) and puts /dev/null over 3..63 with dup2.
  *
- *   fd_sweep SECONDS
+ *   fd_sweep SECONDS [FILE]
  *
+ * With FILE, the first file it opens is FILE, for writing (so the dup2
+ * puts it over 3..63): it writes nothing there itself, and at the end
+ * prints its size ("written=N"), which anything else writing to one of
+ * its descriptors would make non-zero.
  * Prints "fd_sweep: N rounds" and exits 0 after SECONDS.
  */
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -30,13 +35,19 @@ int main(int argc, char **argv)
         close_range(3, ~0U, 0);
         int fds[4];
         for (int i = 0; i < 4; i++)
-            fds[i] = open("/dev/null", O_RDONLY);
+            fds[i] = i == 0 && argc > 2
+                         ? open(argv[2], O_WRONLY | O_CREAT | O_APPEND, 0600)
+                         : open("/dev/null", O_RDONLY);
         for (int fd = 3; fd < 64; fd++)
             dup2(fds[0], fd);
         struct timespec nap = {0, 5000000};
         nanosleep(&nap, NULL);
         rounds++;
     }
+    struct stat st;
+    if (argc > 2)
+        printf("written=%lld\n",
+               stat(argv[2], &st) == 0 ? (long long)st.st_size : -1LL);
     printf("fd_sweep: %ld rounds\n", rounds);
     return 0;
 }
