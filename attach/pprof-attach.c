@@ -148,6 +148,36 @@ static int agent_mapping(pid_t pid, const char *path, struct mapping *m)
     return target_find_mapping(pid, NULL, (uint64_t)st.st_ino, m);
 }
 
+/* Says why the agent in pid can no longer be reached after the calls: the
+ * process ended, or it ran a new program (execve), which drops every
+ * mapping, the agent's with them, while the pid lives on; or the agent is
+ * there and unreadable. */
+static void say_lost(pid_t pid, const char *agent)
+{
+    int e = errno; /* the failed read's */
+    char state[64] = "", exe[4096];
+    struct mapping m;
+    if ((kill(pid, 0) != 0 && errno == ESRCH) ||
+        target_status(pid, "State", state, sizeof state) != 0 ||
+        state[0] == 'Z') {
+        say("pid %d ended", (int)pid);
+        return;
+    }
+    if (agent_mapping(pid, agent, &m) == 0) {
+        say("cannot read the agent's state in pid %d: %s", (int)pid,
+            strerror(e));
+        return;
+    }
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    say("pid %d runs on, but the agent is no longer mapped in it: it ran a "
+        "new program (execve; it runs %s now), which drops the old "
+        "program's libraries, the agent with them. Attach to it again "
+        "once it runs the program to profile", (int)pid, n > 0 ? exe : "?");
+}
+
 /* The address of an agent symbol in the target. */
 static int agent_symbol(pid_t pid, const char *path, const char *name,
                         uintptr_t *out)
@@ -155,8 +185,11 @@ static int agent_symbol(pid_t pid, const char *path, const char *name,
     struct mapping m;
     char reach[4200];
     target_path(pid, path, reach, sizeof reach);
-    if (agent_mapping(pid, path, &m) != 0 ||
-        elf_symbol_address(reach, &m, name, out) != 0) {
+    if (agent_mapping(pid, path, &m) != 0) {
+        say_lost(pid, path);
+        return -1;
+    }
+    if (elf_symbol_address(reach, &m, name, out) != 0) {
         say("no %s in the agent mapped in pid %d (%s): another version?",
             name, (int)pid, path);
         return -1;
@@ -168,6 +201,7 @@ static int read_state(pid_t pid, uintptr_t at, int *state)
 {
     return peek(pid, at, state, sizeof *state);
 }
+
 
 static void explain(int code, pid_t pid)
 {
@@ -303,7 +337,7 @@ static int do_attach(pid_t pid, const char *agent)
     int state = S_ON;
     for (int i = 0; i < WAIT_SERVE_S * 50 && state == S_ON; i++) {
         if (read_state(pid, state_at, &state) != 0) {
-            say("pid %d ended", (int)pid);
+            say_lost(pid, agent);
             return 1;
         }
         if (state == S_ON)
@@ -320,8 +354,10 @@ static int do_attach(pid_t pid, const char *agent)
         return 1;
     }
     char addr[256];
-    if (peek(pid, addr_at, addr, sizeof addr) != 0)
+    if (peek(pid, addr_at, addr, sizeof addr) != 0) {
+        say_lost(pid, agent);
         return 1;
+    }
     addr[sizeof addr - 1] = '\0';
     if (addr[0])
         fprintf(stderr, "pprofagent: serving http://%s/debug/pprof/ (pid %d)\n",
@@ -361,8 +397,10 @@ static int do_detach(pid_t pid, const char *agent)
     }
     int state = S_LEAVING;
     for (int i = 0; i < WAIT_DETACH_S * 50 && state == S_LEAVING; i++) {
-        if (read_state(pid, state_at, &state) != 0)
+        if (read_state(pid, state_at, &state) != 0) {
+            say_lost(pid, agent);
             return 1;
+        }
         if (state == S_LEAVING)
             nap_ms(20);
     }
