@@ -127,8 +127,15 @@ static int check_target(pid_t pid, struct mapping *libc)
             "glibc only", (int)pid);
         return -1;
     }
-    if (target_find_mapping(pid, "libc.so.6", 0, libc) != 0 &&
-        target_find_mapping(pid, "libc-2.", 0, libc) != 0) {
+    int no_libc = target_find_mapping(pid, "libc.so.6", 0, libc) != 0 &&
+                  target_find_mapping(pid, "libc-2.", 0, libc) != 0;
+    if (no_libc && target_maps_contain(pid, "/ld-linux")) {
+        say("pid %d has its dynamic loader mapped but no C library yet: "
+            "it is starting a program (an execve just now, as a launcher "
+            "script does); attach once it runs", (int)pid);
+        return -1;
+    }
+    if (no_libc) {
         say("pid %d has no C library loaded dynamically (statically linked, "
             "or not a glibc process): nothing in it can load the agent",
             (int)pid);
