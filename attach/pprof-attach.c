@@ -240,6 +240,27 @@ static void explain(int code, pid_t pid)
     }
 }
 
+/* The loader is done starting the program and loads nothing now: its
+ * _r_debug initialized (r_version) and consistent (r_state 0, at offset
+ * 24). Before that the C library may not be relocated yet, and a dlopen
+ * there crashes. 1 when it is, or when it cannot be told. */
+static int loader_settled(pid_t pid)
+{
+    struct mapping ld;
+    char file[4200];
+    uintptr_t at;
+    int version, state;
+    if (target_find_mapping(pid, "ld-linux", 0, &ld) != 0)
+        return 1;
+    target_path(pid, ld.path, file, sizeof file);
+    if (elf_symbol_address(file, &ld, "_r_debug", &at) != 0)
+        return 1;
+    if (peek(pid, at, &version, sizeof version) != 0 ||
+        peek(pid, at + 24, &state, sizeof state) != 0)
+        return 1;
+    return version != 0 && state == 0;
+}
+
 /* The calls of an attach, on the stopped thread: dlopen (unless the agent
  * is mapped already), then pprof_attach_start. Returns the agent's code,
  * or -1 (said). */
@@ -249,6 +270,12 @@ static int attach_calls(struct remote *r, const struct mapping *libc,
     pid_t pid = r->pid;
     struct mapping m;
     if (agent_mapping(pid, agent, &m) != 0) {
+        if (!loader_settled(pid)) {
+            say("pid %d's loader is busy (starting the program after an "
+                "execve, or loading a library): nothing called there; "
+                "try again in a moment", (int)pid);
+            return -1;
+        }
         char libc_file[4200];
         target_path(pid, libc->path, libc_file, sizeof libc_file);
         uintptr_t dlopen_at, dlerror_at = 0;
