@@ -127,8 +127,15 @@ static int check_target(pid_t pid, struct mapping *libc)
             "glibc only", (int)pid);
         return -1;
     }
-    if (target_find_mapping(pid, "libc.so.6", 0, libc) != 0 &&
-        target_find_mapping(pid, "libc-2.", 0, libc) != 0) {
+    int no_libc = target_find_mapping(pid, "libc.so.6", 0, libc) != 0 &&
+                  target_find_mapping(pid, "libc-2.", 0, libc) != 0;
+    if (no_libc && target_maps_contain(pid, "/ld-linux")) {
+        say("pid %d has its dynamic loader mapped but no C library yet: "
+            "it is starting a program (an execve just now, as a launcher "
+            "script does); attach once it runs", (int)pid);
+        return -1;
+    }
+    if (no_libc) {
         say("pid %d has no C library loaded dynamically (statically linked, "
             "or not a glibc process): nothing in it can load the agent",
             (int)pid);
@@ -148,6 +155,36 @@ static int agent_mapping(pid_t pid, const char *path, struct mapping *m)
     return target_find_mapping(pid, NULL, (uint64_t)st.st_ino, m);
 }
 
+/* Says why the agent in pid can no longer be reached after the calls: the
+ * process ended, or it ran a new program (execve), which drops every
+ * mapping, the agent's with them, while the pid lives on; or the agent is
+ * there and unreadable. */
+static void say_lost(pid_t pid, const char *agent)
+{
+    int e = errno; /* the failed read's */
+    char state[64] = "", exe[4096];
+    struct mapping m;
+    if ((kill(pid, 0) != 0 && errno == ESRCH) ||
+        target_status(pid, "State", state, sizeof state) != 0 ||
+        state[0] == 'Z') {
+        say("pid %d ended", (int)pid);
+        return;
+    }
+    if (agent_mapping(pid, agent, &m) == 0) {
+        say("cannot read the agent's state in pid %d: %s", (int)pid,
+            strerror(e));
+        return;
+    }
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    say("pid %d runs on, but the agent is no longer mapped in it: it ran a "
+        "new program (execve; it runs %s now), which drops the old "
+        "program's libraries, the agent with them. Attach to it again "
+        "once it runs the program to profile", (int)pid, n > 0 ? exe : "?");
+}
+
 /* The address of an agent symbol in the target. */
 static int agent_symbol(pid_t pid, const char *path, const char *name,
                         uintptr_t *out)
@@ -155,8 +192,11 @@ static int agent_symbol(pid_t pid, const char *path, const char *name,
     struct mapping m;
     char reach[4200];
     target_path(pid, path, reach, sizeof reach);
-    if (agent_mapping(pid, path, &m) != 0 ||
-        elf_symbol_address(reach, &m, name, out) != 0) {
+    if (agent_mapping(pid, path, &m) != 0) {
+        say_lost(pid, path);
+        return -1;
+    }
+    if (elf_symbol_address(reach, &m, name, out) != 0) {
         say("no %s in the agent mapped in pid %d (%s): another version?",
             name, (int)pid, path);
         return -1;
@@ -168,6 +208,7 @@ static int read_state(pid_t pid, uintptr_t at, int *state)
 {
     return peek(pid, at, state, sizeof *state);
 }
+
 
 static void explain(int code, pid_t pid)
 {
@@ -199,6 +240,27 @@ static void explain(int code, pid_t pid)
     }
 }
 
+/* The loader is done starting the program and loads nothing now: its
+ * _r_debug initialized (r_version) and consistent (r_state 0, at offset
+ * 24). Before that the C library may not be relocated yet, and a dlopen
+ * there crashes. 1 when it is, or when it cannot be told. */
+static int loader_settled(pid_t pid)
+{
+    struct mapping ld;
+    char file[4200];
+    uintptr_t at;
+    int version, state;
+    if (target_find_mapping(pid, "ld-linux", 0, &ld) != 0)
+        return 1;
+    target_path(pid, ld.path, file, sizeof file);
+    if (elf_symbol_address(file, &ld, "_r_debug", &at) != 0)
+        return 1;
+    if (peek(pid, at, &version, sizeof version) != 0 ||
+        peek(pid, at + 24, &state, sizeof state) != 0)
+        return 1;
+    return version != 0 && state == 0;
+}
+
 /* The calls of an attach, on the stopped thread: dlopen (unless the agent
  * is mapped already), then pprof_attach_start. Returns the agent's code,
  * or -1 (said). */
@@ -208,6 +270,12 @@ static int attach_calls(struct remote *r, const struct mapping *libc,
     pid_t pid = r->pid;
     struct mapping m;
     if (agent_mapping(pid, agent, &m) != 0) {
+        if (!loader_settled(pid)) {
+            say("pid %d's loader is busy (starting the program after an "
+                "execve, or loading a library): nothing called there; "
+                "try again in a moment", (int)pid);
+            return -1;
+        }
         char libc_file[4200];
         target_path(pid, libc->path, libc_file, sizeof libc_file);
         uintptr_t dlopen_at, dlerror_at = 0;
@@ -303,7 +371,7 @@ static int do_attach(pid_t pid, const char *agent)
     int state = S_ON;
     for (int i = 0; i < WAIT_SERVE_S * 50 && state == S_ON; i++) {
         if (read_state(pid, state_at, &state) != 0) {
-            say("pid %d ended", (int)pid);
+            say_lost(pid, agent);
             return 1;
         }
         if (state == S_ON)
@@ -320,8 +388,10 @@ static int do_attach(pid_t pid, const char *agent)
         return 1;
     }
     char addr[256];
-    if (peek(pid, addr_at, addr, sizeof addr) != 0)
+    if (peek(pid, addr_at, addr, sizeof addr) != 0) {
+        say_lost(pid, agent);
         return 1;
+    }
     addr[sizeof addr - 1] = '\0';
     if (addr[0])
         fprintf(stderr, "pprofagent: serving http://%s/debug/pprof/ (pid %d)\n",
@@ -361,8 +431,10 @@ static int do_detach(pid_t pid, const char *agent)
     }
     int state = S_LEAVING;
     for (int i = 0; i < WAIT_DETACH_S * 50 && state == S_LEAVING; i++) {
-        if (read_state(pid, state_at, &state) != 0)
+        if (read_state(pid, state_at, &state) != 0) {
+            say_lost(pid, agent);
             return 1;
+        }
         if (state == S_LEAVING)
             nap_ms(20);
     }

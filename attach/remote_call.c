@@ -66,6 +66,22 @@ static int wait_stop(struct remote *r)
     }
 }
 
+/* Says that the stopped thread ended (what), and whether its process
+ * ended with it or runs on: another thread ran a new program (execve),
+ * which ends every other thread, or the thread exited by itself. */
+static void say_ended(const struct remote *r, const char *what)
+{
+    char state[64] = "";
+    if ((kill(r->pid, 0) != 0 && errno == ESRCH) ||
+        target_status(r->pid, "State", state, sizeof state) != 0 ||
+        state[0] == 'Z')
+        say("pid %d ended%s", (int)r->pid, what);
+    else
+        say("thread %d of pid %d ended%s; the process runs on (another of "
+            "its threads ran a new program, execve, or the thread exited)",
+            (int)r->tid, (int)r->pid, what);
+}
+
 int remote_stop(struct remote *r, pid_t pid, pid_t tid)
 {
     memset(r, 0, sizeof *r);
@@ -95,7 +111,7 @@ int remote_stop(struct remote *r, pid_t pid, pid_t tid)
     for (;;) {
         int st = wait_stop(r);
         if (st < 0) {
-            say("pid %d ended", (int)pid);
+            say_ended(r, "");
             return -1;
         }
         if ((st >> 16) == PTRACE_EVENT_STOP)
@@ -160,7 +176,7 @@ int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
     for (;;) {
         int st = wait_stop(r);
         if (st < 0) {
-            say("pid %d ended during the call", (int)r->pid);
+            say_ended(r, " during the call");
             r->stopped = 0;
             return -1;
         }
