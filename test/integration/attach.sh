@@ -11,14 +11,7 @@
 # came back as it should (no EINTR, no early return) and exits 0.
 . "$TOP/test/integration/lib.sh"
 
-ATTACH="$BUILD/pprof-attach"
-[ -x "$ATTACH" ] || fail "no $ATTACH (make test-bins builds it)"
-
-STOPFILE="$WORK/stop"
-"$BUILD/test/programs/attach_target" "$STOPFILE" >"$WORK/target.out" 2>"$WORK/target.err" &
-PID=$!
-PIDS="$PIDS $PID"
-wait_until "the target to start" grep -q started "$WORK/target.out"
+attach_target_start
 expect_not_contains "$(cat /proc/$PID/maps)" libpprofagent "the target's maps before the attach"
 
 # untraced PID: running on, not stopped, no tracer.

@@ -13,14 +13,7 @@
 # in use. The program's own account stays clean and it exits 0.
 . "$TOP/test/integration/lib.sh"
 
-ATTACH="$BUILD/pprof-attach"
-[ -x "$ATTACH" ] || fail "no $ATTACH (make test-bins builds it)"
-
-STOPFILE="$WORK/stop"
-"$BUILD/test/programs/attach_target" "$STOPFILE" >"$WORK/target.out" 2>"$WORK/target.err" &
-PID=$!
-PIDS="$PIDS $PID"
-wait_until "the target to start" grep -q started "$WORK/target.out"
+attach_target_start
 
 # attach_to: attaches to PID recording every allocation and lock wait;
 # sets ADDR.

@@ -256,3 +256,16 @@ expect_not_contains() {
 profile_note() {
     fetch debug/stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["profile_notes"].get(sys.argv[1], ""))' "$1"
 }
+
+# attach_target_start: ATTACH (pprof-attach), and test/programs/attach_target
+# started without the agent as PID (it stops when STOPFILE exists), once it
+# says it started.
+attach_target_start() {
+    ATTACH="$BUILD/pprof-attach"
+    [ -x "$ATTACH" ] || fail "no $ATTACH (make test-bins builds it)"
+    STOPFILE="$WORK/stop"
+    "$BUILD/test/programs/attach_target" "$STOPFILE" >"$WORK/target.out" 2>"$WORK/target.err" &
+    PID=$!
+    PIDS="$PIDS $PID"
+    wait_until "the target to start" grep -q started "$WORK/target.out"
+}
