@@ -20,9 +20,7 @@
  *   never sample. Then the CPU and the wall profilers block their signals
  *   last, so no timer signal interrupts the fork itself (clone() would
  *   restart for ever).
- * - parent undoes prepare in reverse: the signal mask, the gate, the locks;
- *   then a flag: the unwind tables are compiled whole from now on, so that
- *   the next children find them compiled.
+ * - parent undoes prepare in reverse: the signal mask, the gate, the locks.
  * - child: the thread id, the fork gate, the signal-mask watchers (sigmask), the CPU
  *   and wall profile states, the heap locks; then the registries the parent's other
  *   threads may have been using: descriptors (fds), the symbolizer's lock,
@@ -104,7 +102,6 @@ FORK_PATH static void fork_parent(void)
         return;
     wall_fork_parent();
     cpu_timer_fork_parent();
-    cfi_tables_fork_parent();
     loader_fork_parent();
     if (heap_buckets)
         heap_table_fork_parent();

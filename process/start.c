@@ -241,10 +241,9 @@ static void starter_work(int dumps, int tables)
      * does nothing else: the watch, the dumps and the push would outlive
      * a detach (attach.c). The unwind tables come first: the first
      * request after pprof-attach returned walks stacks through the C
-     * library. Lazily: an object is compiled once a walk meets its code,
-     * or all of them in a process that forked (cfi_tables_refresh_lazy). */
+     * library. */
     if (tables)
-        cfi_tables_refresh_lazy();
+        cfi_tables_refresh();
     if (start_attached) {
         /* The threads there before the attach: their stacks (stack.h). */
         stack_foreign_snapshot();

@@ -752,7 +752,7 @@ int cpu_profile_start(int hz)
     }
     memset(&cpu_counters, 0, sizeof cpu_counters);
     phdr_cache_refresh(1);
-    cfi_tables_refresh_lazy();
+    cfi_tables_refresh();
     /* Goroutine stacks walked too, in a Go program: looked for on an agent
      * thread only, never in the constructor (PPROF_DUMP_DIR's whole-run
      * profile), which reads no file; its first drain does. */
@@ -819,7 +819,7 @@ void cpu_profile_drain(void (*fn)(const struct cpu_sample *s, void *arg),
      * here (dlopen is not interposed), the symbolizer from the objects
      * generation the refresh bumps. */
     phdr_cache_refresh(0);
-    cfi_tables_refresh_lazy();
+    cfi_tables_refresh();
     stack_go_find();
 }
 

@@ -148,11 +148,6 @@ struct cfi_object {
     uint64_t *cache;       /* cache_mask + 1 entries, or NULL */
     uint32_t cache_mask;
     uint32_t nrows;
-    /* 1 while the object's rows are not compiled (cfi_tables_refresh_lazy):
-     * walks look its rules up directly and set wanted (any thread, any
-     * context), and the next refresh compiles it. */
-    uint32_t pending;
-    uint32_t wanted;
 };
 
 /* Each set has a direct-mapped cache of the common rules by code address
@@ -210,20 +205,6 @@ static inline int cfi_phdr_counters(struct dl_phdr_info *info, size_t size,
  */
 int cfi_tables_refresh(void);
 
-/*
- * cfi_tables_refresh, compiling only what samples need: an object new to
- * the tables is published without rows (pending) and compiled by the
- * first refresh after a walk met its code (cfi_object.wanted); until
- * then walks look its frames up in its .eh_frame directly, as for code
- * loaded since the last refresh. A process's samples land in a few of its
- * objects (PostgreSQL's: the program and the C library, 7 MiB of its 22
- * MiB of code). cfi_tables_refresh() compiles every pending object (the
- * threads dump's frame-record search needs rows). Without
- * _dl_find_object (glibc before 2.35) it is cfi_tables_refresh().
- * Not async-signal-safe.
- */
-int cfi_tables_refresh_lazy(void);
-
 /* Bytes of the published tables: rows, bucket indexes, row caches, and
  * the set itself with its rule cache. The writer's thread only. */
 size_t cfi_tables_bytes(void);
@@ -232,16 +213,10 @@ size_t cfi_tables_bytes(void);
  * cfi_tables_maybe_refresh() rebuilds. Async-signal-safe. */
 extern int cfi_tables_stale;
 
-/* Set by a walk that met a pending object's code (cfi_tables_refresh_lazy):
- * the next refresh compiles the objects wanted. Async-signal-safe. */
-extern int cfi_tables_wanted;
-
-/* cfi_tables_refresh_lazy() if something marked the tables out of date;
- * while the first build is deferred (cfi_tables_defer), or when only
- * pending objects are wanted (a host thread's capture: their compiling is
- * left to the agent's threads, a profile's next drain), only once the
- * walks made without tables have cost about what the build does (one
- * frame looked up per KiB of loaded code). Not async-signal-safe. */
+/* cfi_tables_refresh() if something marked the tables out of date; while
+ * the first build is deferred (cfi_tables_defer), only once the walks made
+ * without tables have cost about what the build does (one frame looked up
+ * per KiB of loaded code). Not async-signal-safe. */
 int cfi_tables_maybe_refresh(void);
 
 /* Defers the first build of the tables: until cfi_tables_refresh() is
@@ -254,12 +229,8 @@ int cfi_tables_maybe_refresh(void);
  * thousands of stacks in it does not pay 20 times a walk's cost for each. */
 void cfi_tables_defer(void);
 
-/* In the parent after a fork: from now on cfi_tables_refresh_lazy()
- * compiles every object, for the children to come. A flag only. */
-void cfi_tables_fork_parent(void);
-
 /* In a forked child: forgets the walks of threads that did not come
- * along; lazy again until the child forks. Not async-signal-safe. */
+ * along. Not async-signal-safe. */
 void cfi_tables_fork_child(void);
 
 /* Readers (walks) register in cfi_readers[epoch & 1] before they load the
@@ -290,8 +261,6 @@ struct cfi_walk_counters {
     uint64_t cache_misses; /* rows not in the row cache (found by the scan) */
     uint64_t slow_frames;  /* frames the rule cache did not step (cfi_set.rules):
                             * not cached, or a walk's last */
-    uint64_t pending_frames; /* frames in an object not compiled yet, looked
-                              * up directly (cfi_tables_refresh_lazy) */
 };
 extern struct cfi_walk_counters cfi_walk_counters;
 

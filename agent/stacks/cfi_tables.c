@@ -20,16 +20,9 @@
  *
  * Every table lives in memory this file maps itself; nothing goes through
  * the host's allocator.
- *
- * A lazy refresh (the CPU and wall profiles, the deferred start, dlclose)
- * publishes an object new to the tables without rows ("pending"): a walk
- * that meets its code looks the frame up in its .eh_frame and marks it
- * wanted, and the next refresh compiles the objects wanted. A process that
- * forked compiles them all, for its children (cfi.h).
  */
 #include "agent/stacks/cfi.h"
 #include "agent/fork_step.h"
-#include "agent/stacks/objects.h"
 
 #include "agent/log.h"
 #include "agent/core/loader.h"
@@ -52,7 +45,6 @@ struct cfi_set *cfi_current;
 unsigned cfi_epoch;
 int cfi_readers[2];
 int cfi_tables_stale;
-int cfi_tables_wanted;
 
 /* What the writer knows of each object beyond what walks need. */
 struct owned {
@@ -63,7 +55,6 @@ struct owned {
     uint64_t *cache;
     size_t map_bytes, index_bytes, cache_bytes;
     uint32_t nrows, cache_mask;
-    int pending; /* not compiled yet (cfi_tables_refresh_lazy) */
 };
 
 static int writer_lock; /* 1 while a writer runs */
@@ -71,7 +62,6 @@ static const uint64_t empty_cache[1];
 static struct owned *owned;   /* the published set's objects, same order */
 static size_t owned_n, owned_map_bytes;
 static unsigned long long seen_adds = ~0ULL, seen_subs = ~0ULL;
-static size_t owned_pending; /* objects of the published set not compiled */
 
 static size_t page_round(size_t n)
 {
@@ -120,7 +110,6 @@ static uint64_t hash_name(const char *s)
 struct found {
     struct owned *to;
     size_t n, cap, needed;
-    int lazy; /* compile only the objects walks met (cfi_tables_refresh_lazy) */
 };
 
 static void compile_object(struct owned *o, const char *name);
@@ -157,20 +146,9 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
     o->name_hash = hash_name(info->dlpi_name);
     /* Compiled here, with the loader lock held: the object cannot be
      * unloaded while its sections are read. Objects already compiled
-     * keep their rows; in a lazy refresh, an object is compiled only
-     * once a walk met its code. */
-    int wanted = 0;
+     * keep their rows. */
     for (size_t j = 0; j < owned_n; j++) {
         if (same_object(&owned[j], o)) {
-            /* owned[] and the published set's objects are in the same
-             * order. */
-            if (owned[j].pending &&
-                (!f->lazy || __atomic_load_n(&cfi_current->objects[j].wanted,
-                                             __ATOMIC_RELAXED))) {
-                wanted = 1;
-                break;
-            }
-            o->pending = owned[j].pending;
             o->rows = owned[j].rows;
             o->nrows = owned[j].nrows;
             o->map_bytes = owned[j].map_bytes;
@@ -182,9 +160,7 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
             return 0;
         }
     }
-    o->pending = f->lazy && !wanted;
-    if (!o->pending)
-        compile_object(o, info->dlpi_name);
+    compile_object(o, info->dlpi_name);
     return 0;
 }
 
@@ -397,17 +373,10 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int64_t thread_cpu_ns(void)
+static int rebuild(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int rebuild(int lazy)
-{
-    int64_t t0 = mono_ns(), cpu0 = thread_cpu_ns();
-    struct found f = {NULL, 0, 0, 0, lazy};
+    int64_t t0 = mono_ns();
+    struct found f = {NULL, 0, 0, 0};
     size_t found_bytes = 0;
     for (int attempt = 0; attempt < 4; attempt++) {
         if (f.to) {
@@ -467,7 +436,6 @@ static int rebuild(int lazy)
         c->cache = f.to[i].cache ? f.to[i].cache : (uint64_t *)empty_cache;
         c->cache_mask = f.to[i].cache ? f.to[i].cache_mask : 0;
         c->nrows = f.to[i].nrows;
-        c->pending = (uint32_t)f.to[i].pending;
     }
     struct cfi_set *old_set =
         __atomic_exchange_n(&cfi_current, set, __ATOMIC_SEQ_CST);
@@ -487,10 +455,8 @@ static int rebuild(int lazy)
     owned_n = f.n;
     owned_map_bytes = found_bytes;
     size_t text = 0, bytes = cfi_set_bytes(f.n), with_rows = 0;
-    owned_pending = 0;
     for (size_t i = 0; i < f.n; i++) {
         text += f.to[i].hi - f.to[i].lo;
-        owned_pending += (size_t)f.to[i].pending;
         if (f.to[i].rows) {
             with_rows++;
             bytes += f.to[i].nrows * sizeof(struct cfi_row) +
@@ -498,11 +464,9 @@ static int rebuild(int lazy)
         }
     }
     log_debug("unwind tables: %zu of %zu objects, %zu KiB for %zu KiB of "
-              "code, %zu left until a walk meets them, rebuilt in %lld us "
-              "(%lld us of CPU)",
-              with_rows, f.n, bytes >> 10, text >> 10, owned_pending,
-              (long long)((mono_ns() - t0) / 1000),
-              (long long)((thread_cpu_ns() - cpu0) / 1000));
+              "code, rebuilt in %lld us",
+              with_rows, f.n, bytes >> 10, text >> 10,
+              (long long)((mono_ns() - t0) / 1000));
     return (int)f.n;
 }
 
@@ -510,7 +474,7 @@ static int rebuild(int lazy)
  * called. */
 static int deferred;
 
-static int refresh(int lazy)
+int cfi_tables_refresh(void)
 {
     unsigned long long v[2] = {0, 0};
     /* Never waits for another writer: one may be waiting for the loader
@@ -523,15 +487,13 @@ static int refresh(int lazy)
         return -EBUSY;
     }
     __atomic_store_n(&cfi_tables_stale, 0, __ATOMIC_SEQ_CST);
-    int wanted = __atomic_exchange_n(&cfi_tables_wanted, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&deferred, 0, __ATOMIC_RELAXED);
     loader_iterate_phdr(cfi_phdr_counters, v);
     int ret;
-    if (cfi_current && v[0] == seen_adds && v[1] == seen_subs &&
-        !(owned_pending && (wanted || !lazy))) {
+    if (cfi_current && v[0] == seen_adds && v[1] == seen_subs) {
         ret = (int)cfi_current->n;
     } else {
-        ret = rebuild(lazy);
+        ret = rebuild();
         if (ret >= 0) {
             seen_adds = v[0];
             seen_subs = v[1];
@@ -539,26 +501,6 @@ static int refresh(int lazy)
     }
     __atomic_store_n(&writer_lock, 0, __ATOMIC_RELEASE);
     return ret;
-}
-
-int cfi_tables_refresh(void)
-{
-    return refresh(0);
-}
-
-/* 1 once this process forked (cfi_tables_fork_parent), 0 in a child
- * until it forks itself. */
-static int forked FORK_STATE;
-
-int cfi_tables_refresh_lazy(void)
-{
-    /* Pending objects' frames are looked up with _dl_find_object. A
-     * process that forks compiles every object: its children, forked
-     * after, find them compiled (copied with the address space), where
-     * each would otherwise compile what its own samples meet
-     * (PostgreSQL's backends: 27 ms of CPU each, against none). */
-    return refresh(agent_find_object != NULL &&
-                   !__atomic_load_n(&forked, __ATOMIC_RELAXED));
 }
 
 void cfi_tables_defer(void)
@@ -590,9 +532,8 @@ static int add_code_bytes(struct dl_phdr_info *info, size_t size, void *data)
 static int lookups_paid_for_build(void)
 {
     static size_t frames_for_build;
-    uint64_t frames =
-        __atomic_load_n(&cfi_walk_counters.no_table, __ATOMIC_RELAXED) +
-        __atomic_load_n(&cfi_walk_counters.pending_frames, __ATOMIC_RELAXED);
+    uint64_t frames = __atomic_load_n(&cfi_walk_counters.no_table,
+                                      __ATOMIC_RELAXED);
     if (!frames)
         return 0;
     size_t limit = __atomic_load_n(&frames_for_build, __ATOMIC_RELAXED);
@@ -607,19 +548,16 @@ static int lookups_paid_for_build(void)
 
 int cfi_tables_maybe_refresh(void)
 {
-    int stale = __atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED);
-    if (!stale && !__atomic_load_n(&cfi_tables_wanted, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED))
         return 0;
-    int waits = __atomic_load_n(&deferred, __ATOMIC_RELAXED) || !stale;
-    if (waits) {
+    if (__atomic_load_n(&deferred, __ATOMIC_RELAXED)) {
         if (!lookups_paid_for_build())
             return 0;
-        log_debug("unwind tables: built on a capture: %llu frames were "
-                  "looked up without them",
-                  (unsigned long long)(cfi_walk_counters.no_table +
-                                       cfi_walk_counters.pending_frames));
+        log_debug("unwind tables: built before the start delay ends: "
+                  "%llu frames were looked up without them",
+                  (unsigned long long)cfi_walk_counters.no_table);
     }
-    return cfi_tables_refresh_lazy();
+    return cfi_tables_refresh();
 }
 
 size_t cfi_tables_bytes(void)
@@ -637,14 +575,8 @@ size_t cfi_tables_bytes(void)
     return bytes;
 }
 
-FORK_PATH void cfi_tables_fork_parent(void)
-{
-    FORK_SET_ATOMIC(forked, 1);
-}
-
 FORK_PATH void cfi_tables_fork_child(void)
 {
-    FORK_SET_ATOMIC(forked, 0);
     /* Walks and writers of the parent's other threads did not come
      * along. */
     FORK_SET_ATOMIC(writer_lock, 0);

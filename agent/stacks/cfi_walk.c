@@ -556,17 +556,9 @@ static inline __attribute__((always_inline)) PPROF_SIGNAL_SAFE
     row_at(struct walk_step *s, uintptr_t at, struct cfi_row *found)
 {
     const struct cfi_row *row =
-        s->o && !s->o->pending ? find_row(s->o, at, &s->seen.cache_misses)
-                               : NULL;
-    if (!s->o || s->o->pending) {
-        if (s->o) {
-            /* Compiled by the next refresh (cfi_tables_refresh_lazy);
-             * the set's memory is the writer's, read-write. */
-            s->seen.pending_frames++;
-            __atomic_store_n((uint32_t *)&s->o->wanted, 1, __ATOMIC_RELAXED);
-        } else {
-            s->seen.no_table++;
-        }
+        s->o ? find_row(s->o, at, &s->seen.cache_misses) : NULL;
+    if (!s->o) {
+        s->seen.no_table++;
         if (rule_of_new_code(at, found) == 0)
             row = found;
     } else if (row && s->rules) {
@@ -791,8 +783,6 @@ general_walk(struct walk_args *w)
      * (cfi_tables_maybe_refresh). */
     if (s.seen.no_table)
         __atomic_store_n(&cfi_tables_stale, 1, __ATOMIC_RELAXED);
-    if (s.seen.pending_frames)
-        __atomic_store_n(&cfi_tables_wanted, 1, __ATOMIC_RELAXED);
     counters_add(&s.seen);
     return w->n;
 }

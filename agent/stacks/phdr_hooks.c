@@ -88,7 +88,7 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
         /* The unloaded object's tables go (a walk meanwhile may still use
          * them: it reads only the agent's tables and the stack, never the
          * object). */
-        cfi_tables_refresh_lazy();
+        cfi_tables_refresh();
     }
     return ret;
 }

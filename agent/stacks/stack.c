@@ -174,8 +174,7 @@ static int capture(const void *frame, uintptr_t *pcs, int max,
     if (may_allocate && !agent_tls.in_loader) {
         if (unlikely(!cfi_stack_hi))
             cfi_stack_learn();
-        if (unlikely(__atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED) |
-                     __atomic_load_n(&cfi_tables_wanted, __ATOMIC_RELAXED)))
+        if (unlikely(__atomic_load_n(&cfi_tables_stale, __ATOMIC_RELAXED)))
             cfi_tables_maybe_refresh();
     } else if (!cfi_stack_hi) {
         learn_from_maps();

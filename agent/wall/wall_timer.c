@@ -380,7 +380,7 @@ int wall_session_start(void)
     /* Libraries loaded since the last look: the handlers unwind with
      * tables that cover them. */
     phdr_cache_refresh(0);
-    cfi_tables_refresh_lazy();
+    cfi_tables_refresh();
     stack_go_find(); /* goroutine stacks walked too, in a Go program */
     int sig = install();
     if (sig < 0) {
@@ -411,7 +411,7 @@ int wall_session_start(void)
 void wall_session_refresh(void)
 {
     phdr_cache_refresh(0);
-    cfi_tables_refresh_lazy();
+    cfi_tables_refresh();
 }
 
 void wall_session_stop(void)

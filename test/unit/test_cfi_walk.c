@@ -333,52 +333,6 @@ TEST(code_loaded_since_the_tables)
     dlclose(libs[2].handle);
 }
 
-/* The object of the published tables that holds pc, or NULL. */
-static const struct cfi_object *published_object(uintptr_t pc)
-{
-    const struct cfi_set *set = cfi_current;
-    for (size_t i = 0; set && i < set->n; i++)
-        if (pc >= set->objects[i].lo && pc < set->objects[i].hi)
-            return &set->objects[i];
-    return NULL;
-}
-
-/* A lazy refresh publishes an object new to the tables without rows; walks
- * through its code agree with libunwind all the same (looked up in its
- * .eh_frame) and mark it wanted; the next lazy refresh compiles it, and
- * leaves the objects compiled before as they were. */
-TEST(lazy_tables_compile_what_walks_meet)
-{
-    load_lib(2);
-    uintptr_t code = (uintptr_t)libs[2].recurse;
-    const struct cfi_row *kept = published_object((uintptr_t)libs[0].recurse)->rows;
-    assert_true(cfi_tables_refresh_lazy() > 0);
-    const struct cfi_object *o = published_object(code);
-    assert_true(o != NULL);
-    expect_true(o->pending && o->nrows == 0 && !o->wanted);
-    expect_true(published_object((uintptr_t)libs[0].recurse)->rows == kept);
-    /* A refresh with nothing wanted leaves it pending. */
-    assert_true(cfi_tables_refresh_lazy() > 0);
-    expect_true(published_object(code)->pending);
-    long before = agree.same_stacks;
-    uint64_t pending = cfi_walk_counters.pending_frames;
-    battery(&libs[2]);
-    expect_true(agree.same_stacks >= before + 4);
-    expect_true(cfi_walk_counters.pending_frames > pending);
-    expect_true(published_object(code)->wanted);
-    expect_true(__atomic_load_n(&cfi_tables_wanted, __ATOMIC_RELAXED));
-    assert_true(cfi_tables_refresh_lazy() > 0);
-    o = published_object(code);
-    expect_true(!o->pending && o->nrows > 0);
-    expect_true(published_object((uintptr_t)libs[0].recurse)->rows == kept);
-    pending = cfi_walk_counters.pending_frames;
-    before = agree.same_stacks;
-    battery(&libs[2]);
-    expect_true(agree.same_stacks >= before + 4);
-    expect_true(cfi_walk_counters.pending_frames == pending);
-    dlclose(libs[2].handle);
-}
-
 /* The walker's stack from a callback, for debug_frame_only. */
 static uintptr_t captured[FRAMES];
 static int captured_n;
@@ -721,7 +675,6 @@ int main(int argc, char **argv)
     agent_find_object = (int (*)(void *, struct dl_find_object *))dlsym(
         RTLD_DEFAULT, "_dl_find_object"); /* phdr_hooks.c's job */
     return run_tests(same_stacks_as_libunwind, code_loaded_since_the_tables,
-                     lazy_tables_compile_what_walks_meet,
                      debug_frame_only,
                      walks_never_allocate,
                      walks_make_no_system_call, garbage_stacks_end_cleanly,
