@@ -7,7 +7,7 @@
 # (docs/descriptors.md), and no response goes to the program's files.
 . "$TOP/test/integration/lib.sh"
 
-PPROF_START_DELAY_MS=0 start_agent sweep "$BUILD/test/programs/fd_sweep" 30 "$WORK/host-file"
+PPROF_START_DELAY_MS=0 start_agent sweep "$BUILD/test/programs/fd_sweep" 60 "$WORK/host-file"
 floor=$(( $(sh -c 'ulimit -n') - 256 ))
 # Quick requests first, 300 one after another. An accepted socket has a
 # low number until it is moved into the agent's range, and the sweep may
