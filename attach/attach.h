@@ -22,6 +22,7 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 struct mapping {
     uintptr_t start;    /* where the object's code is mapped */
+    uintptr_t end;      /* and where that mapping ends */
     uint64_t offset;    /* the file offset mapped there */
     uint64_t inode;
     char path[4096];    /* as the target sees it */
@@ -32,6 +33,10 @@ struct mapping {
  * when there is none (nothing said). */
 int target_find_mapping(pid_t pid, const char *prefix, uint64_t inode,
                         struct mapping *out);
+/* Calls fn for each mapping of an object's code (a file, executable).
+ * Returns 0, or -1 when the maps cannot be read. */
+int target_code_mappings(pid_t pid, void (*fn)(const struct mapping *, void *),
+                         void *arg);
 /* 1 when a mapping's file name contains s. */
 int target_maps_contain(pid_t pid, const char *s);
 /* A field of /proc/PID/status ("State", "TracerPid", "Seccomp"), its
@@ -52,6 +57,25 @@ void target_path(pid_t pid, const char *path, char *out, size_t size);
 int elf_symbol_address(const char *path, const struct mapping *m,
                        const char *name, uintptr_t *out);
 
+/* ---- where a stopped thread may make calls (safe_point.c) --------------- */
+
+/* The code a thread must be outside of to be made to call: every object
+ * that defines malloc (the C library, an allocator preloaded or linked
+ * in) and the loader. */
+#define SAFE_RANGES_MAX 64
+struct safe_ranges {
+    int n;
+    uintptr_t start[SAFE_RANGES_MAX], end[SAFE_RANGES_MAX];
+};
+
+/* Reads pid's ranges into s. Returns 0, or -1 (said). */
+int safe_ranges_read(pid_t pid, struct safe_ranges *s);
+/* 1 when the thread whose registers (struct user_regs_struct) regs are,
+ * stopped, is at a point where it may call into the C library: outside
+ * the ranges, or in a blocking system call none of the allocator's that
+ * the stop interrupted. ranges is a struct safe_ranges. */
+int safe_point(pid_t pid, const void *regs, const void *ranges);
+
 /* ---- calls made by a stopped thread (remote_call.c) --------------------- */
 
 struct remote {
@@ -64,11 +88,15 @@ struct remote {
     unsigned char xstate[16384]; /* NT_X86_XSTATE */
     size_t xstate_len;
     int64_t stop_at_ns;
+    int stops;          /* the stops it took to find a safe point */
 };
 
-/* Seizes and stops thread tid of pid, saving its registers. Returns 0 or
- * -1 (said). */
-int remote_stop(struct remote *r, pid_t pid, pid_t tid);
+/* Seizes and stops thread tid of pid where safe(pid, regs, arg) says it
+ * may make calls (when safe is not NULL; elsewhere it is let run a moment
+ * and stopped again), saving its registers. Returns 0 or -1 (said). */
+int remote_stop(struct remote *r, pid_t pid, pid_t tid,
+                int (*safe)(pid_t, const void *, const void *),
+                const void *arg);
 /* Makes the stopped thread call fn(a0, a1), with data (size bytes) put on
  * its stack below the red zone; *a0 (or *a1) equal to REMOTE_DATA means
  * the data's address there. Signals that arrive meanwhile are delivered.

@@ -317,8 +317,12 @@ static int attach_calls(struct remote *r, const struct mapping *libc,
 
 static void say_stopped(const struct remote *r, const char *what)
 {
-    fprintf(stderr, "pprof-attach: %s pid %d; thread %d stopped %.1f ms\n",
+    fprintf(stderr, "pprof-attach: %s pid %d; thread %d stopped %.1f ms",
             what, (int)r->pid, (int)r->tid, (double)r->stopped_ns / 1e6);
+    if (r->stops > 1)
+        fprintf(stderr, " (found outside its allocator at stop %d)",
+                r->stops);
+    fputc('\n', stderr);
 }
 
 static int do_attach(pid_t pid, const char *agent)
@@ -353,7 +357,9 @@ static int do_attach(pid_t pid, const char *agent)
         say("no thread of pid %d to make the call", (int)pid);
         return 1;
     }
-    if (remote_stop(&r, pid, tid) != 0)
+    struct safe_ranges unsafe;
+    if (safe_ranges_read(pid, &unsafe) != 0 ||
+        remote_stop(&r, pid, tid, safe_point, &unsafe) != 0)
         return 1;
     int code = attach_calls(&r, &libc, agent, settings);
     remote_release(&r);
@@ -418,7 +424,9 @@ static int do_detach(pid_t pid, const char *agent)
         return 1;
     pid_t tid = target_thread(pid);
     struct remote r;
-    if (tid < 0 || remote_stop(&r, pid, tid) != 0)
+    struct safe_ranges unsafe;
+    if (tid < 0 || safe_ranges_read(pid, &unsafe) != 0 ||
+        remote_stop(&r, pid, tid, safe_point, &unsafe) != 0)
         return 1;
     uint64_t code = (uint64_t)-1;
     int err = remote_call(&r, stop_at, 0, 0, NULL, 0, &code);

@@ -82,7 +82,68 @@ static void say_ended(const struct remote *r, const char *what)
             (int)r->tid, (int)r->pid, what);
 }
 
-int remote_stop(struct remote *r, pid_t pid, pid_t tid)
+/* Stops the seized thread (PTRACE_INTERRUPT), delivering the signals
+ * that arrive first, and reads its registers. Returns 0 or -1 (said). */
+static int interrupt(struct remote *r)
+{
+    if (ptrace(PTRACE_INTERRUPT, r->tid, 0, 0) != 0) {
+        say("cannot stop thread %d: %s", (int)r->tid, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        int st = wait_stop(r);
+        if (st < 0) {
+            say_ended(r, "");
+            return -1;
+        }
+        if ((st >> 16) == PTRACE_EVENT_STOP)
+            break;
+        /* A signal on its way to the thread: delivered, and the
+         * interrupt's stop follows. */
+        ptrace(PTRACE_CONT, r->tid, 0, (void *)(long)WSTOPSIG(st));
+    }
+    r->stops++;
+    if (ptrace(PTRACE_GETREGS, r->tid, 0, r->regs) != 0) {
+        say("cannot read the registers of thread %d: %s", (int)r->tid,
+            strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* How many times, at most, the thread is stopped to find it at a safe
+ * point; between two stops it runs 0.1 to 2 ms (a phase of its own, so
+ * that a loop is not met at the same point each time). */
+#define SAFE_TRIES 2000
+
+/* Stops the thread where safe says it may make calls. Returns 0, or -1
+ * (said; the thread stopped, or ended). */
+static int stop_safe(struct remote *r,
+                     int (*safe)(pid_t, const void *, const void *),
+                     const void *arg)
+{
+    for (int i = 0; i < SAFE_TRIES; i++) {
+        int64_t at = mono_ns();
+        if (interrupt(r) != 0)
+            return -1;
+        if (!safe || safe(r->pid, r->regs, arg)) {
+            r->stop_at_ns = at;
+            return 0;
+        }
+        if (i == SAFE_TRIES - 1 || ptrace(PTRACE_CONT, r->tid, 0, 0) != 0)
+            break;
+        struct timespec nap = {0, 100000L + (at / 7) % 1900000L};
+        nanosleep(&nap, NULL);
+    }
+    say("thread %d of pid %d was inside its allocator or its loader at "
+        "each of %d stops: nothing was called there; try again",
+        (int)r->tid, (int)r->pid, r->stops);
+    return -1;
+}
+
+int remote_stop(struct remote *r, pid_t pid, pid_t tid,
+                int (*safe)(pid_t, const void *, const void *),
+                const void *arg)
 {
     memset(r, 0, sizeof *r);
     r->pid = pid;
@@ -102,28 +163,13 @@ int remote_stop(struct remote *r, pid_t pid, pid_t tid)
             say("cannot trace pid %d: %s", (int)pid, strerror(e));
         return -1;
     }
-    r->stop_at_ns = mono_ns();
-    if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) {
-        say("cannot stop thread %d: %s", (int)tid, strerror(errno));
+    if (stop_safe(r, safe, arg) != 0) {
         ptrace(PTRACE_DETACH, tid, 0, 0);
         return -1;
     }
-    for (;;) {
-        int st = wait_stop(r);
-        if (st < 0) {
-            say_ended(r, "");
-            return -1;
-        }
-        if ((st >> 16) == PTRACE_EVENT_STOP)
-            break;
-        /* A signal on its way to the thread: delivered, and the
-         * interrupt's stop follows. */
-        ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(st));
-    }
     r->stopped = 1;
     struct iovec iov = {r->xstate, sizeof r->xstate};
-    if (ptrace(PTRACE_GETREGS, tid, 0, r->regs) != 0 ||
-        ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) != 0) {
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) != 0) {
         say("cannot read the registers of thread %d: %s", (int)tid,
             strerror(errno));
         ptrace(PTRACE_DETACH, tid, 0, 0);

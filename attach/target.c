@@ -32,6 +32,7 @@ static int parse_line(const char *line, struct mapping *m)
     if (perms[2] != 'x')
         return -1;
     m->start = start;
+    m->end = end;
     m->offset = offset;
     m->inode = inode;
     snprintf(m->path, sizeof m->path, "%s", line + pos);
@@ -61,6 +62,23 @@ int target_find_mapping(pid_t pid, const char *prefix, uint64_t inode,
     }
     fclose(f);
     return found;
+}
+
+int target_code_mappings(pid_t pid, void (*fn)(const struct mapping *, void *),
+                         void *arg)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(name, "re");
+    if (!f)
+        return -1;
+    char line[4300];
+    struct mapping m;
+    while (fgets(line, sizeof line, f))
+        if (parse_line(line, &m) == 0 && !strstr(m.path, " (deleted)"))
+            fn(&m, arg);
+    fclose(f);
+    return 0;
 }
 
 int target_maps_contain(pid_t pid, const char *s)
