@@ -116,9 +116,10 @@ struct wall_thread {
     int prev_state;      /* and charged this state (enum wall_state) */
     int walk_state;      /* the state of the look that kept its walk */
     uint32_t looked_seq; /* its slot's count at its latest look */
-    int sched_seen;      /* run_ns and wait_ns hold a look's figures */
-    int64_t run_ns;      /* its schedstat then: time on a CPU */
-    int64_t wait_ns;     /* and time waiting on a run queue */
+    int sched_seen;      /* sched_cpu and wait_ns hold a read's figures */
+    int64_t sched_cpu;   /* its CPU clock at its last schedstat read */
+    int64_t wait_ns;     /* schedstat's time waiting on a run queue then,
+                            -1 not known */
     int64_t looked_ns;   /* monotonic time of the previous look */
     char letter;         /* state letter of its last stat read */
     int stat_age;        /* looks since then */

@@ -19,7 +19,8 @@
  *    blocked somewhere new or one whose name was last read STAT_EVERY
  *    looks ago. Then:
  *  - "running" in the syscall file (the thread is runnable or on a CPU):
- *    state running or runnable drawn from its schedstat (on_cpu_state);
+ *    state running or runnable drawn from its CPU time and its wait for
+ *    a CPU (schedstat) since the previous read (on_cpu_state);
  *    its stack is the most recent one its own CPU-time timer took
  *    (wall_signal.c), when it took one since it was armed (its voluntary
  *    context switches, from its status file, tell whether it slept since).
@@ -186,46 +187,59 @@ static int same_run(uint64_t taken, uint64_t now)
     return taken == ~0ULL || now == ~0ULL || taken == now;
 }
 
-/* The thread's schedstat since its previous read (time on a CPU, time
- * waiting on a run queue) into *dr and *dw; 0 when it cannot be read or
- * this is its first. */
-static int sched_delta(struct wall_looker *l, struct wall_thread *t, int tid,
-                       int64_t *dr, int64_t *dw)
+/*
+ * The thread's time awake since its schedstat was last read, the one
+ * interval on_cpu_state and awake_part both use: *ran, its time on a CPU,
+ * from its CPU clock (cpu, read just before: exact per thread), and
+ * *waited, its time waiting on a run queue, from schedstat, which alone
+ * has it (the kernel adds a wait when it ends). Not schedstat's own run
+ * time: it is the sum the CPU clock reads, updated when the scheduler
+ * accounts (its ticks and switches), so up to a tick behind for a thread
+ * on a CPU: a second source for one quantity. -1 for what is not known:
+ * at the first read, and a wait when schedstat cannot be read or is all
+ * zeros (a kernel without scheduler statistics).
+ */
+static void awake_delta(struct wall_looker *l, struct wall_thread *t,
+                        int64_t cpu, int64_t *ran, int64_t *waited)
 {
     char buf[128];
-    if (task_read(l, tid, "schedstat", buf, sizeof buf) <= 0)
-        return 0;
-    char *end;
-    long long run = strtoll(buf, &end, 10);
-    long long wait = strtoll(end, NULL, 10);
-    *dr = run - t->run_ns;
-    *dw = wait - t->wait_ns;
-    int have = t->sched_seen && *dr >= 0 && *dw >= 0;
+    long long run = 0, wait = -1;
+    if (task_read(l, t->tid, "schedstat", buf, sizeof buf) > 0) {
+        char *end;
+        run = strtoll(buf, &end, 10);
+        wait = strtoll(end, NULL, 10);
+    }
+    if (run <= 0)
+        wait = -1;
+    int seen = t->sched_seen && cpu >= t->sched_cpu;
+    *ran = seen ? cpu - t->sched_cpu : -1;
+    *waited = seen && wait >= t->wait_ns && t->wait_ns >= 0
+                  ? wait - t->wait_ns
+                  : -1;
     t->sched_seen = 1;
-    t->run_ns = run;
+    t->sched_cpu = cpu;
     t->wait_ns = wait;
-    return have;
 }
 
 /*
  * Running or runnable, for the time a thread was awake: drawn with the
- * share of its awake time it spent on a CPU since the schedstat read
- * before (dr, dw: time on a CPU, time waiting on a run queue), not from
- * the instant of the look: the look's own wake-up takes a CPU, on a busy
- * machine often the one the thread was on, so the instant's view (did its
- * CPU clock move while it was looked at) called a thread that ran 97% of
- * the time runnable at half the looks. So every thread's running time
- * comes out as its CPU time, whatever the looks' timing. The instant's
- * view stays for the first look, and where schedstat cannot be read.
+ * share of its awake time it spent on a CPU since its schedstat was last
+ * read (ran, waited: awake_delta), not from the instant of the look: the
+ * look's own wake-up takes a CPU, on a busy machine often the one the
+ * thread was on, so the instant's view (did its CPU clock move while it
+ * was looked at) called a thread that ran 97% of the time runnable at
+ * half the looks. So every thread's running time comes out as its CPU
+ * time, whatever the looks' timing. The instant's view stays for the
+ * first look, and where schedstat cannot be read.
  */
-static int on_cpu_state(struct wall_looker *l, int have, int64_t dr,
-                        int64_t dw, int instant)
+static int on_cpu_state(struct wall_looker *l, int64_t ran, int64_t waited,
+                        int instant)
 {
-    if (!have || dr + dw <= 0)
+    if (ran < 0 || waited < 0 || ran + waited <= 0)
         return instant;
     uint64_t x = hash_splitmix64(l->draw += HASH_GOLDEN);
-    return x % (uint64_t)(dr + dw) < (uint64_t)dr ? WALL_RUNNING
-                                                  : WALL_RUNNABLE;
+    return x % (uint64_t)(ran + waited) < (uint64_t)ran ? WALL_RUNNING
+                                                        : WALL_RUNNABLE;
 }
 
 static int64_t clock_ns(clockid_t clock)
@@ -455,8 +469,9 @@ struct look {
     int64_t prev_look;    /* when its previous look was */
     int prev_blocked;     /* its previous look found it blocked (walked) */
     uint32_t seq_before;  /* its slot's count at its previous look */
-    int sched;            /* dr and dw were read ("Awake share") */
-    int64_t dr, dw;       /* its time on a CPU, waiting for one, since */
+    /* Its time on a CPU and waiting for one since its schedstat was last
+     * read (awake_delta), -1 not known or not read by this look. */
+    int64_t ran, waited;
     charge_fn fn;
     void *arg;
 };
@@ -634,7 +649,7 @@ static int look_running(const struct look *k, int64_t cpu1)
 {
     struct wall_looker *l = k->l;
     struct wall_thread *t = k->t;
-    int state = on_cpu_state(l, k->sched, k->dr, k->dw,
+    int state = on_cpu_state(l, k->ran, k->waited,
                              cpu1 > k->cpu0 ? WALL_RUNNING : WALL_RUNNABLE);
     if (state == WALL_RUNNING)
         l->c.running++;
@@ -806,7 +821,7 @@ static int charge_asleep(const struct look *k, int64_t ns)
 static int charge_awoke(const struct look *k, int64_t ns)
 {
     struct wall_thread *t = k->t;
-    int state = on_cpu_state(k->l, k->sched, k->dr, k->dw, WALL_RUNNING);
+    int state = on_cpu_state(k->l, k->ran, k->waited, WALL_RUNNING);
     const struct wall_slot *slot = &wall_slots[k->e];
     uintptr_t pcs[WALL_STACK_MAX];
     int depth = 0;
@@ -823,19 +838,31 @@ static int charge_awoke(const struct look *k, int64_t ns)
     return charge(k->fn, k->arg, t, pcs, depth, state, -1, ns, 0);
 }
 
-/* The look's awake part of ns, -1 for none to split off (its first look,
- * or one that found it blocked that has not run since). Reads its
- * schedstat into k when it may have been awake. */
-static int64_t awake_part(struct look *k, int awake_now, int64_t span)
+/* Reads what the thread did since its schedstat was last read
+ * (awake_delta) when the look uses it: a look that finds it awake draws
+ * its state from it, and one that finds a thread whose runs are short
+ * blocked, having run since its previous look, splits with it. The other
+ * blocked looks skip the read (a /proc read they do not need), and the
+ * next read counts their time, CPU time and wait alike, over one
+ * interval. A thread whose runs are short skips it only at looks that
+ * found its CPU clock unmoved (no run, so no wait ended either), so the
+ * figures a split uses are those since its previous look. cpu1: the CPU
+ * clock this look read last (-1: the thread ended meanwhile). */
+static void read_awake(struct look *k, int awake_now, int64_t cpu1)
 {
-    int64_t dr = k->cpu0 - k->prev_cpu;
-    if (!awake_now && (dr <= 0 || !short_runs(k->t)))
+    if (awake_now || (k->cpu0 > k->prev_cpu && short_runs(k->t)))
+        awake_delta(k->l, k->t, cpu1 >= 0 ? cpu1 : k->cpu0, &k->ran,
+                    &k->waited);
+}
+
+/* The look's awake part of ns, -1 for none to split off (its first look,
+ * one that found it blocked that has not run since, a thread whose runs
+ * are long). */
+static int64_t awake_part(const struct look *k, int64_t span)
+{
+    if (k->ran < 0 || span <= 0 || !short_runs(k->t))
         return -1;
-    k->sched = sched_delta(k->l, k->t, k->tid, &k->dr, &k->dw);
-    if (span <= 0 || !short_runs(k->t))
-        return -1;
-    k->dr = dr > 0 ? dr : 0;
-    int64_t awake = k->dr + (k->sched ? k->dw : 0);
+    int64_t awake = k->ran + (k->waited > 0 ? k->waited : 0);
     if (awake >= span)
         return -1;
     return (int64_t)((double)k->ns * (double)awake / (double)span);
@@ -847,7 +874,8 @@ static int look_split(struct look *k, struct thread_syscall *st,
                       int unreadable, int64_t cpu1, int64_t span)
 {
     int awake_now = st->nr == -1;
-    int64_t whole = k->ns, awake = awake_part(k, awake_now, span);
+    read_awake(k, awake_now, cpu1);
+    int64_t whole = k->ns, awake = awake_part(k, span);
     if (awake >= 0)
         k->ns = awake_now ? awake : whole - awake;
     int err = awake_now    ? look_running(k, cpu1)
@@ -875,7 +903,8 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         .l = l, .t = t, .e = (uint32_t)(t - wall_threads), .tid = tid,
         .now = now, .ns = ns, .cpu0 = cpu0, .prev_cpu = t->prev_cpu,
         .prev_look = t->looked_ns, .prev_blocked = t->prev_blocked,
-        .seq_before = t->looked_seq, .fn = fn, .arg = arg,
+        .seq_before = t->looked_seq, .ran = -1, .waited = -1,
+        .fn = fn, .arg = arg,
     };
     int64_t span = t->looked_ns ? now - t->looked_ns : 0;
     t->looked_ns = now;
