@@ -135,14 +135,37 @@ static pid_t my_tid(void)
     return (pid_t)syscall(SYS_gettid);
 }
 
+static int is_agent_tid(int tid);
+
+/* Idempotent: an agent thread the agent's pthread_create started
+ * (thread_hooks.c) is recorded there, and again by the server's thread
+ * start, which is the only record of civetweb's threads when the agent
+ * was attached (its pthread_create then binds to the C library's). */
 void cpu_agent_thread(void)
 {
     int tid = (int)my_tid();
+    if (is_agent_tid(tid))
+        return;
     for (int i = 0; i < AGENT_TIDS; i++) {
         int zero = 0;
         if (__atomic_compare_exchange_n(&agent_tids[i], &zero, tid, 0,
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             return;
+    }
+}
+
+/* Frees the calling thread's record as it ends: a server stopped and
+ * started again (every detach and attach) would otherwise fill the table
+ * with ended threads, after which its new threads would count as the
+ * host's, and a tid the kernel reuses for a host thread would be taken for
+ * the agent's and never sampled. */
+void cpu_agent_thread_end(void)
+{
+    int tid = (int)my_tid();
+    for (int i = 0; i < AGENT_TIDS; i++) {
+        int mine = tid;
+        __atomic_compare_exchange_n(&agent_tids[i], &mine, 0, 0,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
 }
 
