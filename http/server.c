@@ -25,6 +25,7 @@
 #include "agent/fork_step.h"
 
 #include "agent/config.h"
+#include "agent/cpu/cpu.h"
 #include "agent/host/fds.h"
 #include "agent/guard.h"
 #include "agent/log.h"
@@ -95,6 +96,7 @@ static void *init_thread(const struct mg_context *ctx, int type)
     (void)ctx;
     (void)type;
     agent_thread_begin();
+    cpu_agent_thread(); /* attached, nothing else records civetweb's threads */
     return NULL;
 }
 
@@ -103,6 +105,7 @@ static void exit_thread(const struct mg_context *ctx, int type, void *user)
     (void)ctx;
     (void)type;
     (void)user;
+    cpu_agent_thread_end();
     agent_thread_end();
 }
 

@@ -231,9 +231,11 @@ void cpu_thread_exiting(uintptr_t start_fn);
  * Not async-signal-safe. */
 void cpu_thread_pause(void);
 void cpu_thread_resume(void);
-/* Records the calling thread as one of the agent's (never sampled).
- * Not async-signal-safe. */
+/* Records the calling thread as one of the agent's (never sampled, not
+ * listed as the host's); once however often called. Not async-signal-safe. */
 void cpu_agent_thread(void);
+/* Forgets the calling agent thread as it ends. Not async-signal-safe. */
+void cpu_agent_thread_end(void);
 /* 1 when tid is one of the agent's own threads. Async-signal-safe. */
 int cpu_is_agent_tid(int tid);
 

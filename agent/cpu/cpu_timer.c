@@ -23,7 +23,9 @@
  * of the period), and re-armed with that rest when it unblocks it
  * (cpu_thread_resume), from the mask interposers: the period's phase runs
  * on across the blocked stretch, as if the clock had stopped there. A mask
- * change that leaves the profiling signal as it was touches no timer.
+ * change that leaves the profiling signal as it was touches no timer, nor
+ * does one that unblocks it where no pause was (the kernel blocked it
+ * for a signal handler, unseen; sigmask_hooks.c says why).
  *
  * Timers for other threads need the raw syscalls: the C library's
  * timer_create only accepts the predefined clocks. The first expiry is
@@ -85,6 +87,7 @@ struct reg_entry {
     /* The thread's open clock: its CPU time while the signal was not
      * blocked, counted from the first pause (see cpu_thread_pause). */
     int tracked;
+    int paused; /* its sampler paused by cpu_thread_pause, not resumed */
     int64_t open_off; /* open clock = CPU time - open_off, while open */
     int64_t open_now; /* the open clock at the last pause */
     int64_t due; /* the open clock's first expiry */
@@ -132,14 +135,37 @@ static pid_t my_tid(void)
     return (pid_t)syscall(SYS_gettid);
 }
 
+static int is_agent_tid(int tid);
+
+/* Idempotent: an agent thread the agent's pthread_create started
+ * (thread_hooks.c) is recorded there, and again by the server's thread
+ * start, which is the only record of civetweb's threads when the agent
+ * was attached (its pthread_create then binds to the C library's). */
 void cpu_agent_thread(void)
 {
     int tid = (int)my_tid();
+    if (is_agent_tid(tid))
+        return;
     for (int i = 0; i < AGENT_TIDS; i++) {
         int zero = 0;
         if (__atomic_compare_exchange_n(&agent_tids[i], &zero, tid, 0,
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             return;
+    }
+}
+
+/* Frees the calling thread's record as it ends: a server stopped and
+ * started again (every detach and attach) would otherwise fill the table
+ * with ended threads, after which its new threads would count as the
+ * host's, and a tid the kernel reuses for a host thread would be taken for
+ * the agent's and never sampled. */
+void cpu_agent_thread_end(void)
+{
+    int tid = (int)my_tid();
+    for (int i = 0; i < AGENT_TIDS; i++) {
+        int mine = tid;
+        __atomic_compare_exchange_n(&agent_tids[i], &mine, 0, 0,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
 }
 
@@ -181,6 +207,7 @@ static void reg_fresh(struct reg_entry *e)
     e->start_fn = 0;
     e->settled = 0;
     e->first_at = 0;
+    e->paused = 0;
 }
 
 static struct reg_entry *reg_get(int tid)
@@ -432,12 +459,14 @@ void cpu_thread_pause(void)
          * stretch until the resume is left out of the handler's account
          * (cpu_signal.c's perf_weight). */
         cpu_perf_pause(e->perf_fd);
+        e->paused = 1;
         e->first_at = 0; /* not settled: its clock runs on, its count not */
         if (cpu_perf_self.gen == cpu_profile_gen && cpu_perf_self.by_clock &&
             cpu_perf_self.paused_at < 0)
             cpu_perf_self.paused_at = self_cpu_ns();
     } else if (e && e->timer >= 0) {
         int64_t left = timer_pause(e->timer);
+        e->paused = 1;
         if (e->tracked) {
             e->open_now = self_cpu_ns() - e->open_off;
         } else if (left > 0) {
@@ -459,7 +488,11 @@ void cpu_thread_resume(void)
         return;
     int tid = (int)my_tid();
     struct reg_entry *e = reg_find(tid);
-    if (e && e->perf_fd >= 0) {
+    if (e && armed(e) && !e->paused) {
+        /* Blocked where no interposer saw (a signal handler's mask): its
+         * sampler ran on, phase and settlement kept. */
+    } else if (e && e->perf_fd >= 0) {
+        e->paused = 0;
         if (cpu_perf_self.gen == cpu_profile_gen &&
             cpu_perf_self.paused_at >= 0) {
             cpu_perf_self.anchor += self_cpu_ns() - cpu_perf_self.paused_at;
@@ -467,6 +500,7 @@ void cpu_thread_resume(void)
         }
         cpu_perf_resume(e->perf_fd);
     } else if (e && e->timer >= 0 && e->tracked) {
+        e->paused = 0;
         int64_t period = cpu_period_ns;
         int64_t next = e->due +
                        (int64_t)(cpu_periods_taken - e->taken) * period;
@@ -479,6 +513,7 @@ void cpu_thread_resume(void)
         e->open_off = self_cpu_ns() - e->open_now;
         thread_timer_set(e->timer, first, period);
     } else if (e && e->timer >= 0) {
+        e->paused = 0;
         timer_arm(e->timer);
         e->first_at = 0;
     } else {

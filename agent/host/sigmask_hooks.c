@@ -17,8 +17,14 @@
  * Not covered (the C library changes the mask itself, out of reach of an
  * interposer): siglongjmp and setcontext restoring a saved mask, the
  * obsolete sigblock/sigsetmask/sighold, and raw rt_sigprocmask system
- * calls. A thread left blocked that way keeps its timer until its next
- * interposed change.
+ * calls. A thread left blocked that way keeps its timer until an
+ * interposed change unblocks the signal and blocks it again. The same
+ * holds for the mask the kernel sets for a signal handler (sa_mask): a
+ * change made in the handler that leaves the profiling signal blocked
+ * (OpenJDK's handlers unblock the error signals at their start, under a
+ * mask that blocks every other one) touches no sampler, since the
+ * kernel's return from the handler restores the mask unseen; one that
+ * unblocks it finds the sampler running and leaves it so.
  */
 #include "agent/compiler.h"
 #include "agent/cpu/cpu.h"
@@ -146,9 +152,13 @@ static __attribute__((noinline)) int change_watched(mask_fn real, int how,
     int dump = threads_signo;
     int cpu_blocks = cpu && sigismember(&next, cpu) == 1;
     int cpu_blocked = cpu && sigismember(&cur, cpu) == 1;
-    if (cpu_blocks) {
-        /* Also when blocked already: through a path no interposer sees
-         * (siglongjmp, a raw system call), with the timer still armed. */
+    if (cpu_blocks && !cpu_blocked) {
+        /* Only when this change blocks it. Blocked already, the sampler
+         * was paused then, or the signal was blocked where no interposer
+         * sees (a signal handler's own mask, which the kernel's return
+         * from the handler lifts unseen): a sampler paused there would
+         * stay paused, and what is pending is delivered when the mask
+         * lifts. See the comment at the top. */
         cpu_thread_pause();
         discard_pending(cpu);
     }

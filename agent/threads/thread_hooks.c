@@ -232,6 +232,7 @@ static void *thread_start(void *p)
         own_memory_add_stack(stack, stack_size);
         int dtv_slot = dtv_note();
         void *ret = r.fn(r.arg);
+        cpu_agent_thread_end();
         dtv_forget(dtv_slot);
         own_memory_remove(stack, stack_size);
         return ret;

@@ -11,6 +11,8 @@
  *   wall_look.c    one tick: which threads are looked at, what /proc says
  *                  of each, the walk of a blocked one (cached while its
  *                  system call stays the same), the charges
+ *   wall_bursts.c  which threads run in short bursts (event loops): the
+ *                  looks settle and split theirs differently
  *   wall_cost.c    the cost governor: how many threads a tick may look at
  *                  so that the looks' CPU time stays under a share of the
  *                  host's
@@ -116,9 +118,10 @@ struct wall_thread {
     int prev_state;      /* and charged this state (enum wall_state) */
     int walk_state;      /* the state of the look that kept its walk */
     uint32_t looked_seq; /* its slot's count at its latest look */
-    int sched_seen;      /* run_ns and wait_ns hold a look's figures */
-    int64_t run_ns;      /* its schedstat then: time on a CPU */
-    int64_t wait_ns;     /* and time waiting on a run queue */
+    int sched_seen;      /* sched_cpu and wait_ns hold a read's figures */
+    int64_t sched_cpu;   /* its CPU clock at its last schedstat read */
+    int64_t wait_ns;     /* schedstat's time waiting on a run queue then,
+                            -1 not known */
     int64_t looked_ns;   /* monotonic time of the previous look */
     char letter;         /* state letter of its last stat read */
     int stat_age;        /* looks since then */
@@ -135,11 +138,11 @@ struct wall_thread {
     int64_t owed_ns[2];  /* running, runnable */
     int64_t owed_count[2];
     /* Owed looks settled in the run they saw, and those whose thread slept
-     * first (wall_look.c, "Bursts"), halved as they grow. */
+     * first (wall_bursts.c), halved as they grow. */
     uint32_t runs_kept, runs_missed;
     /* Its CPU time and voluntary switches between its running looks (the
-     * mean length of its runs, "Bursts"), halved as they grow; and both
-     * counts at its last running look (nv ~0: none yet). */
+     * mean length of its runs, wall_bursts.c), halved as they grow; and
+     * both counts at its last running look (nv ~0: none yet). */
     int64_t runs_cpu_ns;
     uint64_t runs_nv;
     int64_t last_run_cpu;
@@ -207,6 +210,29 @@ void wall_thread_disarm(struct wall_thread *t);
  * (thread_hooks.c). Not async-signal-safe. */
 void wall_thread_mask(int blocks);
 void wall_thread_exiting(void);
+
+/* ---- event loops (wall_bursts.c) ---------------------------------------- */
+
+/* 1 when t's runs average under half a millisecond of CPU (at least 64
+ * runs counted): the looks split its wall time (wall_look.c, "Awake
+ * share"), and wall_bursts_loop takes it for an event loop. Not
+ * async-signal-safe (the session's thread only). */
+int wall_bursts_short_runs(const struct wall_thread *t);
+
+/* 1 when t is taken for an event loop: its owed running looks wait for
+ * its timer's next stack, in whichever burst it comes. Not
+ * async-signal-safe (the session's thread only). */
+int wall_bursts_loop(const struct wall_thread *t);
+
+/* Counts what t ran (its CPU clock, cpu) and how often it slept (its
+ * voluntary switches, nv; ~0 unknown: nothing counted) since its previous
+ * running look. Not async-signal-safe (the session's thread only). */
+void wall_bursts_count_runs(struct wall_thread *t, int64_t cpu, uint64_t nv);
+
+/* Counts an owed look of t settled in the run it saw (kept 1) or missed
+ * (the thread slept before its timer took a stack). Not async-signal-safe
+ * (the session's thread only). */
+void wall_bursts_count_owed(struct wall_thread *t, int kept);
 
 /* ---- one tick (wall_look.c) ---------------------------------------------- */
 

@@ -19,7 +19,8 @@
  *    blocked somewhere new or one whose name was last read STAT_EVERY
  *    looks ago. Then:
  *  - "running" in the syscall file (the thread is runnable or on a CPU):
- *    state running or runnable drawn from its schedstat (on_cpu_state);
+ *    state running or runnable drawn from its CPU time and its wait for
+ *    a CPU (schedstat) since the previous read (on_cpu_state);
  *    its stack is the most recent one its own CPU-time timer took
  *    (wall_signal.c), when it took one since it was armed (its voluntary
  *    context switches, from its status file, tell whether it slept since).
@@ -186,46 +187,59 @@ static int same_run(uint64_t taken, uint64_t now)
     return taken == ~0ULL || now == ~0ULL || taken == now;
 }
 
-/* The thread's schedstat since its previous read (time on a CPU, time
- * waiting on a run queue) into *dr and *dw; 0 when it cannot be read or
- * this is its first. */
-static int sched_delta(struct wall_looker *l, struct wall_thread *t, int tid,
-                       int64_t *dr, int64_t *dw)
+/*
+ * The thread's time awake since its schedstat was last read, the one
+ * interval on_cpu_state and awake_part both use: *ran, its time on a CPU,
+ * from its CPU clock (cpu, read just before: exact per thread), and
+ * *waited, its time waiting on a run queue, from schedstat, which alone
+ * has it (the kernel adds a wait when it ends). Not schedstat's own run
+ * time: it is the sum the CPU clock reads, updated when the scheduler
+ * accounts (its ticks and switches), so up to a tick behind for a thread
+ * on a CPU: a second source for one quantity. -1 for what is not known:
+ * at the first read, and a wait when schedstat cannot be read or is all
+ * zeros (a kernel without scheduler statistics).
+ */
+static void awake_delta(struct wall_looker *l, struct wall_thread *t,
+                        int64_t cpu, int64_t *ran, int64_t *waited)
 {
     char buf[128];
-    if (task_read(l, tid, "schedstat", buf, sizeof buf) <= 0)
-        return 0;
-    char *end;
-    long long run = strtoll(buf, &end, 10);
-    long long wait = strtoll(end, NULL, 10);
-    *dr = run - t->run_ns;
-    *dw = wait - t->wait_ns;
-    int have = t->sched_seen && *dr >= 0 && *dw >= 0;
+    long long run = 0, wait = -1;
+    if (task_read(l, t->tid, "schedstat", buf, sizeof buf) > 0) {
+        char *end;
+        run = strtoll(buf, &end, 10);
+        wait = strtoll(end, NULL, 10);
+    }
+    if (run <= 0)
+        wait = -1;
+    int seen = t->sched_seen && cpu >= t->sched_cpu;
+    *ran = seen ? cpu - t->sched_cpu : -1;
+    *waited = seen && wait >= t->wait_ns && t->wait_ns >= 0
+                  ? wait - t->wait_ns
+                  : -1;
     t->sched_seen = 1;
-    t->run_ns = run;
+    t->sched_cpu = cpu;
     t->wait_ns = wait;
-    return have;
 }
 
 /*
  * Running or runnable, for the time a thread was awake: drawn with the
- * share of its awake time it spent on a CPU since the schedstat read
- * before (dr, dw: time on a CPU, time waiting on a run queue), not from
- * the instant of the look: the look's own wake-up takes a CPU, on a busy
- * machine often the one the thread was on, so the instant's view (did its
- * CPU clock move while it was looked at) called a thread that ran 97% of
- * the time runnable at half the looks. So every thread's running time
- * comes out as its CPU time, whatever the looks' timing. The instant's
- * view stays for the first look, and where schedstat cannot be read.
+ * share of its awake time it spent on a CPU since its schedstat was last
+ * read (ran, waited: awake_delta), not from the instant of the look: the
+ * look's own wake-up takes a CPU, on a busy machine often the one the
+ * thread was on, so the instant's view (did its CPU clock move while it
+ * was looked at) called a thread that ran 97% of the time runnable at
+ * half the looks. So every thread's running time comes out as its CPU
+ * time, whatever the looks' timing. The instant's view stays for the
+ * first look, and where schedstat cannot be read.
  */
-static int on_cpu_state(struct wall_looker *l, int have, int64_t dr,
-                        int64_t dw, int instant)
+static int on_cpu_state(struct wall_looker *l, int64_t ran, int64_t waited,
+                        int instant)
 {
-    if (!have || dr + dw <= 0)
+    if (ran < 0 || waited < 0 || ran + waited <= 0)
         return instant;
     uint64_t x = hash_splitmix64(l->draw += HASH_GOLDEN);
-    return x % (uint64_t)(dr + dw) < (uint64_t)dr ? WALL_RUNNING
-                                                  : WALL_RUNNABLE;
+    return x % (uint64_t)(ran + waited) < (uint64_t)ran ? WALL_RUNNING
+                                                        : WALL_RUNNABLE;
 }
 
 static int64_t clock_ns(clockid_t clock)
@@ -298,7 +312,7 @@ static int settle(struct wall_looker *l, struct wall_thread *t,
     return err;
 }
 
-/* Settles with a stack of a later burst ("Bursts"): the running looks
+/* Settles with a stack of a later burst (wall_bursts.c): the running looks
  * take it; the runnable ones were waiting for a CPU, mostly on the way out
  * of the wait before their burst (a burst is short), and take the stack
  * of that wait when it was walked. */
@@ -322,78 +336,6 @@ static int settle_later(struct wall_looker *l, struct wall_thread *t,
     return err ? err : err2;
 }
 
-/*
- * Bursts: a look that finds a thread on a CPU is settled with a stack its
- * CPU-time timer takes in the same run (before it sleeps again). A thread
- * that runs in short bursts between waits (an event loop: redis runs a
- * few hundred microseconds, then waits in epoll_wait) nearly always
- * sleeps before its timer fires (the kernel checks CPU timers at its
- * ticks), and all its on-CPU time was [stack unavailable]. When a thread's
- * owed looks miss their run so BURSTS_RATIO times as often as not, it is
- * taken for such a loop; so is one whose runs are on average shorter than
- * BURSTS_RUN_NS of CPU (its CPU time over its voluntary switches between
- * its running looks): the timer seldom fires in such runs, and a few runs
- * that it does fire in (the ticks fall as they fall) do not make it
- * another kind of thread. Its
- * bursts are alike, and its owed looks wait for the timer's next stack,
- * in whichever burst the timer takes it (within OWED_MAX_NS). That stack
- * is drawn in proportion to the thread's CPU time, as the running charges
- * are. Not for every thread: one that mixes long runs with short bursts
- * (work, then a short wake-up between two waits) would see its bursts'
- * time charged to its long runs, which the ticks hit more often.
- */
-#define BURSTS_MIN 3
-#define BURSTS_RATIO 4
-#define BURSTS_HALVE 256
-#define BURSTS_RUN_NS 500000LL
-#define BURSTS_RUNS_MIN 64
-#define BURSTS_RUNS_HALVE (1ULL << 20)
-
-/* Its runs average under BURSTS_RUN_NS of CPU. */
-static int short_runs(const struct wall_thread *t)
-{
-    return t->runs_nv >= BURSTS_RUNS_MIN &&
-           t->runs_cpu_ns < BURSTS_RUN_NS * (int64_t)t->runs_nv;
-}
-
-static int bursty(const struct wall_thread *t)
-{
-    if (t->runs_missed < BURSTS_MIN)
-        return 0;
-    return t->runs_missed > BURSTS_RATIO * t->runs_kept || short_runs(t);
-}
-
-/* A running look's CPU clock and voluntary switches: what the thread ran
- * and how often it slept since its previous running look ("Bursts"). */
-static void count_runs(struct wall_thread *t, int64_t cpu, uint64_t nv)
-{
-    if (nv == ~0ULL)
-        return;
-    if (t->last_run_nv != ~0ULL && nv >= t->last_run_nv &&
-        cpu >= t->last_run_cpu) {
-        t->runs_cpu_ns += cpu - t->last_run_cpu;
-        t->runs_nv += nv - t->last_run_nv;
-        if (t->runs_nv >= BURSTS_RUNS_HALVE) {
-            t->runs_nv /= 2;
-            t->runs_cpu_ns /= 2;
-        }
-    }
-    t->last_run_cpu = cpu;
-    t->last_run_nv = nv;
-}
-
-static void count_run(struct wall_thread *t, int kept)
-{
-    if (kept)
-        t->runs_kept++;
-    else
-        t->runs_missed++;
-    if (t->runs_kept + t->runs_missed >= BURSTS_HALVE) {
-        t->runs_kept /= 2;
-        t->runs_missed /= 2;
-    }
-}
-
 /* The owed charges whose stack has come, or that waited long enough. */
 static int settle_owed(struct wall_looker *l, int64_t now, int all,
                        charge_fn fn, void *arg)
@@ -413,13 +355,13 @@ static int settle_owed(struct wall_looker *l, int64_t now, int all,
             depth = 0;
         } else if (!same_run(nv, t->owed_nvcsw)) {
             /* It slept before its stack was taken: not the place it was
-             * looked at, unless it runs in bursts ("Bursts"). */
-            count_run(t, 0);
-            later = bursty(t);
+             * looked at, unless it runs in bursts (wall_bursts.c). */
+            wall_bursts_count_owed(t, 0);
+            later = wall_bursts_loop(t);
             if (!later)
                 depth = 0;
         } else {
-            count_run(t, 1);
+            wall_bursts_count_owed(t, 1);
         }
         int came = depth > 0 || wall_slots[l->owed[i]].seq > t->owed_seq;
         if (came || all || now - t->owed_since >= OWED_MAX_NS) {
@@ -455,8 +397,9 @@ struct look {
     int64_t prev_look;    /* when its previous look was */
     int prev_blocked;     /* its previous look found it blocked (walked) */
     uint32_t seq_before;  /* its slot's count at its previous look */
-    int sched;            /* dr and dw were read ("Awake share") */
-    int64_t dr, dw;       /* its time on a CPU, waiting for one, since */
+    /* Its time on a CPU and waiting for one since its schedstat was last
+     * read (awake_delta), -1 not known or not read by this look. */
+    int64_t ran, waited;
     charge_fn fn;
     void *arg;
 };
@@ -479,11 +422,11 @@ static void disarm(struct wall_looker *l, struct wall_thread *t)
     l->c.disarms++;
 }
 
-/* Its owed looks' run ended before its timer took a stack ("Bursts"):
+/* Its owed looks' run ended before its timer took a stack (wall_bursts.c):
  * counted as missed, settled without a stack. */
 static int settle_missed(const struct look *k)
 {
-    count_run(k->t, 0);
+    wall_bursts_count_owed(k->t, 0);
     return settle(k->l, k->t, NULL, 0, k->fn, k->arg);
 }
 
@@ -576,7 +519,7 @@ static int read_letter(const struct look *k, const struct thread_syscall *st)
 /* A running look with a stack of the thread's current run (it has not
  * slept since the stack was taken, at nv_cap voluntary switches): charged
  * with it. What it owes from an earlier run gets none, unless it runs in
- * bursts ("Bursts"). */
+ * bursts (wall_bursts.c). */
 static int charge_this_run(const struct look *k, const uintptr_t *pcs,
                            int depth, uint64_t nv_cap, int state)
 {
@@ -584,10 +527,13 @@ static int charge_this_run(const struct look *k, const uintptr_t *pcs,
     int err = 0;
     if (t->owing) {
         int same = same_run(t->owed_nvcsw, nv_cap);
-        count_run(t, same);
-        err = same        ? settle(k->l, t, pcs, depth, k->fn, k->arg)
-              : bursty(t) ? settle_later(k->l, t, pcs, depth, k->fn, k->arg)
-                          : settle(k->l, t, NULL, 0, k->fn, k->arg);
+        wall_bursts_count_owed(t, same);
+        if (same)
+            err = settle(k->l, t, pcs, depth, k->fn, k->arg);
+        else if (wall_bursts_loop(t))
+            err = settle_later(k->l, t, pcs, depth, k->fn, k->arg);
+        else
+            err = settle(k->l, t, NULL, 0, k->fn, k->arg);
     }
     return err ? err : charge_look(k, pcs, depth, state, -1);
 }
@@ -601,7 +547,8 @@ static int owe(const struct look *k, int state, uint32_t seq, uint64_t nv_now)
 {
     struct wall_looker *l = k->l;
     struct wall_thread *t = k->t;
-    if (t->owing && !same_run(t->owed_nvcsw, nv_now) && !bursty(t)) {
+    if (t->owing && !same_run(t->owed_nvcsw, nv_now) &&
+        !wall_bursts_loop(t)) {
         int err = settle_missed(k);
         if (err)
             return err;
@@ -634,7 +581,7 @@ static int look_running(const struct look *k, int64_t cpu1)
 {
     struct wall_looker *l = k->l;
     struct wall_thread *t = k->t;
-    int state = on_cpu_state(l, k->sched, k->dr, k->dw,
+    int state = on_cpu_state(l, k->ran, k->waited,
                              cpu1 > k->cpu0 ? WALL_RUNNING : WALL_RUNNABLE);
     if (state == WALL_RUNNING)
         l->c.running++;
@@ -655,7 +602,7 @@ static int look_running(const struct look *k, int64_t cpu1)
                                              pcs, &depth, &nv_cap)
                             : 0;
     uint64_t nv_now = read_nvcsw(l, k->tid);
-    count_runs(t, cpu1, nv_now);
+    wall_bursts_count_runs(t, cpu1, nv_now);
     if (seq && same_run(nv_cap, nv_now))
         return charge_this_run(k, pcs, depth, nv_cap, state);
     return owe(k, state, seq, nv_now);
@@ -690,14 +637,14 @@ static int charge_walked(const struct look *k, struct thread_syscall *st,
 /* What every look at a blocked thread does first: counts it, and settles
  * what it owes. It ran and slept again before its timer fired: no stack,
  * unless it runs in bursts and waits, timer armed, for its next
- * ("Bursts"). Returns 0 or the settlement's error. */
+ * (wall_bursts.c). Returns 0 or the settlement's error. */
 static int blocked_begin(const struct look *k)
 {
     struct wall_looker *l = k->l;
     struct wall_thread *t = k->t;
     l->c.blocked++;
     int err = 0;
-    if (t->owing && !bursty(t))
+    if (t->owing && !wall_bursts_loop(t))
         err = settle_missed(k);
     if (t->armed && k->prev_cpu == k->cpu0 && !t->owing)
         disarm(l, t);
@@ -774,11 +721,11 @@ static int look_noted(const struct look *k)
  * that wakes the looker (a CPU runs all its expired timers at once, and a
  * timer's slack lets it wait for one). test/programs/event_loop was seen
  * running at 33 to 128 of 490 looks while its CPU clock said 57 to 74
- * looks' worth. So a look at a thread whose runs are short ("Bursts")
- * splits its wall time: the thread's awake share
- * of the time since its previous look (its CPU clock, and its schedstat's
- * time waiting for a CPU, over that time) is charged awake, the rest
- * blocked, whatever the instant saw. The instant decides which part takes
+ * looks' worth. So a look at a thread whose runs are short
+ * (wall_bursts.c) splits its wall time: the thread's awake share of the
+ * time since its previous look (its CPU clock, and its schedstat's time
+ * waiting for a CPU, over that time: awake_delta) is charged awake, the
+ * rest blocked, whatever the instant saw. The instant decides which part takes
  * what the look found (its stack, its call); the other part is charged
  * as below, with no sample count of its own (a look is one sample).
  * Not for threads whose runs are long: their looks are not in step with
@@ -801,12 +748,12 @@ static int charge_asleep(const struct look *k, int64_t ns)
 
 /* The part of a look that found it blocked which it spent awake: with a
  * stack its timer took since the previous look; else, as a loop that
- * runs in bursts ("Bursts"), with the stack its owed looks wait for, or
- * its timer's latest. */
+ * runs in bursts (wall_bursts.c), with the stack its owed looks wait for,
+ * or its timer's latest. */
 static int charge_awoke(const struct look *k, int64_t ns)
 {
     struct wall_thread *t = k->t;
-    int state = on_cpu_state(k->l, k->sched, k->dr, k->dw, WALL_RUNNING);
+    int state = on_cpu_state(k->l, k->ran, k->waited, WALL_RUNNING);
     const struct wall_slot *slot = &wall_slots[k->e];
     uintptr_t pcs[WALL_STACK_MAX];
     int depth = 0;
@@ -823,19 +770,31 @@ static int charge_awoke(const struct look *k, int64_t ns)
     return charge(k->fn, k->arg, t, pcs, depth, state, -1, ns, 0);
 }
 
-/* The look's awake part of ns, -1 for none to split off (its first look,
- * or one that found it blocked that has not run since). Reads its
- * schedstat into k when it may have been awake. */
-static int64_t awake_part(struct look *k, int awake_now, int64_t span)
+/* Reads what the thread did since its schedstat was last read
+ * (awake_delta) when the look uses it: a look that finds it awake draws
+ * its state from it, and one that finds a thread whose runs are short
+ * blocked, having run since its previous look, splits with it. The other
+ * blocked looks skip the read (a /proc read they do not need), and the
+ * next read counts their time, CPU time and wait alike, over one
+ * interval. A thread whose runs are short skips it only at looks that
+ * found its CPU clock unmoved (no run, so no wait ended either), so the
+ * figures a split uses are those since its previous look. cpu1: the CPU
+ * clock this look read last (-1: the thread ended meanwhile). */
+static void read_awake(struct look *k, int awake_now, int64_t cpu1)
 {
-    int64_t dr = k->cpu0 - k->prev_cpu;
-    if (!awake_now && (dr <= 0 || !short_runs(k->t)))
+    if (awake_now || (k->cpu0 > k->prev_cpu && wall_bursts_short_runs(k->t)))
+        awake_delta(k->l, k->t, cpu1 >= 0 ? cpu1 : k->cpu0, &k->ran,
+                    &k->waited);
+}
+
+/* The look's awake part of ns, -1 for none to split off (its first look,
+ * one that found it blocked that has not run since, a thread whose runs
+ * are long). */
+static int64_t awake_part(const struct look *k, int64_t span)
+{
+    if (k->ran < 0 || span <= 0 || !wall_bursts_short_runs(k->t))
         return -1;
-    k->sched = sched_delta(k->l, k->t, k->tid, &k->dr, &k->dw);
-    if (span <= 0 || !short_runs(k->t))
-        return -1;
-    k->dr = dr > 0 ? dr : 0;
-    int64_t awake = k->dr + (k->sched ? k->dw : 0);
+    int64_t awake = k->ran + (k->waited > 0 ? k->waited : 0);
     if (awake >= span)
         return -1;
     return (int64_t)((double)k->ns * (double)awake / (double)span);
@@ -847,7 +806,8 @@ static int look_split(struct look *k, struct thread_syscall *st,
                       int unreadable, int64_t cpu1, int64_t span)
 {
     int awake_now = st->nr == -1;
-    int64_t whole = k->ns, awake = awake_part(k, awake_now, span);
+    read_awake(k, awake_now, cpu1);
+    int64_t whole = k->ns, awake = awake_part(k, span);
     if (awake >= 0)
         k->ns = awake_now ? awake : whole - awake;
     int err = awake_now    ? look_running(k, cpu1)
@@ -875,7 +835,8 @@ static int look(struct wall_looker *l, int tid, int64_t now, int64_t ns,
         .l = l, .t = t, .e = (uint32_t)(t - wall_threads), .tid = tid,
         .now = now, .ns = ns, .cpu0 = cpu0, .prev_cpu = t->prev_cpu,
         .prev_look = t->looked_ns, .prev_blocked = t->prev_blocked,
-        .seq_before = t->looked_seq, .fn = fn, .arg = arg,
+        .seq_before = t->looked_seq, .ran = -1, .waited = -1,
+        .fn = fn, .arg = arg,
     };
     int64_t span = t->looked_ns ? now - t->looked_ns : 0;
     t->looked_ns = now;

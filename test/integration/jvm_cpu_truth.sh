@@ -7,12 +7,11 @@
 # the last such tick left with the timer at the profile's end). The truth is
 # every host thread's CPU clock (/proc/PID/task/TID/schedstat) read every
 # 10 ms around the profile's window (test/integration/cpu_window.py): the
-# profile must hold at least 90% of it, and name the dispatcher and the
-# pool threads. The issue asks for 95%, and most runs give 98-100%; but
-# under the timer sampler (the default) 2 runs in 5 had one pool thread of
-# four at about half its CPU (76 of 163 ms, 40 of 114 ms; 93.6% in all),
-# not yet explained; the perf task-clock sampler (PPROF_CPU_SAMPLER=auto)
-# held 99.5-100.9% in five runs. docs/cpu.md says so.
+# profile must hold at least 95% of it, and name the dispatcher and the
+# pool threads. Under the timer sampler (the default) 2 runs in 5 had one
+# pool thread of four at about half its CPU (76 of 163 ms, 40 of 114 ms;
+# 93.6% in all): a JVM signal handler's mask change paused its timer for
+# good (docs/cpu.md, the settlement's section).
 . "$TOP/test/integration/lib.sh"
 
 for tool in javac java ab; do
@@ -78,8 +77,8 @@ kill "$AB" 2>/dev/null || true
 tags=$(pprof -tags "$WORK/cpu.pb.gz")
 echo "$tags" | head -n 20
 note "cpu note: $(profile_note cpu)"
-python3 "$TOP/test/integration/cpu_window.py" compare "$WORK/watch" "$WORK/cpu.pb.gz" 0.90 ||
-    fail "the profile holds less than 90% of the CPU the JVM's threads used"
+python3 "$TOP/test/integration/cpu_window.py" compare "$WORK/watch" "$WORK/cpu.pb.gz" 0.95 ||
+    fail "the profile holds less than 95% of the CPU the JVM's threads used"
 expect_contains "$tags" "HTTP-Dispatcher" "thread labels"
 expect_contains "$tags" "pool-1-thread-" "thread labels"
 stop "$PID"

@@ -13,6 +13,13 @@
  * clock from outside and splits it by the rounds run in each since the last
  * report (the churner itself makes no system call but the mask changes; see
  * cpu_burn.c for why).
+ *
+ * "handler" instead sends the churner SIGUSR2 after each open_burn section
+ * (no masked_burn): its handler runs under a mask that blocks every other
+ * signal (sa_mask), and changes the mask there as runtimes' handlers do:
+ * it unblocks the synchronous error signals (as OpenJDK's do at their
+ * start), and every other time sets back the mask it interrupted. The
+ * kernel lifts the handler's mask at its return, where no interposer sees.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "report.h"
@@ -27,15 +35,55 @@
 #include "timing.h"
 
 static long rounds_open, rounds_masked; /* churner writes, main reads */
-static int churn_sig;
+static int churn_sig; /* 0: "handler" */
 
 __attribute__((noinline)) void open_burn(long n) { spin(n); }
 __attribute__((noinline)) void masked_burn(long n) { spin(n); }
+
+/* Async-signal-safe: pthread_sigmask only. */
+static void on_usr2(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    (void)si;
+    static __thread unsigned calls;
+    if (calls++ % 2) {
+        ucontext_t *uc = ucv;
+        pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
+        return;
+    }
+    sigset_t errors;
+    sigemptyset(&errors);
+    sigaddset(&errors, SIGSEGV);
+    sigaddset(&errors, SIGBUS);
+    sigaddset(&errors, SIGFPE);
+    sigaddset(&errors, SIGILL);
+    pthread_sigmask(SIG_UNBLOCK, &errors, NULL);
+}
+
+static void handler_churn(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_usr2;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
+    unsigned seed = 4242u;
+    for (;;) {
+        long lo = 100000 + rand_r(&seed) % 200001;
+        open_burn(lo);
+        __atomic_fetch_add(&rounds_open, lo, __ATOMIC_RELAXED);
+        pthread_kill(pthread_self(), SIGUSR2);
+    }
+}
+
 
 static void *churner(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "churner");
+    if (!churn_sig)
+        handler_churn();
     sigset_t one;
     sigemptyset(&one);
     sigaddset(&one, churn_sig);
@@ -55,11 +103,12 @@ static void *churner(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || (strcmp(argv[1], "chld") && strcmp(argv[1], "prof"))) {
-        fprintf(stderr, "usage: sigmask_churn chld|prof [SECONDS]\n");
+    if (argc < 2 || (strcmp(argv[1], "chld") && strcmp(argv[1], "prof") &&
+                     strcmp(argv[1], "handler"))) {
+        fprintf(stderr, "usage: sigmask_churn chld|prof|handler [SECONDS]\n");
         return 2;
     }
-    churn_sig = argv[1][0] == 'c' ? SIGCHLD : SIGPROF;
+    churn_sig = argv[1][0] == 'c' ? SIGCHLD : argv[1][0] == 'p' ? SIGPROF : 0;
     int run = argc > 2 ? atoi(argv[2]) : 60;
     report_listen();
     pthread_t t;
