@@ -42,6 +42,9 @@ int target_maps_contain(pid_t pid, const char *s);
 /* A field of /proc/PID/status ("State", "TracerPid", "Seccomp"), its
  * value into out. Returns 0 or -1. */
 int target_status(pid_t pid, const char *field, char *out, size_t size);
+/* The same of thread tid's /proc/PID/task/TID/status ("SigBlk"). */
+int target_thread_status(pid_t pid, pid_t tid, const char *field, char *out,
+                         size_t size);
 /* The thread to make the calls on: the main thread, or the first other
  * one when it has ended. Returns its id, or -1. */
 pid_t target_thread(pid_t pid);
@@ -76,6 +79,27 @@ int safe_ranges_read(pid_t pid, struct safe_ranges *s);
  * the stop interrupted. ranges is a struct safe_ranges. */
 int safe_point(pid_t pid, const void *regs, const void *ranges);
 
+/* ---- the way back from a call: a signal frame (sigframe.c) -------------- */
+
+struct remote;
+#define SIGFRAME_UC_SIZE 304 /* the kernel's struct ucontext */
+/* The address of the C library's rt_sigreturn trampoline in pid, or 0. */
+uintptr_t sigframe_restorer(pid_t pid);
+/* 1 when r's saved extended state can make a frame's. */
+int sigframe_usable(const struct remote *r);
+/* Bytes of the frame's extended state: r's, and the magic after it. */
+size_t sigframe_fpstate_size(const struct remote *r);
+/* The frame that puts r's saved registers back: the ucontext into uc_out
+ * (SIGFRAME_UC_SIZE bytes), the extended state, to be written at fp_at
+ * (64-aligned), into fp_out (sigframe_fpstate_size bytes). */
+void sigframe_build(const struct remote *r, uintptr_t fp_at, void *uc_out,
+                    void *fp_out);
+/* r's saved registers (struct user_regs_struct) into regs_out as the
+ * kernel would return them to the thread: a system call the stop
+ * interrupted set to start again (the instruction pointer back on its
+ * `syscall`, its number, or restart_syscall's, in rax), orig_rax -1. */
+void sigframe_restart(const struct remote *r, void *regs_out);
+
 /* ---- calls made by a stopped thread (remote_call.c) --------------------- */
 
 struct remote {
@@ -89,6 +113,9 @@ struct remote {
     size_t xstate_len;
     int64_t stop_at_ns;
     int stops;          /* the stops it took to find a safe point */
+    uintptr_t restorer; /* the C library's rt_sigreturn trampoline, or 0 */
+    uint64_t sigmask;   /* the thread's blocked signals at the stop */
+    int at_frame;       /* stopped at the entry of the frame's rt_sigreturn */
 };
 
 /* Seizes and stops thread tid of pid where safe(pid, regs, arg) says it
@@ -100,11 +127,26 @@ int remote_stop(struct remote *r, pid_t pid, pid_t tid,
 /* Makes the stopped thread call fn(a0, a1), with data (size bytes) put on
  * its stack below the red zone; *a0 (or *a1) equal to REMOTE_DATA means
  * the data's address there. Signals that arrive meanwhile are delivered.
- * The result (rax) into *ret. Returns 0 or -1 (said; the target ended, or
- * the call crashed). */
+ * The call returns into a signal frame that would give the thread its own
+ * registers back (sigframe.c) if this process died meanwhile; alive, it
+ * stops the thread at the frame's rt_sigreturn, which the next call or
+ * remote_release skips. The result is lost on the way: *ret is
+ * REMOTE_LOST. Where the
+ * frame cannot be made (no trampoline found), it returns to address 0
+ * instead, and *ret is the result (rax). Returns 0 or -1 (said; the
+ * target ended, or the call crashed). */
 #define REMOTE_DATA ((uint64_t)-2)
+#define REMOTE_LOST ((uint64_t)-3)
 int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
                 const void *data, size_t size, uint64_t *ret);
+/* The same, always returning to address 0, for a call whose result is
+ * needed: the thread then faults there if this process has died. */
+int remote_call_value(struct remote *r, uintptr_t fn, uint64_t a0,
+                      uint64_t a1, const void *data, size_t size,
+                      uint64_t *ret);
+/* Writes size bytes of data at addr of the stopped target. 0 or -1. */
+int remote_write(struct remote *r, uintptr_t addr, const void *data,
+                 size_t size);
 /* Reads a string of the target at addr (NUL-terminated, within size). */
 int remote_read(struct remote *r, uintptr_t addr, void *buf, size_t size);
 /* Puts the registers back and detaches: a system call the stop

@@ -261,6 +261,32 @@ static int loader_settled(pid_t pid)
     return version != 0 && state == 0;
 }
 
+/* Makes the stopped thread call the agent's fn (pprof_attach_start or
+ * pprof_attach_stop) with data as its argument, and reads its answer,
+ * which the agent also leaves in pprof_attach_answer (the call's own
+ * result is lost on the way back through the signal frame). Returns 0 or
+ * -1 (said). */
+static int agent_call(struct remote *r, const char *agent, uintptr_t fn,
+                      const char *data, size_t size, uint64_t *code)
+{
+    uintptr_t answer_at;
+    int none = -1;
+    if (agent_symbol(r->pid, agent, "pprof_attach_answer", &answer_at) != 0 ||
+        remote_write(r, answer_at, &none, sizeof none) != 0 ||
+        remote_call(r, fn, data ? REMOTE_DATA : 0, 0, data, size, code) != 0)
+        return -1;
+    int answer;
+    if (*code == REMOTE_LOST) {
+        if (peek(r->pid, answer_at, &answer, sizeof answer) != 0 ||
+            answer < 0) {
+            say("the agent in pid %d did not answer the call", (int)r->pid);
+            return -1;
+        }
+        *code = (uint64_t)answer;
+    }
+    return 0;
+}
+
 /* The calls of an attach, on the stopped thread: dlopen (unless the agent
  * is mapped already), then pprof_attach_start. Returns the agent's code,
  * or -1 (said). */
@@ -289,11 +315,16 @@ static int attach_calls(struct remote *r, const struct mapping *libc,
         if (remote_call(r, dlopen_at, REMOTE_DATA, RTLD_LAZY_, agent,
                         strlen(agent) + 1, &handle) != 0)
             return -1;
+        if (handle == REMOTE_LOST)
+            handle = agent_mapping(pid, agent, &m) == 0;
         if (handle == 0) {
             char why[512] = "?";
             uint64_t text;
+            /* The one call whose result is needed, made only after a
+             * failed dlopen: it returns to address 0 (attach.h). */
             if (dlerror_at &&
-                remote_call(r, dlerror_at, 0, 0, NULL, 0, &text) == 0 && text)
+                remote_call_value(r, dlerror_at, 0, 0, NULL, 0, &text) == 0 &&
+                text)
                 remote_read(r, (uintptr_t)text, why, sizeof why);
             char seccomp[16] = "";
             target_status(pid, "Seccomp", seccomp, sizeof seccomp);
@@ -309,8 +340,8 @@ static int attach_calls(struct remote *r, const struct mapping *libc,
     if (agent_symbol(pid, agent, "pprof_attach_start", &start_at) != 0)
         return -1;
     uint64_t code;
-    if (remote_call(r, start_at, REMOTE_DATA, 0, settings,
-                    strlen(settings) + 1, &code) != 0)
+    if (agent_call(r, agent, start_at, settings, strlen(settings) + 1,
+                   &code) != 0)
         return -1;
     return (int)code;
 }
@@ -429,7 +460,7 @@ static int do_detach(pid_t pid, const char *agent)
         remote_stop(&r, pid, tid, safe_point, &unsafe) != 0)
         return 1;
     uint64_t code = (uint64_t)-1;
-    int err = remote_call(&r, stop_at, 0, 0, NULL, 0, &code);
+    int err = agent_call(&r, agent, stop_at, NULL, 0, &code);
     remote_release(&r);
     if (err != 0)
         return 1;

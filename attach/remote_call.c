@@ -34,7 +34,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -149,7 +151,8 @@ int remote_stop(struct remote *r, pid_t pid, pid_t tid,
     r->pid = pid;
     r->tid = tid;
     r->mem = -1;
-    if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+    r->restorer = sigframe_restorer(pid);
+    if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD) != 0) {
         int e = errno;
         if (e == EPERM)
             say("not allowed to trace pid %d (ptrace: %s): it needs the same "
@@ -177,6 +180,12 @@ int remote_stop(struct remote *r, pid_t pid, pid_t tid,
         return -1;
     }
     r->xstate_len = iov.iov_len;
+    char blocked[64];
+    if (target_thread_status(pid, tid, "SigBlk", blocked, sizeof blocked) != 0)
+        r->restorer = 0; /* the mask unknown: no frame */
+    r->sigmask = strtoull(blocked, NULL, 16);
+    if (!sigframe_usable(r))
+        r->restorer = 0;
     char mem[64];
     snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pid);
     r->mem = open(mem, O_RDWR | O_CLOEXEC);
@@ -188,24 +197,13 @@ int remote_stop(struct remote *r, pid_t pid, pid_t tid,
     return 0;
 }
 
-int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
-                const void *data, size_t size, uint64_t *ret)
+/* Sets the registers of a call of fn(a0, a1) whose stack pointer is at
+ * ret_at (its return address there). 0 or -1 (said). */
+static int start_call(struct remote *r, uintptr_t fn, uint64_t a0,
+                      uint64_t a1, uint64_t data_at, uint64_t ret_at)
 {
     struct user_regs_struct regs;
     memcpy(&regs, r->regs, sizeof regs);
-    /* Below the red zone (128 bytes) and a margin; the data 16-aligned,
-     * the return address under it, so that at the function's entry the
-     * stack is as after a call (rsp + 8 a multiple of 16). */
-    uint64_t top = regs.rsp - 256;
-    uint64_t data_at = (top - size) & ~(uint64_t)15;
-    uint64_t ret_at = data_at - 8;
-    uint64_t zero = 0;
-    if ((size && pwrite(r->mem, data, size, (off_t)data_at) != (ssize_t)size) ||
-        pwrite(r->mem, &zero, 8, (off_t)ret_at) != 8) {
-        say("cannot write to the stack of thread %d: %s", (int)r->tid,
-            strerror(errno));
-        return -1;
-    }
     regs.rdi = a0 == REMOTE_DATA ? data_at : a0;
     regs.rsi = a1 == REMOTE_DATA ? data_at : a1;
     regs.rax = 0;
@@ -213,8 +211,30 @@ int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
     regs.rip = fn;
     regs.orig_rax = (uint64_t)-1; /* no system call restart for the call */
     regs.eflags &= ~(1ULL << 10);  /* the direction flag clear, per the ABI */
-    if (ptrace(PTRACE_SETREGS, r->tid, 0, &regs) != 0 ||
-        ptrace(PTRACE_CONT, r->tid, 0, 0) != 0) {
+    if (ptrace(PTRACE_SETREGS, r->tid, 0, &regs) != 0) {
+        say("cannot start the call on thread %d: %s", (int)r->tid,
+            strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int remote_call_value(struct remote *r, uintptr_t fn, uint64_t a0,
+                      uint64_t a1, const void *data, size_t size,
+                      uint64_t *ret)
+{
+    r->at_frame = 0;
+    const struct user_regs_struct *g = (const void *)r->regs;
+    /* Below the red zone (128 bytes) and a margin; the data 16-aligned,
+     * the return address under it, so that at the function's entry the
+     * stack is as after a call (rsp + 8 a multiple of 16). */
+    uint64_t data_at = (g->rsp - 256 - size) & ~(uint64_t)15;
+    uint64_t ret_at = data_at - 8, zero = 0;
+    if ((size && remote_write(r, data_at, data, size)) ||
+        remote_write(r, ret_at, &zero, 8) ||
+        start_call(r, fn, a0, a1, data_at, ret_at) != 0)
+        return -1;
+    if (ptrace(PTRACE_CONT, r->tid, 0, 0) != 0) {
         say("cannot start the call on thread %d: %s", (int)r->tid,
             strerror(errno));
         return -1;
@@ -244,6 +264,83 @@ int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
     }
 }
 
+/* Runs the started call until it returned into the frame at uc_at: the
+ * thread stopped at the entry of its rt_sigreturn, which is left to run
+ * only if this process dies (remote_release and the next call skip it).
+ * Other system calls pass; signals are delivered; a group stop asked
+ * meanwhile is the host's to repeat. 0 or -1 (said). */
+static int run_to_frame(struct remote *r, uint64_t uc_at)
+{
+    int sig = 0;
+    for (;;) {
+        if (ptrace(PTRACE_SYSCALL, r->tid, 0, (void *)(long)sig) != 0) {
+            say("cannot run the call on thread %d: %s", (int)r->tid,
+                strerror(errno));
+            return -1;
+        }
+        int st = wait_stop(r);
+        if (st < 0) {
+            say_ended(r, " during the call");
+            r->stopped = 0;
+            return -1;
+        }
+        sig = 0;
+        if ((st >> 16) == PTRACE_EVENT_STOP)
+            continue;
+        if (WSTOPSIG(st) != (SIGTRAP | 0x80)) {
+            sig = WSTOPSIG(st);
+            continue;
+        }
+        struct __ptrace_syscall_info info;
+        if (ptrace(PTRACE_GET_SYSCALL_INFO, r->tid, (void *)sizeof info,
+                   &info) > 0 &&
+            info.op == PTRACE_SYSCALL_INFO_ENTRY &&
+            info.entry.nr == SYS_rt_sigreturn && info.stack_pointer == uc_at)
+            return 0;
+    }
+}
+
+int remote_call(struct remote *r, uintptr_t fn, uint64_t a0, uint64_t a1,
+                const void *data, size_t size, uint64_t *ret)
+{
+    if (!r->restorer)
+        return remote_call_value(r, fn, a0, a1, data, size, ret);
+    const struct user_regs_struct *g = (const void *)r->regs;
+    size_t fp_size = sigframe_fpstate_size(r);
+    uint64_t data_at = (g->rsp - 256 - size) & ~(uint64_t)15;
+    uint64_t fp_at = (data_at - fp_size) & ~(uint64_t)63;
+    uint64_t uc_at = (fp_at - SIGFRAME_UC_SIZE - 128) & ~(uint64_t)15;
+    unsigned char uc[SIGFRAME_UC_SIZE];
+    unsigned char *fp = malloc(fp_size);
+    if (!fp)
+        return -1;
+    sigframe_build(r, fp_at, uc, fp);
+    uint64_t back = r->restorer;
+    int err = (size && remote_write(r, data_at, data, size)) ||
+              remote_write(r, fp_at, fp, fp_size) ||
+              remote_write(r, uc_at, uc, sizeof uc) ||
+              remote_write(r, uc_at - 8, &back, 8);
+    free(fp);
+    if (err || start_call(r, fn, a0, a1, data_at, uc_at - 8) != 0)
+        return -1;
+    r->at_frame = 0;
+    if (run_to_frame(r, uc_at) != 0)
+        return -1;
+    r->at_frame = 1;
+    *ret = REMOTE_LOST;
+    return 0;
+}
+
+int remote_write(struct remote *r, uintptr_t addr, const void *data,
+                 size_t size)
+{
+    if (pwrite(r->mem, data, size, (off_t)addr) == (ssize_t)size)
+        return 0;
+    say("cannot write to the memory of pid %d: %s", (int)r->pid,
+        strerror(errno));
+    return -1;
+}
+
 int remote_read(struct remote *r, uintptr_t addr, void *buf, size_t size)
 {
     ssize_t n = pread(r->mem, buf, size - 1, (off_t)addr);
@@ -258,7 +355,16 @@ void remote_release(struct remote *r)
     if (r->stopped) {
         struct iovec iov = {r->xstate, r->xstate_len};
         ptrace(PTRACE_SETREGSET, r->tid, (void *)NT_X86_XSTATE, &iov);
-        ptrace(PTRACE_SETREGS, r->tid, 0, r->regs);
+        if (r->at_frame) {
+            /* At the entry of the frame's rt_sigreturn: skipped, and the
+             * thread's own registers with the restart the kernel would
+             * have made (sigframe_restart). */
+            struct user_regs_struct regs;
+            sigframe_restart(r, &regs);
+            ptrace(PTRACE_SETREGS, r->tid, 0, &regs);
+        } else {
+            ptrace(PTRACE_SETREGS, r->tid, 0, r->regs);
+        }
         /* Signal 0: the fault at the return address is discarded. */
         ptrace(PTRACE_DETACH, r->tid, 0, 0);
         r->stopped = 0;

@@ -125,6 +125,14 @@ int target_status(pid_t pid, const char *field, char *out, size_t size)
     return status_of(name, field, out, size);
 }
 
+int target_thread_status(pid_t pid, pid_t tid, const char *field, char *out,
+                         size_t size)
+{
+    char name[96];
+    snprintf(name, sizeof name, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    return status_of(name, field, out, size);
+}
+
 pid_t target_thread(pid_t pid)
 {
     char name[96], state[64];

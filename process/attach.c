@@ -199,7 +199,13 @@ void attach_say(int bound)
     contention_unseen_set(why);
 }
 
-__attribute__((visibility("default"))) int pprof_attach_start(const char *settings)
+/* The answer of the last pprof_attach_start() or pprof_attach_stop(),
+ * also their return value: pprof-attach reads it here, since its calls
+ * return through a signal frame that puts the thread's own registers
+ * back (attach/remote_call.c). -1 until the first call. */
+__attribute__((visibility("default"))) int pprof_attach_answer = -1;
+
+static int attach_start(const char *settings)
 {
     int state = __atomic_load_n(&pprof_attach_state, __ATOMIC_ACQUIRE);
     if (state == ATTACH_PRELOADED)
@@ -285,7 +291,14 @@ static void *detacher_run(void *arg)
     return NULL;
 }
 
-__attribute__((visibility("default"))) int pprof_attach_stop(void)
+__attribute__((visibility("default"))) int pprof_attach_start(const char *settings)
+{
+    int code = attach_start(settings);
+    __atomic_store_n(&pprof_attach_answer, code, __ATOMIC_RELEASE);
+    return code;
+}
+
+static int attach_stop(void)
 {
     int state = pprof_attach_state;
     if (state == ATTACH_PRELOADED)
@@ -301,4 +314,11 @@ __attribute__((visibility("default"))) int pprof_attach_stop(void)
         pprof_attach_state = ATTACH_SERVING;
     guard_leave();
     return err ? ATTACH_ERR_THREAD : ATTACH_OK;
+}
+
+__attribute__((visibility("default"))) int pprof_attach_stop(void)
+{
+    int code = attach_stop();
+    __atomic_store_n(&pprof_attach_answer, code, __ATOMIC_RELEASE);
+    return code;
 }
