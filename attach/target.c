@@ -40,30 +40,6 @@ static int parse_line(const char *line, struct mapping *m)
     return 0;
 }
 
-int target_find_mapping(pid_t pid, const char *prefix, uint64_t inode,
-                        struct mapping *out)
-{
-    char name[64];
-    snprintf(name, sizeof name, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(name, "re");
-    if (!f)
-        return -1;
-    char line[4300];
-    int found = -1;
-    while (found != 0 && fgets(line, sizeof line, f)) {
-        struct mapping m;
-        if (parse_line(line, &m) != 0 || strstr(m.path, " (deleted)"))
-            continue;
-        if (inode ? m.inode == inode
-                  : strncmp(file_name(m.path), prefix, strlen(prefix)) == 0) {
-            *out = m;
-            found = 0;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
 int target_code_mappings(pid_t pid, void (*fn)(const struct mapping *, void *),
                          void *arg)
 {
@@ -79,6 +55,31 @@ int target_code_mappings(pid_t pid, void (*fn)(const struct mapping *, void *),
             fn(&m, arg);
     fclose(f);
     return 0;
+}
+
+struct wanted {
+    const char *prefix;
+    uint64_t inode;
+    struct mapping *out;
+    int found;
+};
+
+static void match(const struct mapping *m, void *arg)
+{
+    struct wanted *w = arg;
+    if (!w->found && (w->inode ? m->inode == w->inode
+                               : strncmp(file_name(m->path), w->prefix,
+                                         strlen(w->prefix)) == 0)) {
+        *w->out = *m;
+        w->found = 1;
+    }
+}
+
+int target_find_mapping(pid_t pid, const char *prefix, uint64_t inode,
+                        struct mapping *out)
+{
+    struct wanted w = {prefix, inode, out, 0};
+    return target_code_mappings(pid, match, &w) == 0 && w.found ? 0 : -1;
 }
 
 int target_maps_contain(pid_t pid, const char *s)

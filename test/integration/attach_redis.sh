@@ -13,30 +13,13 @@ done
 ATTACH="$BUILD/pprof-attach"
 [ -x "$ATTACH" ] || fail "no $ATTACH (make test-bins builds it)"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
-    >"$WORK/redis.out" 2>&1 &
-PID=$!
-PIDS="$PIDS $PID"
-wait_until "redis to answer" sh -c "redis-cli -p $port ping 2>/dev/null | grep -q PONG"
+redis_under_benchmark
 
 untraced() {
     kill -0 "$PID" 2>/dev/null || fail "redis ended"
     grep -q '^TracerPid:[[:space:]]*0$' "/proc/$PID/status" &&
         ! grep -q '^State:[[:space:]]*[tT]' "/proc/$PID/status"
 }
-
-# The benchmark runs through the whole test and is ended by it: what
-# counts is that it saw no error.
-redis-benchmark -p "$port" -q -n 100000000 -t set,get -c 20 -l \
-    >"$WORK/bench.out" 2>&1 &
-B=$!
-PIDS="$PIDS $B"
-busy() {
-    n=$(redis-cli -p "$port" info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
-    [ "${n:-0}" -gt 5 ]
-}
-wait_until "the benchmark to connect" busy
 
 PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/attach.err" ||
     { cat "$WORK/attach.err" >&2; fail "pprof-attach redis failed"; }
@@ -69,12 +52,7 @@ for i in $(seq 10); do
         { cat "$WORK/rounds.err" >&2; fail "detach round $i failed"; }
     untraced || fail "redis stopped or traced after round $i"
 done
-for kind in attached detached; do
-    sed -n "s/.*$kind [a-z]* pid [0-9]*; thread [0-9]* stopped \([0-9.]*\) ms/\1/p" "$WORK/rounds.err" |
-        sort -n | awk -v k="$kind" '{a[NR] = $1}
-            END { printf "# stop when %s: min %s ms, median %s ms, max %s ms (%d rounds)\n",
-                  k, a[1], a[int(NR / 2) + 1], a[NR], NR }'
-done
+stop_summary "$WORK/rounds.err" "rounds"
 
 kill -0 "$B" 2>/dev/null || { tail -c 2000 "$WORK/bench.out" >&2; fail "redis-benchmark ended early"; }
 kill "$B"; wait "$B" 2>/dev/null || true

@@ -112,20 +112,7 @@ note "attach_cxx: $(cat "$WORK/cxx1.out"), exit $STATUS, as never attached"
 for p in redis-server redis-benchmark redis-cli; do
     command -v "$p" >/dev/null 2>&1 || { note "SKIP redis rounds: $p is not installed (scripts/install-deps)"; exit 0; }
 done
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
-    >"$WORK/redis.out" 2>&1 &
-PID=$!
-PIDS="$PIDS $PID"
-wait_until "redis to answer" sh -c "redis-cli -p $port ping 2>/dev/null | grep -q PONG"
-redis-benchmark -p "$port" -q -n 100000000 -t set,get -c 20 -l >"$WORK/bench.out" 2>&1 &
-B=$!
-PIDS="$PIDS $B"
-busy() {
-    n=$(redis-cli -p "$port" info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
-    [ "${n:-0}" -gt 5 ]
-}
-wait_until "the benchmark to connect" busy
+redis_under_benchmark
 
 rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$PID/status"; }
 rss0=$(rss)
@@ -153,9 +140,4 @@ fi
 redis-cli -p "$port" info stats | grep -E '^(total_commands_processed|total_error_replies|rejected_connections):' | tr -d '\r'
 [ "$(redis-cli -p "$port" info stats | sed -n 's/^total_error_replies:\([0-9]*\).*/\1/p')" = 0 ] ||
     fail "redis answered errors"
-for kind in attached detached; do
-    sed -n "s/.*$kind [a-z]* pid [0-9]*; thread [0-9]* stopped \([0-9.]*\) ms/\1/p" "$WORK/stops" |
-        sort -n | awk -v k="$kind" '{a[NR] = $1}
-            END { printf "# stop when %s: min %s ms, median %s ms, max %s ms (%d, with attach_cxx)\n",
-                  k, a[1], a[int(NR / 2) + 1], a[NR], NR }'
-done
+stop_summary "$WORK/stops" "with attach_cxx"

@@ -269,3 +269,38 @@ attach_target_start() {
     PIDS="$PIDS $PID"
     wait_until "the target to start" grep -q started "$WORK/target.out"
 }
+
+# redis_under_benchmark: Debian's redis-server started without the agent
+# as PID on port (and answering), and redis-benchmark as B looping SET and
+# GET on it with 20 clients until the test ends it (its output in
+# WORK/bench.out: what counts is that it saw no error), once connected.
+redis_under_benchmark() {
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
+        >"$WORK/redis.out" 2>&1 &
+    PID=$!
+    PIDS="$PIDS $PID"
+    wait_until "redis to answer" sh -c "redis-cli -p $port ping 2>/dev/null | grep -q PONG"
+    redis-benchmark -p "$port" -q -n 100000000 -t set,get -c 20 -l \
+        >"$WORK/bench.out" 2>&1 &
+    B=$!
+    PIDS="$PIDS $B"
+    wait_until "the benchmark to connect" redis_busy
+}
+
+# redis_busy: more than 5 clients are connected to the redis on port.
+redis_busy() {
+    n=$(redis-cli -p "$port" info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p')
+    [ "${n:-0}" -gt 5 ]
+}
+
+# stop_summary FILE WHAT: the stop times pprof-attach printed into FILE,
+# for attaches and for detaches: min, median, max, and how many (WHAT).
+stop_summary() {
+    for kind in attached detached; do
+        sed -n "s/.*$kind [a-z]* pid [0-9]*; thread [0-9]* stopped \([0-9.]*\) ms.*/\1/p" "$1" |
+            sort -n | awk -v k="$kind" -v what="$2" '{a[NR] = $1}
+                END { printf "# stop when %s: min %s ms, median %s ms, max %s ms (%d %s)\n",
+                      k, a[1], a[int(NR / 2) + 1], a[NR], NR, what }'
+    done
+}
