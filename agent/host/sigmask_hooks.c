@@ -165,12 +165,18 @@ static __attribute__((noinline)) int change_watched(mask_fn real, int how,
     if (dump && dump != cpu && sigismember(&next, dump) == 1)
         discard_pending(dump);
     /* The wall profile's timer: disarmed before the signal is blocked
-     * (wall_timer.c), and the blocked state remembered for its arming. */
+     * (wall_timer.c), and the blocked state remembered for its arming.
+     * Only a change that blocks or unblocks it counts, as for the CPU
+     * sampler above: blocked already (a handler's own mask, lifted
+     * unseen at its return), the thread would stay marked as blocking
+     * it, with no stack, until its mask is read again a second later. */
     int wall = __atomic_load_n(&wall_active, __ATOMIC_SEQ_CST) ? wall_signo : 0;
     if (wall) {
         int wall_blocks = sigismember(&next, wall) == 1;
-        wall_thread_mask(wall_blocks);
-        if (wall_blocks)
+        int wall_blocked = sigismember(&cur, wall) == 1;
+        if (wall_blocks != wall_blocked)
+            wall_thread_mask(wall_blocks);
+        if (wall_blocks && !wall_blocked)
             discard_pending(wall);
     }
     if (cpu_blocked && !cpu_blocks)
