@@ -231,6 +231,10 @@ void cpu_thread_exiting(uintptr_t start_fn);
  * Not async-signal-safe. */
 void cpu_thread_pause(void);
 void cpu_thread_resume(void);
+/* The calling host thread changed its mask and leaves the profiling
+ * signal unblocked, as it had: a thread without a sampler gets one (a look
+ * at its mask from outside may have found it blocked). Called as above. */
+void cpu_thread_open(void);
 /* Records the calling thread as one of the agent's (never sampled, not
  * listed as the host's); once however often called. Not async-signal-safe. */
 void cpu_agent_thread(void);

@@ -169,18 +169,22 @@ static __attribute__((noinline)) int change_watched(mask_fn real, int how,
      * Only a change that blocks or unblocks it counts, as for the CPU
      * sampler above: blocked already (a handler's own mask, lifted
      * unseen at its return), the thread would stay marked as blocking
-     * it, with no stack, until its mask is read again a second later. */
+     * it, with no stack, until its mask is read again a second later.
+     * A change that leaves it unblocked says so (a look from outside, in
+     * this window where every signal is blocked, took it for blocked). */
     int wall = __atomic_load_n(&wall_active, __ATOMIC_SEQ_CST) ? wall_signo : 0;
     if (wall) {
         int wall_blocks = sigismember(&next, wall) == 1;
         int wall_blocked = sigismember(&cur, wall) == 1;
-        if (wall_blocks != wall_blocked)
+        if (wall_blocks != wall_blocked || !wall_blocks)
             wall_thread_mask(wall_blocks);
         if (wall_blocks && !wall_blocked)
             discard_pending(wall);
     }
     if (cpu_blocked && !cpu_blocks)
         cpu_thread_resume();
+    else if (cpu && !cpu_blocks)
+        cpu_thread_open();
     /* Chrooted: the threads book says the new mask from now on. */
     if (unlikely(__atomic_load_n(&proc_book_on, __ATOMIC_RELAXED)))
         proc_book_note_self(&next);

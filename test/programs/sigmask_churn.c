@@ -14,6 +14,13 @@
  * report (the churner itself makes no system call but the mask changes; see
  * cpu_burn.c for why).
  *
+ * "late" is "chld" with one more step: whenever a SIGPROF handler appears
+ * (a CPU profile starts) the churner blocks every signal for 300 ms by raw
+ * system calls, unseen by any interposer, asleep, then sets its mask back
+ * the same way: every look at its mask in that span finds it blocked, as
+ * one does that falls in a mask interposer's own window. Its next change
+ * of mask must give it its sampler.
+ *
  * "handler" instead sends the churner SIGUSR2 after each open_burn section
  * (no masked_burn): its handler runs under a mask that blocks every other
  * signal (sa_mask), and changes the mask there as runtimes' handlers do:
@@ -26,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -36,6 +44,7 @@
 
 static long rounds_open, rounds_masked; /* churner writes, main reads */
 static int churn_sig; /* 0: "handler" */
+static int late;
 
 __attribute__((noinline)) void open_burn(long n) { spin(n); }
 __attribute__((noinline)) void masked_burn(long n) { spin(n); }
@@ -78,6 +87,32 @@ static void handler_churn(void)
 }
 
 
+/* "late": 1 when a SIGPROF handler was installed since the last call. */
+static int profile_began(void)
+{
+    static int had;
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        unsigned long mask;
+    } k;
+    if (syscall(SYS_rt_sigaction, SIGPROF, NULL, &k, 8) != 0)
+        return 0;
+    int has = k.handler != SIG_DFL && k.handler != SIG_IGN;
+    int began = has && !had;
+    had = has;
+    return began;
+}
+
+static void hold_every_signal(void)
+{
+    unsigned long all = ~0UL, old;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
+    sleep_us(300000);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+}
+
 static void *churner(void *arg)
 {
     (void)arg;
@@ -91,6 +126,8 @@ static void *churner(void *arg)
     for (;;) {
         long lo = 100000 + rand_r(&seed) % 200001;
         long lm = 20000 + rand_r(&seed) % 40001;
+        if (late && profile_began())
+            hold_every_signal();
         open_burn(lo);
         __atomic_fetch_add(&rounds_open, lo, __ATOMIC_RELAXED);
         pthread_sigmask(SIG_BLOCK, &one, NULL);
@@ -103,12 +140,16 @@ static void *churner(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || (strcmp(argv[1], "chld") && strcmp(argv[1], "prof") &&
+    if (argc < 2 || (strcmp(argv[1], "chld") && strcmp(argv[1], "prof") && strcmp(argv[1], "late") &&
                      strcmp(argv[1], "handler"))) {
-        fprintf(stderr, "usage: sigmask_churn chld|prof|handler [SECONDS]\n");
+        fprintf(stderr,
+                "usage: sigmask_churn chld|prof|late|handler [SECONDS]\n");
         return 2;
     }
-    churn_sig = argv[1][0] == 'c' ? SIGCHLD : argv[1][0] == 'p' ? SIGPROF : 0;
+    late = argv[1][0] == 'l';
+    churn_sig = argv[1][0] == 'c' || late ? SIGCHLD
+                : argv[1][0] == 'p'       ? SIGPROF
+                                          : 0;
     int run = argc > 2 ? atoi(argv[2]) : 60;
     report_listen();
     pthread_t t;
