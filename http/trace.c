@@ -72,25 +72,29 @@ static double trace_seconds(struct request *r)
     return s;
 }
 
-/* Waits seconds, draining CPU samples; -1 when the client went away. */
+/* Waits seconds in steps of 50 ms, the trace's memory made present
+ * ahead of its writers at each, CPU samples drained every second; -1 when
+ * the client went away. */
 static int wait_window(struct request *r, double seconds, int cpu,
                        struct samples *k)
 {
-    long whole = (long)seconds;
-    for (long s = 0; s < whole; s++) {
-        if (http_wait(r, 1) != 0)
-            return -1;
-        if (cpu)
-            cpu_profile_drain(keep_sample, k);
-    }
-    long ms = (long)((seconds - (double)whole) * 1000);
-    if (ms > 0) {
-        struct timespec nap = {ms / 1000, (ms % 1000) * 1000000L};
-        nanosleep(&nap, NULL);
+    int64_t end = trace_clock() + (int64_t)(seconds * 1e9);
+    int64_t drain = trace_clock() + 1000000000LL;
+    for (;;) {
+        int64_t now = trace_clock();
+        if (now >= end)
+            return 0;
         if (http_client_gone(r))
             return -1;
+        int64_t step = end - now < 50000000LL ? end - now : 50000000LL;
+        struct timespec nap = {0, (long)step};
+        nanosleep(&nap, NULL);
+        trace_fill_ahead();
+        if (cpu && trace_clock() >= drain) {
+            cpu_profile_drain(keep_sample, k);
+            drain += 1000000000LL;
+        }
     }
-    return 0;
 }
 
 /* The window written by the flight recorder: since (0: all it keeps). */

@@ -92,6 +92,10 @@ uint32_t trace_thread_tid(pthread_t t);
 int trace_start(void);
 /* Stops recording and waits for writers to leave. Not async-signal-safe. */
 void trace_stop(void);
+/* Makes the memory the running trace's writers will fill next present
+ * ahead of them (see trace_rec.c). Called by the session's thread about
+ * every 50 ms while a trace records. Not async-signal-safe. */
+void trace_fill_ahead(void);
 /* Gives the chunks' memory back and frees the slot. */
 void trace_release(void);
 

@@ -1,7 +1,8 @@
 /*
  * Workloads for the execution trace's cost (test/bench/trace.sh):
  *   read N [wait]           N one-byte reads of /dev/zero in read_loop;
- *                           prints ns_per_call=X (the thread's CPU time);
+ *                           prints ns_per_call=X (the thread's CPU time)
+ *                           and faults=X (the page faults it took);
  *                           with wait, once a trace records, and the
  *                           program then waits to be killed
  *   locks THREADS MS [wait] THREADS threads lock a shared mutex, do a
@@ -22,7 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+/* The page faults this thread took (its own count, not the process's). */
+static long thread_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_minflt + ru.ru_majflt;
+}
 
 static void read_loop(int fd, long n)
 {
@@ -65,11 +75,12 @@ int main(int argc, char **argv)
             for (int i = 0; i < 2000 && !pprof_trace_enabled(); i++)
                 sleep_us(10000);
         read_loop(fd, n / 10); /* warm-up */
+        long f0 = thread_faults();
         long long t0 = thread_cpu_ns();
         read_loop(fd, n);
-        printf("ns_per_call=%.2f traced=%d\n",
+        printf("ns_per_call=%.2f traced=%d faults=%ld\n",
                (double)(thread_cpu_ns() - t0) / (double)n,
-               pprof_trace_enabled());
+               pprof_trace_enabled(), thread_faults() - f0);
         fflush(stdout);
         if (argc > 3)
             for (;;)
