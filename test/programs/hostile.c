@@ -12,7 +12,8 @@
  *                               main thread burns in main_burn meanwhile;
  *                               then burns LINGER more seconds in main_burn
  *   hostile masked SECONDS      two threads that block every signal burn in
- *                               masked_burn, one ordinary in open_burn; at
+ *                               masked_burn, one ordinary in open_burn, until
+ *                               SECONDS after a CPU profile began; at
  *                               the end the masked threads unblock every
  *                               signal (a profiling signal left pending
  *                               would be delivered then) and burn a little
@@ -72,6 +73,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "profiling_began.h"
 
 static volatile unsigned long sink;
 static volatile int stop;
@@ -152,12 +155,12 @@ static int run_threads(long n, double linger)
 
 static void *masked_thread(void *arg)
 {
-    double end = *(double *)arg;
+    volatile double *end = arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     long rounds = 0;
-    while (now() < end) {
+    while (now() < *end) {
         masked_burn();
         rounds++;
     }
@@ -170,19 +173,23 @@ static void *masked_thread(void *arg)
 
 static void *open_thread(void *arg)
 {
-    double end = *(double *)arg;
-    while (now() < end)
+    volatile double *end = arg;
+    while (now() < *end)
         open_burn();
     return NULL;
 }
 
+/* The threads start (and block) at once; they end SECONDS after a CPU
+ * profile began (after 60 s without one), however late the agent served. */
 static int run_masked(double secs)
 {
-    double end = now() + secs;
+    static volatile double end = 1e300;
     pthread_t t[3];
-    pthread_create(&t[0], NULL, masked_thread, &end);
-    pthread_create(&t[1], NULL, masked_thread, &end);
-    pthread_create(&t[2], NULL, open_thread, &end);
+    pthread_create(&t[0], NULL, masked_thread, (void *)&end);
+    pthread_create(&t[1], NULL, masked_thread, (void *)&end);
+    pthread_create(&t[2], NULL, open_thread, (void *)&end);
+    wait_profiling(60000);
+    end = now() + secs;
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     printf("masked done\n");

@@ -14,7 +14,8 @@
  *
  * MODE:
  *   single   the main thread blocks every signal (after LATE_MS of burning
- *            in early_burn with nothing blocked, default 0) and reads them,
+ *            in early_burn with nothing blocked, default 0, counted from
+ *            a CPU profile's start) and reads them,
  *            burning in blocked_burn.
  *   threads  the main thread blocks every signal at once and reads them,
  *            burning in blocked_burn; it starts "free", which unblocks the
@@ -43,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "profiling_began.h"
 #include "timing.h"
 
 static volatile unsigned long sink;
@@ -239,6 +241,10 @@ int main(int argc, char **argv)
         printf("signals ok\n");
         return 0;
     }
+    /* The early part is counted from the profile's start, however late
+     * the agent served. */
+    if (late > 0)
+        wait_profiling(60000);
     double start = mono();
     while (mono() < start + late)
         early_burn();

@@ -38,6 +38,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "profiling_began.h"
 #include "report.h"
 #include "spin.h"
 #include "timing.h"
@@ -91,15 +92,7 @@ static void handler_churn(void)
 static int profile_began(void)
 {
     static int had;
-    struct {
-        void *handler;
-        unsigned long flags;
-        void *restorer;
-        unsigned long mask;
-    } k;
-    if (syscall(SYS_rt_sigaction, SIGPROF, NULL, &k, 8) != 0)
-        return 0;
-    int has = k.handler != SIG_DFL && k.handler != SIG_IGN;
+    int has = sigprof_handled();
     int began = has && !had;
     had = has;
     return began;
