@@ -300,8 +300,8 @@ int attach_relocs_bind(void)
     decide();
     loader_iterate_phdr(rewrite, (void *)1);
     int n = count(ENTRY_BOUND);
-    log_info("attach: %d of %d relocations of the malloc and lock functions "
-             "point to the agent now",
+    log_info("attach: %d of %d relocations of the malloc, lock and thread "
+             "functions point to the agent now",
              n, nentries);
     return n;
 }

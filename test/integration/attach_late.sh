@@ -1,0 +1,59 @@
+# pprof-attach on a program whose work starts after the attach
+# (attach_late): the thread it starts then is profiled with its whole
+# stack (late_burn and late_thread above the leaf, with the CPU the
+# thread's own clock counted over the profile, within 10%), and its
+# creation is in the threadcreate profile: the agent's pthread_create is
+# one of the doors bound at the attach. After the detach, a thread
+# started through the address of pthread_create the program read while
+# attached (the agent's door, inert now) runs and is joined, as one
+# started through the program's PLT (put back).
+. "$TOP/test/integration/lib.sh"
+
+ATTACH="$BUILD/pprof-attach"
+[ -x "$ATTACH" ] || fail "no $ATTACH (make test-bins builds it)"
+ASK="$WORK/ask"
+mkdir -p "$ASK"
+"$BUILD/test/programs/attach_late" "$ASK" "$BUILD/test/programs/libattach_plugin.so" \
+    >"$WORK/target.out" 2>"$WORK/target.err" &
+PID=$!
+PIDS="$PIDS $PID"
+wait_until "the target to start" grep -q started "$WORK/target.out"
+
+# ask WHAT LINE: makes the target do WHAT and waits for its line LINE.
+ask() {
+    touch "$ASK/$1"
+    wait_until "the target's '$2' line" grep -q "^$2" "$WORK/target.out"
+}
+
+PPROF_HEAP_RATE=1 PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/attach.err" ||
+    { cat "$WORK/attach.err" >&2; fail "pprof-attach $PID failed"; }
+ADDR=$(sed -n 's|^pprofagent: serving http://\([^/]*\)/debug/pprof/ (pid [0-9]*)$|\1|p' "$WORK/attach.err")
+[ -n "$ADDR" ] || fail "pprof-attach printed no serving line"
+note "$(grep 'relocations' "$WORK/target.err")"
+
+# --- a thread started after the attach: its whole stack ---
+ask thread "late tid="
+late_tid=$(sed -n 's/^late tid=\([0-9]*\).*/\1/p' "$WORK/target.out")
+note "$(grep '^late' "$WORK/target.out")"
+profile_against_clock "$late_tid" late
+top=$(pprof -top -cum -unit=ms -nodecount=30 "$WORK/cpu.pb.gz")
+echo "$top" | head -n 12
+for f in late_burn late_thread; do
+    within 10 "$(top_cum "$top" "$f")" "$want" "$f (the late thread's callers of spin) after the attach"
+done
+expect_contains "$(grep '^late' "$WORK/target.out")" "door=libpprofagent.so" \
+    "the address of pthread_create the program read while attached"
+expect_contains "$(pprof -traces "http://$ADDR/debug/pprof/threadcreate")" "start_late" \
+    "the threadcreate profile after the attach"
+
+# --- detached: threads through the inert door and through the PLT ---
+"$ATTACH" --detach "$PID" 2>"$WORK/detach.err" ||
+    { cat "$WORK/detach.err" >&2; fail "pprof-attach --detach failed"; }
+ask after "after ok="
+note "$(grep '^after' "$WORK/target.out")"
+expect_contains "$(grep '^after' "$WORK/target.out")" "after ok=2 door=libpprofagent.so" \
+    "threads started after the detach"
+
+touch "$ASK/stop"
+wait_exit "$PID" 60
+[ "$STATUS" = 0 ] || fail "the target exited with $STATUS"

@@ -1,0 +1,148 @@
+/*
+ * A host for pprof-attach whose work starts after the attach
+ * (test/integration/attach_late.sh): threads it creates then, and a
+ * shared object it loads then. Started without the agent; its main
+ * thread looks every 5 ms for files in the directory argv[1] and does,
+ * once each:
+ *
+ *   thread  reads pthread_create's address from its GOT (a GLOB_DAT
+ *           relocation), then starts the "late" thread through its PLT,
+ *           on a stack mapped for it:
+ *           late_thread -> late_burn -> spin, for ever. Prints
+ *           "late tid=TID door=OBJECT", OBJECT holding the address read.
+ *   after   (after a detach) starts a thread through the address read
+ *           at "thread" and one through the PLT, joins both; prints
+ *           "after ok=N door=OBJECT", N the threads that ran (2).
+ *   load    dlopens argv[2] (attach_plugin.c); prints "loaded".
+ *   alloc   calls its plugin_allocate: prints what the allocs profile's
+ *           leaf plugin_block must hold, "plugin OBJECTS BYTES".
+ *   stop    exits 0.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "spin.h"
+#include "timing.h"
+
+static const char *dir;
+static int (*volatile creator)(pthread_t *, const pthread_attr_t *,
+                               void *(*)(void *), void *);
+static int late_tid;
+static int ran;
+
+static int asked(const char *what)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, what);
+    return access(path, F_OK) == 0;
+}
+
+static const char *object_of(const void *p)
+{
+    Dl_info info;
+    if (!dladdr(p, &info) || !info.dli_fname)
+        return "?";
+    const char *slash = info.dli_fname;
+    for (const char *c = slash; *c; c++)
+        if (*c == '/')
+            slash = c + 1;
+    return slash;
+}
+
+__attribute__((noinline)) static void late_burn(void)
+{
+    for (;;)
+        spin(100000);
+}
+
+static void *late_thread(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "late");
+    __atomic_store_n(&late_tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    late_burn();
+    return NULL;
+}
+
+__attribute__((noinline)) static void start_late(void)
+{
+    creator = pthread_create;
+    /* A stack larger than any the C library keeps from ended threads
+     * (the agent's starter among them, whose stack was noted at the
+     * attach): a new mapping. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64u << 20);
+    pthread_t t;
+    int err = pthread_create(&t, &attr, late_thread, NULL);
+    pthread_attr_destroy(&attr);
+    if (err != 0)
+        return;
+    while (!__atomic_load_n(&late_tid, __ATOMIC_SEQ_CST))
+        sleep_us(1000);
+    printf("late tid=%d door=%s\n", late_tid, object_of((void *)creator));
+}
+
+static void *one_run(void *arg)
+{
+    (void)arg;
+    __atomic_fetch_add(&ran, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void after_detach(void)
+{
+    pthread_t a, b;
+    int ok = creator && creator(&a, NULL, one_run, NULL) == 0 &&
+             pthread_join(a, NULL) == 0;
+    ok = ok && pthread_create(&b, NULL, one_run, NULL) == 0 &&
+         pthread_join(b, NULL) == 0;
+    printf("after ok=%d door=%s\n", ok ? ran : 0,
+           object_of((void *)creator));
+}
+
+static void *plugin;
+
+static void load(const char *path)
+{
+    plugin = dlopen(path, RTLD_NOW);
+    printf(plugin ? "loaded\n" : "load failed: %s\n", dlerror());
+}
+
+static void allocate(void)
+{
+    void (*fn)(long *, long *) =
+        plugin ? (void (*)(long *, long *))dlsym(plugin, "plugin_allocate")
+               : NULL;
+    long objects = 0, bytes = 0;
+    if (fn)
+        fn(&objects, &bytes);
+    printf("plugin %ld %ld\n", objects, bytes);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    dir = argv[1];
+    int done[4] = {0, 0, 0, 0};
+    printf("started\n");
+    fflush(stdout);
+    while (!asked("stop")) {
+        sleep_us(5000);
+        if (!done[0] && asked("thread") && (done[0] = 1))
+            start_late();
+        if (!done[1] && asked("after") && (done[1] = 1))
+            after_detach();
+        if (!done[2] && asked("load") && (done[2] = 1))
+            load(argv[2]);
+        if (!done[3] && asked("alloc") && (done[3] = 1))
+            allocate();
+        fflush(stdout);
+    }
+    return 0;
+}
