@@ -7,6 +7,12 @@
 # started through the address of pthread_create the program read while
 # attached (the agent's door, inert now) runs and is joined, as one
 # started through the program's PLT (put back).
+#
+# A shared object the program dlopens after the attach has its malloc
+# bound to the agent once the agent finds it (the rescanner; the program
+# waits until its GOT's malloc leads there): what it allocates then is in the allocs profile as the program counted it
+# (PPROF_HEAP_RATE=1), and the detach puts its relocations back with the
+# others.
 . "$TOP/test/integration/lib.sh"
 
 ATTACH="$BUILD/pprof-attach"
@@ -46,9 +52,34 @@ expect_contains "$(grep '^late' "$WORK/target.out")" "door=libpprofagent.so" \
 expect_contains "$(pprof -traces "http://$ADDR/debug/pprof/threadcreate")" "start_late" \
     "the threadcreate profile after the attach"
 
-# --- detached: threads through the inert door and through the PLT ---
+# --- a shared object loaded after the attach: its allocations ---
+ask load loaded
+ask alloc "plugin "
+note "$(grep '^bound after' "$WORK/target.out")"
+note "$(grep 'more relocations' "$WORK/target.err")"
+expect_contains "$(grep '^bound after' "$WORK/target.out")" "door=libpprofagent.so" \
+    "where the loaded object's malloc leads"
+truth=$(sed -n 's/^plugin //p' "$WORK/target.out")
+fetch debug/pprof/allocs >"$WORK/allocs.pb.gz"
+sites=$(pprof -raw "$WORK/allocs.pb.gz" | awk -f "$TOP/test/integration/heap_sites.awk")
+got=$(printf '%s\n' "$sites" | awk '$1 == "plugin_block" { print $4, $5 }')
+if [ "$got" != "$truth" ]; then
+    printf '%s\n' "$sites" | head -n 20 >&2
+    fail "allocs of plugin_block: '${got:-none}', the program counted '$truth' (objects, bytes)"
+fi
+note "allocs of plugin_block, in the object loaded after the attach: $got, as the program counted"
+
+# --- detached: every relocation put back, the late object's too ---
 "$ATTACH" --detach "$PID" 2>"$WORK/detach.err" ||
     { cat "$WORK/detach.err" >&2; fail "pprof-attach --detach failed"; }
+bound=$(sed -n 's/.*attach: \([0-9]*\) of [0-9]* relocations.*/\1/p' "$WORK/target.err")
+more=$(sed -n 's/.*attach: \([0-9]*\) more relocations.*/\1/p' "$WORK/target.err" | awk '{ n += $1 } END { print n + 0 }')
+back=$(sed -n 's/.* \([0-9]*\) relocations put back.*/\1/p' "$WORK/target.err")
+note "bound at the attach $bound, later $more, put back $back"
+[ "$back" = $((bound + more)) ] ||
+    fail "$back relocations put back at the detach, $bound bound at the attach and $more later"
+
+# --- detached: threads through the inert door and through the PLT ---
 ask after "after ok="
 note "$(grep '^after' "$WORK/target.out")"
 expect_contains "$(grep '^after' "$WORK/target.out")" "after ok=2 door=libpprofagent.so" \

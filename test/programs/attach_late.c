@@ -14,13 +14,17 @@
  *           at "thread" and one through the PLT, joins both; prints
  *           "after ok=N door=OBJECT", N the threads that ran (2).
  *   load    dlopens argv[2] (attach_plugin.c); prints "loaded".
- *   alloc   calls its plugin_allocate: prints what the allocs profile's
- *           leaf plugin_block must hold, "plugin OBJECTS BYTES".
+ *   alloc   waits (30 s at most) until the object's malloc leads to the
+ *           agent, prints "bound after MS ms door=OBJECT" (MS since the
+ *           dlopen returned), then calls its plugin_allocate and prints
+ *           what the allocs profile's leaf plugin_block must hold,
+ *           "plugin OBJECTS BYTES".
  *   stop    exits 0.
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -106,15 +110,34 @@ static void after_detach(void)
 }
 
 static void *plugin;
+static long loaded_ns;
 
 static void load(const char *path)
 {
     plugin = dlopen(path, RTLD_NOW);
+    loaded_ns = now_ns();
     printf(plugin ? "loaded\n" : "load failed: %s\n", dlerror());
+}
+
+/* Until the plugin's malloc leads to the agent, or 60 s. */
+static void wait_bound(void)
+{
+    void *(*where)(void) =
+        plugin ? (void *(*)(void))dlsym(plugin, "plugin_malloc") : NULL;
+    const char *door = "?";
+    for (int i = 0; where && i < 6000; i++) {
+        door = object_of(where());
+        if (strncmp(door, "libpprofagent", 13) == 0)
+            break;
+        sleep_us(5000);
+    }
+    printf("bound after %ld ms door=%s\n", (now_ns() - loaded_ns) / 1000000,
+           door);
 }
 
 static void allocate(void)
 {
+    wait_bound();
     void (*fn)(long *, long *) =
         plugin ? (void (*)(long *, long *))dlsym(plugin, "plugin_allocate")
                : NULL;

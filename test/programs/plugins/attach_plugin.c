@@ -2,7 +2,7 @@
  * The shared object attach_late dlopens after an attach
  * (test/integration/attach_late.sh): its calls to malloc and free are
  * its own relocations, which the agent must point at itself once it
- * notices the object. plugin_allocate allocates a known set of blocks in
+ * notices the object; plugin_malloc says where they lead. plugin_allocate allocates a known set of blocks in
  * plugin_block, frees a third of them at once and keeps the rest, and
  * reports what it allocated.
  */
@@ -15,6 +15,15 @@ static void *kept[BLOCKS];
 __attribute__((noinline)) static void *plugin_block(long size)
 {
     return malloc((size_t)size);
+}
+
+/* The address of malloc this object's GOT holds (a GLOB_DAT relocation,
+ * bound with its PLT's JUMP_SLOT): the program looks where it leads. */
+void *plugin_malloc(void);
+void *plugin_malloc(void)
+{
+    void *(*volatile p)(size_t) = malloc;
+    return (void *)p;
 }
 
 void plugin_allocate(long *objects, long *bytes);
