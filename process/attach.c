@@ -18,8 +18,9 @@
  * relocations of the malloc and lock functions at the agent's
  * (attach_relocs.c), the rescanner does the same for objects loaded
  * later (attach_rescan.c), and the detacher puts them back; the heap,
- * mutex and block profiles say from when they record (attach_say). The watch,
- * dumps and push are not started.
+ * mutex and block profiles say from when they record (attach_say). The
+ * watch runs for deadlocks only (watch.c) and the detacher ends it; dumps
+ * and push are not started.
  *
  * Contexts: attach_loaded_late() in the constructor (inside dlopen, on the
  * stopped host thread); pprof_attach_start() and pprof_attach_stop() on a
@@ -268,6 +269,7 @@ void attach_served(void)
     }
     memcpy(pprof_attach_address, addr, sizeof addr);
     attach_rescan_start();
+    watch_start();
     __atomic_store_n(&pprof_attach_state, ATTACH_SERVING, __ATOMIC_RELEASE);
 }
 
@@ -279,6 +281,7 @@ static void *detacher_run(void *arg)
      * an attach waits for it rather than racing it. */
     start_wait_done();
     server_stop();
+    watch_stop();
     attach_rescan_stop();
     int restored = unbind();
     rundir_remove();

@@ -327,6 +327,10 @@ int dump_memory(const char *summary);
  * PPROF_DEADLOCK_SECONDS is not 0, and with PPROF_DUMP_DIR the memory
  * limit every 200 ms. Not async-signal-safe. */
 void watch_start(void);
+/* Ends the watch an attached agent started and waits for it (a second
+ * at most); nothing when there is none. On the detacher. Not
+ * async-signal-safe. */
+void watch_stop(void);
 
 /* Files written since start (read with a relaxed atomic load). */
 extern long dump_files_written;

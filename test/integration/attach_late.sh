@@ -13,6 +13,10 @@
 # waits until its GOT's malloc leads there): what it allocates then is in the allocs profile as the program counted it
 # (PPROF_HEAP_RATE=1), and the detach puts its relocations back with the
 # others.
+#
+# Two threads the program deadlocks after the attach are said by the
+# watch on its stderr, which an attached agent now runs; after the detach
+# no thread of the agent is left.
 . "$TOP/test/integration/lib.sh"
 
 ATTACH="$BUILD/pprof-attach"
@@ -31,7 +35,7 @@ ask() {
     wait_until "the target's '$2' line" grep -q "^$2" "$WORK/target.out"
 }
 
-PPROF_HEAP_RATE=1 PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/attach.err" ||
+PPROF_HEAP_RATE=1 PPROF_DEADLOCK_SECONDS=1 PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/attach.err" ||
     { cat "$WORK/attach.err" >&2; fail "pprof-attach $PID failed"; }
 ADDR=$(sed -n 's|^pprofagent: serving http://\([^/]*\)/debug/pprof/ (pid [0-9]*)$|\1|p' "$WORK/attach.err")
 [ -n "$ADDR" ] || fail "pprof-attach printed no serving line"
@@ -69,6 +73,17 @@ if [ "$got" != "$truth" ]; then
 fi
 note "allocs of plugin_block, in the object loaded after the attach: $got, as the program counted"
 
+# --- a deadlock after the attach: the watch says it ---
+ask deadlock "lockers "
+a=$(sed -n 's/^lockers a=\([0-9]*\) .*/\1/p' "$WORK/target.out")
+b=$(sed -n 's/^lockers .* b=\([0-9]*\)$/\1/p' "$WORK/target.out")
+wait_until "the watch's deadlock line" grep -q 'deadlock:' "$WORK/target.err"
+line=$(grep 'deadlock:' "$WORK/target.err")
+note "$line"
+for t in "\"locker-a\" ($a) waits in take_ab" "\"locker-b\" ($b) waits in take_ba"; do
+    expect_contains "$line" "$t" "the watch's line after the attach"
+done
+
 # --- detached: every relocation put back, the late object's too ---
 "$ATTACH" --detach "$PID" 2>"$WORK/detach.err" ||
     { cat "$WORK/detach.err" >&2; fail "pprof-attach --detach failed"; }
@@ -76,6 +91,8 @@ bound=$(sed -n 's/.*attach: \([0-9]*\) of [0-9]* relocations.*/\1/p' "$WORK/targ
 more=$(sed -n 's/.*attach: \([0-9]*\) more relocations.*/\1/p' "$WORK/target.err" | awk '{ n += $1 } END { print n + 0 }')
 back=$(sed -n 's/.* \([0-9]*\) relocations put back.*/\1/p' "$WORK/target.err")
 note "bound at the attach $bound, later $more, put back $back"
+agents=$(cat /proc/"$PID"/task/*/comm | grep '^civetweb-\|^pprof' || true)
+[ -z "$agents" ] || fail "threads of the agent left after the detach: $agents"
 [ "$back" = $((bound + more)) ] ||
     fail "$back relocations put back at the detach, $bound bound at the attach and $more later"
 

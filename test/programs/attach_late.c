@@ -19,7 +19,11 @@
  *           dlopen returned), then calls its plugin_allocate and prints
  *           what the allocs profile's leaf plugin_block must hold,
  *           "plugin OBJECTS BYTES".
- *   stop    exits 0.
+ *   deadlock  starts "locker-a" and "locker-b", which take two mutexes in
+ *           opposite orders (take_ab, take_ba) and wait for each other
+ *           for ever; prints "lockers a=TID b=TID" once both hold their
+ *           first.
+ *   stop    exits 0 (the lockers with it).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -147,12 +151,56 @@ static void allocate(void)
     printf("plugin %ld %ld\n", objects, bytes);
 }
 
+/* ---- the deadlock ------------------------------------------------------ */
+
+static pthread_mutex_t lock_a = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock_b = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t both_hold;
+static int locker_tid[2];
+
+__attribute__((noinline)) static void take_ab(void)
+{
+    pthread_mutex_lock(&lock_a);
+    pthread_barrier_wait(&both_hold);
+    pthread_mutex_lock(&lock_b);
+}
+
+__attribute__((noinline)) static void take_ba(void)
+{
+    pthread_mutex_lock(&lock_b);
+    pthread_barrier_wait(&both_hold);
+    pthread_mutex_lock(&lock_a);
+}
+
+static void *locker(void *arg)
+{
+    int b = arg != NULL;
+    prctl(PR_SET_NAME, b ? "locker-b" : "locker-a");
+    __atomic_store_n(&locker_tid[b], (int)syscall(SYS_gettid),
+                     __ATOMIC_SEQ_CST);
+    if (b)
+        take_ba();
+    else
+        take_ab();
+    return NULL;
+}
+
+static void deadlock(void)
+{
+    pthread_t t;
+    pthread_barrier_init(&both_hold, NULL, 3);
+    pthread_create(&t, NULL, locker, NULL);
+    pthread_create(&t, NULL, locker, (void *)1);
+    pthread_barrier_wait(&both_hold);
+    printf("lockers a=%d b=%d\n", locker_tid[0], locker_tid[1]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
     dir = argv[1];
-    int done[4] = {0, 0, 0, 0};
+    int done[5] = {0, 0, 0, 0, 0};
     printf("started\n");
     fflush(stdout);
     while (!asked("stop")) {
@@ -165,6 +213,8 @@ int main(int argc, char **argv)
             load(argv[2]);
         if (!done[3] && asked("alloc") && (done[3] = 1))
             allocate();
+        if (!done[4] && asked("deadlock") && (done[4] = 1))
+            deadlock();
         fflush(stdout);
     }
     return 0;
