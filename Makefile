@@ -256,6 +256,12 @@ $(BUILD)/test/programs/%: test/programs/%.c
 
 # The work attach_heap.sh asks of attach_target, in a header of its own.
 $(BUILD)/test/programs/attach_target: test/programs/attach_work.h
+# The shared object attach_late dlopens after an attach (attach_late.sh).
+$(BUILD)/test/programs/attach_late: $(BUILD)/test/programs/libattach_plugin.so
+$(BUILD)/test/programs/libattach_plugin.so: test/programs/plugins/attach_plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline \
+	    -fno-optimize-sibling-calls -fPIC -shared $< -o $@
 
 $(BUILD)/test/programs/%: test/programs/%.cc
 	@mkdir -p $(dir $@)

@@ -16,9 +16,11 @@
  * The host's calls to malloc and pthread_mutex_lock were bound to the C
  * library before the agent came: the starter points the loaded objects'
  * relocations of the malloc and lock functions at the agent's
- * (attach_relocs.c), and the detacher puts them back; the heap, mutex
- * and block profiles say from when they record (attach_say). The watch,
- * dumps and push are not started.
+ * (attach_relocs.c), the rescanner does the same for objects loaded
+ * later (attach_rescan.c), and the detacher puts them back; the heap,
+ * mutex and block profiles say from when they record (attach_say). The
+ * watch runs for deadlocks only (watch.c) and the detacher ends it; dumps
+ * and push are not started.
  *
  * Contexts: attach_loaded_late() in the constructor (inside dlopen, on the
  * stopped host thread); pprof_attach_start() and pprof_attach_stop() on a
@@ -184,8 +186,8 @@ void attach_say(int bound)
                      "since attach at %s: the agent was attached to a process "
                      "already running; allocations and lock waits made "
                      "before it are not recorded (nor the frees of blocks "
-                     "allocated before it), nor those of objects loaded "
-                     "after it",
+                     "allocated before it), nor those of an object loaded "
+                     "after it until the agent finds it (0.25 s at most)",
                      when);
     else
         log_snprintf(why, sizeof why,
@@ -266,6 +268,8 @@ void attach_served(void)
         return;
     }
     memcpy(pprof_attach_address, addr, sizeof addr);
+    attach_rescan_start();
+    watch_start();
     __atomic_store_n(&pprof_attach_state, ATTACH_SERVING, __ATOMIC_RELEASE);
 }
 
@@ -277,6 +281,8 @@ static void *detacher_run(void *arg)
      * an attach waits for it rather than racing it. */
     start_wait_done();
     server_stop();
+    watch_stop();
+    attach_rescan_stop();
     int restored = unbind();
     rundir_remove();
     /* The port it names is closed: a script must not find it. */

@@ -1,6 +1,7 @@
 /*
  * The doors an attach binds (docs/attach.md): the names whose calls feed
- * the heap, allocs, mutex and block profiles, each with the agent's own
+ * the heap, allocs, mutex and block profiles and the threads' stacks,
+ * each with the agent's own
  * definition and the C library's one it forwards to. attach_relocs.c
  * points the loaded objects' relocations of these names from the second
  * to the first.
@@ -23,8 +24,12 @@
 #include <errno.h>
 #include <string.h>
 
-/* docs/doors.md: the malloc family (agent/heap/malloc_hooks.c) and the
- * waits of agent/locks/lock_hooks.c and wait_hooks.c. */
+/* docs/doors.md: the malloc family (agent/heap/malloc_hooks.c), the
+ * waits of agent/locks/lock_hooks.c and wait_hooks.c, and thread creation
+ * (agent/threads/thread_hooks.c: a thread started through it has its
+ * stack bounds known, its name and end seen). The door stays callable
+ * after a detach: a host that kept its address still creates threads
+ * through it. */
 static const char *const door_names[] = {
     "malloc", "free", "calloc", "realloc", "reallocarray",
     "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
@@ -37,7 +42,7 @@ static const char *const door_names[] = {
     "pthread_mutex_clocklock", "pthread_rwlock_clockrdlock",
     "pthread_rwlock_clockwrlock", "pthread_cond_clockwait", "sem_clockwait",
     "pthread_barrier_wait", "pthread_join", "pthread_timedjoin_np",
-    "pthread_clockjoin_np", "pthread_spin_lock",
+    "pthread_clockjoin_np", "pthread_spin_lock", "pthread_create",
 };
 #define DOORS_MAX (sizeof door_names / sizeof door_names[0])
 

@@ -16,17 +16,23 @@
  * object, the C library (its internal calls) and the loader are never
  * touched.
  *
- * Three steps, so that no lookup of the loader runs inside
+ * A round has three steps, so that no lookup of the loader runs inside
  * dl_iterate_phdr (it holds the loader's write lock; dlsym takes the
  * other lock, the order dlopen takes them in the opposite way): the
  * entries are collected under dl_iterate_phdr, the lazy ones are looked
  * up outside it, and the writes are made under it again, where no
  * dlclose can unmap an object being written. A page the loader made
  * read-only (RELRO, or a segment without write) is made writable for
- * the one store and given its protection back at once.
+ * the one store and given its protection back at once. A round touches
+ * only the objects loaded when it began, once the loader's lock was
+ * taken and left (a load under way then has ended: its relocation and
+ * RELRO are done); an object unloaded during it makes it write nothing.
+ * The starter's bind is the first round; the rescanner's (objects the
+ * host loaded since, attach_rescan.c) add to it, each entry kept once.
  *
- * Entered on the starter of an attached agent (bind) and on the detacher
- * (unbind), with the guard entered; never in signal context. The host's
+ * Entered on the starter of an attached agent (bind), on the rescanner
+ * and on the detacher (unbind), with the guard entered; never in signal
+ * context. The host's
  * threads read the entries meanwhile: each is one aligned 8-byte store,
  * so a call goes to the C library or to the agent, never elsewhere. A
  * lazy entry the loader's resolver is binding at that very moment may
@@ -36,6 +42,7 @@
  */
 #include "process/process.h"
 
+#include "agent/stacks/cfi.h"
 #include "agent/stacks/objects.h"
 #include "agent/core/loader.h"
 #include "agent/log.h"
@@ -50,10 +57,10 @@
 
 #pragma weak dlvsym
 
-enum { ENTRY_SEEN, ENTRY_TAKEN, ENTRY_BOUND };
+enum { ENTRY_NEW, ENTRY_LEFT, ENTRY_TAKEN, ENTRY_BOUND };
 
-/* One relocation of a door: collected, taken (to be rewritten), bound
- * (rewritten: what the detach puts back). */
+/* One relocation of a door: collected (new), left as it is or taken (to
+ * be rewritten), bound (rewritten: what the detach puts back). */
 struct entry {
     uintptr_t slot; /* the GOT entry */
     uintptr_t old;  /* what it held before */
@@ -64,8 +71,10 @@ struct entry {
     char version[24]; /* the version the object asks for, lazy only */
 };
 #define ENTRIES_MAX 2048
-/* Written on the starter (bind) and the detacher (unbind), which never
- * run at once (the detacher waits for the starter). */
+/* Written on the starter (bind), the rescanner (attach_rescan.c) and
+ * the detacher (unbind), which never run at once: the rescanner starts
+ * after the starter's bind, and the detacher waits for the starter and
+ * ends the rescanner first. */
 static struct entry entries[ENTRIES_MAX];
 static int nentries;
 static uintptr_t self_base;
@@ -150,6 +159,23 @@ static const ElfW(Dyn) *dynamic_of(const struct dl_phdr_info *info)
     return NULL;
 }
 
+/* Where relocation slot, holding now, is noted: a new entry, or the one
+ * of an earlier round when the slot changed since (its object was loaded
+ * again where it was); NULL when nothing changed or no room is left. */
+static struct entry *entry_for(uintptr_t slot, uintptr_t now)
+{
+    for (int i = 0; i < nentries; i++) {
+        struct entry *e = &entries[i];
+        if (e->slot != slot)
+            continue;
+        int same = e->state == ENTRY_BOUND
+                       ? now == attach_door(e->door)->agent
+                       : now == e->old;
+        return same ? NULL : e;
+    }
+    return nentries < ENTRIES_MAX ? &entries[nentries++] : NULL;
+}
+
 /* Notes relocation r of an object when it names a door and leads to the
  * C library's function, or may (lazy). */
 static void collect_one(const struct dl_phdr_info *info,
@@ -160,26 +186,29 @@ static void collect_one(const struct dl_phdr_info *info,
     if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sym)
         return;
     int door = attach_door_find(t->strtab + t->symtab[sym].st_name);
-    if (door < 0 || nentries == ENTRIES_MAX)
+    if (door < 0)
         return;
     uintptr_t slot = info->dlpi_addr + r->r_offset;
     uintptr_t now = __atomic_load_n((uintptr_t *)slot, __ATOMIC_RELAXED);
     int lazy = now != attach_door(door)->real;
     if (lazy && (type != R_X86_64_JUMP_SLOT || !phdr_holds(info, now)))
         return;
-    struct entry *e = &entries[nentries++];
+    struct entry *e = entry_for(slot, now);
+    if (!e)
+        return;
     *e = (struct entry){slot, now, info->dlpi_addr, (short)door,
-                        (char)lazy, ENTRY_SEEN, ""};
+                        (char)lazy, ENTRY_NEW, ""};
     if (lazy)
         strncpy(e->version, version_of(t, sym), sizeof e->version - 1);
 }
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    (void)size;
     (void)arg;
+    if (attach_round_cut(info, size))
+        return 1;
     const ElfW(Dyn) *dyn = dynamic_of(info);
-    if (left_alone(info, dyn))
+    if (!attach_round_holds(info->dlpi_addr) || left_alone(info, dyn))
         return 0;
     struct dyn_tables t;
     read_dyn(info->dlpi_addr, dyn, &t);
@@ -197,7 +226,7 @@ static void decide(void)
 {
     for (int i = 0; i < nentries; i++) {
         struct entry *e = &entries[i];
-        if (e->state != ENTRY_SEEN)
+        if (e->state != ENTRY_NEW)
             continue;
         const struct attach_door *d = attach_door(e->door);
         void *to = (void *)d->real;
@@ -208,8 +237,7 @@ static void decide(void)
         } else if (e->lazy) {
             to = loader_sym(RTLD_DEFAULT, d->name);
         }
-        if ((uintptr_t)to == d->real)
-            e->state = ENTRY_TAKEN;
+        e->state = (uintptr_t)to == d->real ? ENTRY_TAKEN : ENTRY_LEFT;
     }
 }
 
@@ -263,8 +291,11 @@ static int store(const struct dl_phdr_info *info, uintptr_t slot,
  * the step expects. */
 static int rewrite(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    (void)size;
     int binding = arg != NULL;
+    if (binding && attach_round_cut(info, size))
+        return 1;
+    if (binding && !attach_round_holds(info->dlpi_addr))
+        return 0;
     for (int i = 0; i < nentries; i++) {
         struct entry *e = &entries[i];
         if (e->base != info->dlpi_addr || !phdr_holds(info, e->slot) ||
@@ -275,7 +306,7 @@ static int rewrite(struct dl_phdr_info *info, size_t size, void *arg)
         if (__atomic_load_n((uintptr_t *)e->slot, __ATOMIC_ACQUIRE) != want)
             continue;
         if (store(info, e->slot, binding ? agent : e->old) == 0)
-            e->state = binding ? ENTRY_BOUND : ENTRY_SEEN;
+            e->state = binding ? ENTRY_BOUND : ENTRY_LEFT;
     }
     return 0;
 }
@@ -288,6 +319,58 @@ static int count(int state)
     return n;
 }
 
+/* Before a round: the entries of objects no longer loaded dropped, and
+ * those taken but not written (a round cut short) decided again. */
+static void entries_renew(void)
+{
+    int kept = 0;
+    for (int i = 0; i < nentries; i++) {
+        struct entry *e = &entries[i];
+        if (attach_round_gone(e->base))
+            continue;
+        if (e->state == ENTRY_TAKEN)
+            e->state = ENTRY_NEW;
+        entries[kept++] = *e;
+    }
+    nentries = kept;
+}
+
+/* The loader's count of objects added when the last round began that
+ * ran to its end (~0 before any). */
+static unsigned long long done_adds = ~0ULL;
+
+/* One round: the relocations of the objects loaded now that lead to the
+ * C library pointed at the agent. Returns how many were rewritten, or
+ * -EAGAIN when an object was unloaded during it. */
+static int rebind(void)
+{
+    unsigned long long adds = attach_round_begin();
+    entries_renew();
+    int before = count(ENTRY_BOUND);
+    loader_iterate_phdr(collect, NULL);
+    decide();
+    loader_iterate_phdr(rewrite, (void *)1);
+    /* Unloaded meanwhile: the next round does it again. */
+    if (attach_round_cut(NULL, 0))
+        return -EAGAIN;
+    done_adds = adds;
+    return count(ENTRY_BOUND) - before;
+}
+
+int attach_relocs_rescan(void)
+{
+    unsigned long long v[2] = {0, 0};
+    loader_iterate_phdr(cfi_phdr_counters, v);
+    if (v[0] == done_adds)
+        return 0;
+    int n = rebind();
+    if (n > 0)
+        log_info("attach: %d more relocations point to the agent, in objects "
+                 "loaded since the attach",
+                 n);
+    return n;
+}
+
 int attach_relocs_bind(void)
 {
     Dl_info info;
@@ -296,12 +379,12 @@ int attach_relocs_bind(void)
         return -ENOENT;
     self_base = (uintptr_t)info.dli_fbase;
     nentries = 0;
-    loader_iterate_phdr(collect, NULL);
-    decide();
-    loader_iterate_phdr(rewrite, (void *)1);
-    int n = count(ENTRY_BOUND);
-    log_info("attach: %d of %d relocations of the malloc and lock functions "
-             "point to the agent now",
+    done_adds = ~0ULL;
+    int n = -EAGAIN;
+    for (int tries = 0; n == -EAGAIN && tries < 5; tries++)
+        n = rebind();
+    log_info("attach: %d of %d relocations of the malloc, lock and thread "
+             "functions point to the agent now",
              n, nentries);
     return n;
 }

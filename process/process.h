@@ -190,10 +190,40 @@ const struct attach_door *attach_door(int i);
  * they held. Returns how many were rewritten, or -ENOENT. On the starter
  * of an attached agent, guard entered. Not async-signal-safe. */
 int attach_relocs_bind(void);
-/* Puts back what attach_relocs_bind() rewrote, where the entry still
- * leads to the agent and its object is still loaded. Returns how many.
- * On the detacher. Not async-signal-safe. */
+/* Puts back what attach_relocs_bind() and attach_relocs_rescan()
+ * rewrote, where the entry still leads to the agent and its object is
+ * still loaded. Returns how many. On the detacher, the rescanner ended.
+ * Not async-signal-safe. */
 int attach_relocs_unbind(void);
+/* When the loader added objects since the last bind or rescan: their
+ * doors' relocations pointed at the agent as attach_relocs_bind() does
+ * (only objects whose load has ended). Returns how many were rewritten
+ * (0 when nothing was added), or -EAGAIN when an object was unloaded
+ * meanwhile (the next call tries again). On the rescanner, guard
+ * entered. Not async-signal-safe. */
+int attach_relocs_rescan(void);
+
+/* A round of attach_relocs.c (attach_round.c). begin notes the objects
+ * loaded now and waits until a load under way ended (the loader's lock
+ * taken and left); returns the loader's count of additions then. cut,
+ * in a dl_iterate_phdr callback with its info and size: 1 when an object
+ * was unloaded since begin (the round must write nothing), and stays 1
+ * until the next begin; with info NULL it only answers. holds: 1 when an
+ * object at base was noted by begin (loaded, its load ended). gone: 1
+ * when no object was at base then (0 when begin could not note every
+ * object). Guard entered, one thread at a time. Not async-signal-safe. */
+struct dl_phdr_info;
+unsigned long long attach_round_begin(void);
+int attach_round_cut(const struct dl_phdr_info *info, size_t size);
+int attach_round_holds(uintptr_t base);
+int attach_round_gone(uintptr_t base);
+
+/* The rescanner (attach_rescan.c): a thread of the agent's that calls
+ * attach_relocs_rescan() every 250 ms while attached. Started once the
+ * attach serves; stop ends it and waits for it (nothing when it was not
+ * started). On the starter and the detacher. Not async-signal-safe. */
+void attach_rescan_start(void);
+void attach_rescan_stop(void);
 
 /* On the starter, once the doors are bound (bound > 0) or could not be:
  * what the heap and contention profiles say about the attach.
@@ -297,6 +327,10 @@ int dump_memory(const char *summary);
  * PPROF_DEADLOCK_SECONDS is not 0, and with PPROF_DUMP_DIR the memory
  * limit every 200 ms. Not async-signal-safe. */
 void watch_start(void);
+/* Ends the watch an attached agent started and waits for it (a second
+ * at most); nothing when there is none. On the detacher. Not
+ * async-signal-safe. */
+void watch_stop(void);
 
 /* Files written since start (read with a relaxed atomic load). */
 extern long dump_files_written;

@@ -237,9 +237,10 @@ static void check_allocator(void)
  * with the guard entered. */
 static void starter_work(int dumps, int tables)
 {
-    /* An attached agent binds its doors (attach_relocs.c), serves and
-     * does nothing else: the watch, the dumps and the push would outlive
-     * a detach (attach.c). The unwind tables come first: the first
+    /* An attached agent binds its doors (attach_relocs.c), serves, and
+     * once it serves starts the rescanner and the watch, which the
+     * detach ends (attach.c); the dumps and the push would outlive a
+     * detach. The unwind tables come first: the first
      * request after pprof-attach returned walks stacks through the C
      * library. */
     if (tables)

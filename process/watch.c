@@ -18,12 +18,14 @@
  * Started by the deferred start (start.c) once the process lived the
  * start delay, in a process that serves or writes dumps; a forked child
  * starts its own. Its cost, measured, is in
- * docs/deadlock.md.
+ * docs/deadlock.md. After an attach (attach.c) it watches deadlocks only
+ * (no dumps are written then), and the detach ends it (watch_stop).
  */
 #include "process/process.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
+#include "agent/cpu/cpu.h"
 #include "agent/locks/deadlock.h"
 #include "agent/guard.h"
 #include "agent/log.h"
@@ -38,6 +40,16 @@
 #define LIMIT_EVERY (5000 / WATCH_TICK_MS)
 
 static pid_t started_in; /* the process whose watch runs */
+/* An attached agent's watch: joinable, ended by watch_stop (the detacher)
+ * through stopping, which the thread reads at each wake. */
+static int stopping, joinable;
+static pthread_t watch_tid;
+
+/* PPROF_DUMP_DIR's work, which an attached agent does not do. */
+static int dumps_on(void)
+{
+    return opt_dump_dir[0] && !start_attached;
+}
 
 /* ---- the memory limit --------------------------------------------------------- */
 
@@ -95,22 +107,27 @@ static void *watch_thread_run(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "pprof-watch");
+    /* Attached, the C library's pthread_create made it: recorded here. */
+    cpu_agent_thread();
     /* Without dumps there is no memory to watch: one wake a second. */
-    long period_ms = opt_dump_dir[0] ? WATCH_TICK_MS : 1000;
+    long period_ms = dumps_on() ? WATCH_TICK_MS : 1000;
     long deadlock_every = 1000 / period_ms;
-    for (long tick = 0;; tick++) {
+    for (long tick = 0; !__atomic_load_n(&stopping, __ATOMIC_ACQUIRE);
+         tick++) {
         struct timespec nap = {period_ms / 1000, period_ms % 1000 * 1000000L};
         if (tick % deadlock_every == 0 && opt_deadlock_seconds > 0) {
             struct deadlock_report r;
             if (deadlock_watch_tick(&r)) {
-                dump_deadlock(&r);
+                if (dumps_on())
+                    dump_deadlock(&r);
                 deadlock_report_free(&r);
             }
         }
-        if (opt_dump_dir[0])
+        if (dumps_on())
             memory_tick(tick);
         nanosleep(&nap, NULL);
     }
+    cpu_agent_thread_end();
     return NULL;
 }
 
@@ -127,9 +144,22 @@ void watch_start(void)
     started_in = getpid();
     limit_said = above = 0;
     last_dump = 0;
-    int err = agent_thread_spawn(watch_thread, NULL, NULL);
+    __atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
+    int err = agent_thread_spawn(watch_thread, NULL,
+                                 start_attached ? &watch_tid : NULL);
+    joinable = start_attached && !err;
     if (err)
         log_info("cannot start the watch thread (%s): no deadlock watch, no "
                  "memory-limit dumps",
                  log_errtext(-err));
+}
+
+void watch_stop(void)
+{
+    if (!joinable)
+        return;
+    __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
+    pthread_join(watch_tid, NULL);
+    joinable = 0;
+    started_in = 0; /* a later attach starts it again */
 }

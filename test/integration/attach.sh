@@ -49,39 +49,9 @@ fetch debug/pprof/mutex >"$WORK/mutex.pb.gz"
 expect_contains "$(pprof -raw "$WORK/mutex.pb.gz")" "since attach at" "the mutex profile"
 
 # --- the CPU profile against the spinner's own clock ---
-# The spinner's CPU (/proc, 10 ms ticks) is read every 0.1 s while the
-# profile is fetched, and taken at the profile's own start and end (its
-# Time and Duration): on a loaded machine the fetch's wall time is seconds
-# longer than the profile.
 spinner_tid=$(grep -lx spinner /proc/$PID/task/*/comm | sed 's|.*/task/\([0-9]*\)/comm|\1|')
 [ -n "$spinner_tid" ] || fail "no spinner thread"
-hz=$(getconf CLK_TCK)
-secs=8
-for try in 1 2 3; do
-    (while :; do
-        echo "$(date +%s%N) $(awk '{print $14 + $15}' "/proc/$PID/task/$spinner_tid/stat")"
-        sleep 0.1
-    done) >"$WORK/ticks" &
-    ticker=$!
-    fetch "debug/pprof/profile?seconds=$secs" >"$WORK/cpu.pb.gz"
-    sleep 0.3
-    kill "$ticker"; wait "$ticker" 2>/dev/null || true
-    raw=$(pprof -raw "$WORK/cpu.pb.gz")
-    start=$(printf '%s\n' "$raw" | sed -n 's/^Time: //p' | head -n 1)
-    start_ns=$(date -d "${start% UTC}" +%s%N)
-    dur=$(printf '%s\n' "$raw" | sed -n 's/^Duration: \([0-9.]*\)s*.*/\1/p' | head -n 1)
-    want=$(awk -v s="$start_ns" -v d="$dur" -v hz="$hz" '
-        function at(t,   i) { # ticks at time t, interpolated
-            for (i = 2; i <= n; i++) if (T[i] >= t)
-                return K[i-1] + (K[i] - K[i-1]) * (t - T[i-1]) / (T[i] - T[i-1])
-            return K[n] }
-        { n++; T[n] = $1; K[n] = $2 }
-        END { e = s + d * 1e9; printf "%d", (at(e) - at(s)) * 1000 / hz }' "$WORK/ticks")
-    note "profile $dur s; the spinner's clock: $want ms over it"
-    # At least 3 s of the spinner's CPU: the clock's ticks are 10 ms.
-    [ "$want" -ge 3000 ] && break
-    secs=$((secs * 2))
-done
+profile_against_clock "$spinner_tid" spinner
 top=$(pprof -top -cum -unit=ms -nodecount=30 "$WORK/cpu.pb.gz")
 echo "$top" | head -n 8
 got=$(top_cum "$top" busy_spin)

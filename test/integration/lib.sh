@@ -270,6 +270,42 @@ attach_target_start() {
     wait_until "the target to start" grep -q started "$WORK/target.out"
 }
 
+# profile_against_clock TID NAME: a CPU profile of PID (at ADDR) into
+# WORK/cpu.pb.gz, and in want the CPU thread TID (called NAME) used over
+# the profile's window, in ms. The thread's CPU (/proc, 10 ms ticks) is
+# read every 0.1 s while the profile is fetched, and taken at the
+# profile's own start and end (its Time and Duration): on a loaded
+# machine the fetch's wall time is seconds longer than the profile. The
+# profile is taken longer until it holds at least 3 s of the thread's CPU.
+profile_against_clock() {
+    hz=$(getconf CLK_TCK)
+    secs=8
+    for try in 1 2 3; do
+        (while :; do
+            echo "$(date +%s%N) $(awk '{print $14 + $15}' "/proc/$PID/task/$1/stat")"
+            sleep 0.1
+        done) >"$WORK/ticks" &
+        ticker=$!
+        fetch "debug/pprof/profile?seconds=$secs" >"$WORK/cpu.pb.gz"
+        sleep 0.3
+        kill "$ticker"; wait "$ticker" 2>/dev/null || true
+        raw=$(pprof -raw "$WORK/cpu.pb.gz")
+        start=$(printf '%s\n' "$raw" | sed -n 's/^Time: //p' | head -n 1)
+        start_ns=$(date -d "${start% UTC}" +%s%N)
+        dur=$(printf '%s\n' "$raw" | sed -n 's/^Duration: \([0-9.]*\)s*.*/\1/p' | head -n 1)
+        want=$(awk -v s="$start_ns" -v d="$dur" -v hz="$hz" '
+            function at(t,   i) { # ticks at time t, interpolated
+                for (i = 2; i <= n; i++) if (T[i] >= t)
+                    return K[i-1] + (K[i] - K[i-1]) * (t - T[i-1]) / (T[i] - T[i-1])
+                return K[n] }
+            { n++; T[n] = $1; K[n] = $2 }
+            END { e = s + d * 1e9; printf "%d", (at(e) - at(s)) * 1000 / hz }' "$WORK/ticks")
+        note "profile $dur s; the $2 thread's clock: $want ms over it"
+        [ "$want" -ge 3000 ] && break
+        secs=$((secs * 2))
+    done
+}
+
 # redis_under_benchmark: Debian's redis-server started without the agent
 # as PID on port (and answering), and redis-benchmark as B looping SET and
 # GET on it with 20 clients until the test ends it (its output in
