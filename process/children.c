@@ -273,7 +273,7 @@ void children_take_role(void)
 static void at_exit(void)
 {
     start_leave();
-    rundir_remove();
+    rundir_leave();
 }
 
 void children_init(void)

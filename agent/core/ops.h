@@ -111,6 +111,13 @@ int rundir_publish(const char *addr);
  * itself (agent_sandboxed). Async-signal-safe. */
 void rundir_remove(void);
 
+/* At exit, from the atexit handler: rundir_remove(), and when this
+ * process announced itself and is its family's first, removes the files
+ * of processes that are gone, whatever their family (its workers that
+ * could not remove their own: switched to another user, chrooted or
+ * killed). Not async-signal-safe. */
+void rundir_leave(void);
+
 /* After an exec: the file of this pid that the image before it reserved
  * (a root service's forked child, in its fork handler) becomes this
  * image's, so that its exit removes it. Not async-signal-safe. */

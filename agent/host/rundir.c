@@ -21,13 +21,15 @@
  * after it switched to an unprivileged user (nginx workers do). A reader
  * takes only complete lines. A process's own file is removed at exit; files
  * of processes that are gone (pid dead, or reused: the start time differs)
- * are skipped and removed by whoever lists the folder, and a few at a time
- * by each announcement (a host's start must not wait on a folder full of
- * them).
+ * are skipped and removed by whoever lists the folder, a few at a time by
+ * each announcement (a host's start must not wait on a folder full of
+ * them), and all by the family's first process as it exits after having
+ * served (the workers it outlived).
  *
  * Contexts: rundir_reserve() in the constructor's thread or in a fork child
  * handler (system calls only there); publish and list on the agent's
- * threads; rundir_remove() in the exit path. Nothing here takes a lock.
+ * threads; rundir_remove() in the exit path, rundir_leave() in the atexit
+ * handler. Nothing here takes a lock.
  */
 #include "agent/compiler.h"
 #include "agent/core/ops.h"
@@ -298,6 +300,27 @@ void rundir_remove(void)
      * announcement removes it (its pid is gone). */
     if (own_path[0] && !agent_sandboxed && own_pid == (int)getpid())
         unlink(own_path);
+}
+
+/* 1 when this process is its family's first: the family id is its own
+ * pid (and start time), not one it inherited. */
+static int family_first(void)
+{
+    char head[24];
+    size_t n = log_snprintf(head, sizeof head, "%d.", (int)getpid());
+    return !family_inherited && strncmp(own_family, head, n) == 0;
+}
+
+void rundir_leave(void)
+{
+    int announced = own_path[0] && own_pid == (int)getpid();
+    rundir_remove();
+    /* A worker that switched to an unprivileged user cannot remove its
+     * file from a root's folder (nginx's), nor can one that was killed or
+     * chrooted: the first process, stopping after its workers, takes
+     * them, so that a stopped service leaves nothing. */
+    if (announced && !agent_sandboxed && family_first())
+        scan(NULL, NULL, 1, 0);
 }
 
 size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
