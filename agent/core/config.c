@@ -51,7 +51,7 @@ long opt_block_rate = 100000;
  * environment, in every process the agent is preloaded into (9,000
  * instructions of a short-lived process's 200,000 before). */
 enum { ENV_MAX = 64 };
-static const char *env_seen[ENV_MAX];
+static const char *env_seen[ENV_MAX] LOAD_STATE;
 static int env_count = -1; /* -1: not gathered, ask getenv */
 /* The entries config_load_from was handed (the settings pprof-attach
  * brought), or NULL: the environment. Set, they stay the only source of
@@ -416,11 +416,12 @@ STARTUP void config_load_from(char *const *entries)
 
 /* ---- operations: run directory, children, dumps (agent/core/ops.h) ------------ */
 
-char opt_run_dir[1024];
+/* Both written or read by every constructor (LOAD_STATE). */
+char opt_run_dir[1024] LOAD_STATE;
 int opt_children = CHILDREN_SERVE;
 int opt_exec_children = CHILDREN_OFF;
 int config_exec_child;
-char opt_dump_dir[1024];
+char opt_dump_dir[1024] LOAD_STATE;
 int opt_dump_signal;
 long opt_dump_interval;
 /* One second: a wrapper, a shell's command or a compiler pass has exec'd
