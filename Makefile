@@ -46,8 +46,10 @@ CFLAGS_AGENT := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
 # resolver (test/integration/signal_safety.sh checks it). So does the
 # lookup of the C library's functions (next_symbol.c), which an interposer's
 # first call may run in the host's own signal handler.
+# -fini names an empty function among the loading code instead of crti's
+# empty _fini, alone on the last page of the code (a fault at every exit).
 LDFLAGS_AGENT := -shared -Wl,-z,defs -Wl,-z,nodelete -Wl,--sort-section=alignment \
-        -Wl,--version-script=agent/exports.map $(LDFLAGS)
+        -Wl,-fini=agent_dt_fini -Wl,--version-script=agent/exports.map $(LDFLAGS)
 # The user's CPPFLAGS, CFLAGS and LDFLAGS (packagers' hardening flags) come
 # after the agent's own, so that they win where they overlap.
 # libdw, libelf, zlib and liblzma are not linked: agent/core/libs.c loads

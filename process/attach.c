@@ -94,7 +94,8 @@ struct order {
     int done;
 };
 
-static int look_at_object(struct dl_phdr_info *info, size_t size, void *arg)
+STARTUP static int look_at_object(struct dl_phdr_info *info, size_t size,
+                                  void *arg)
 {
     (void)size;
     struct order *o = arg;

@@ -23,6 +23,7 @@
 #include "process/push.h"
 #include "agent/symbols/symbols.h"
 #include "agent/core/next_symbol.h"
+#include "agent/host/proc.h"
 #include "http/server.h"
 
 #include <stdlib.h>
@@ -97,6 +98,7 @@ __attribute__((constructor)) static void agent_init(void)
      * settings come with the attach call, not from the host's environment
      * (attach.c). Only a flag here. */
     if (attach_loaded_late()) {
+        program_copy();
         guard_leave();
         return;
     }
@@ -128,6 +130,7 @@ __attribute__((constructor)) static void agent_init(void)
         guard_leave();
         return;
     }
+    program_copy();
     init_tables(opt_start_delay_ms > 0);
     /* A candidate samples no allocation unless the role comes. */
     if (candidate && heap_enabled > 0)
@@ -173,6 +176,14 @@ __attribute__((constructor)) static void agent_init(void)
         log_info("cannot start the agent's thread; profiling endpoints are "
                  "off");
     guard_leave();
+}
+
+/* The loader's DT_FINI (-Wl,-fini in the Makefile), called at every
+ * process's exit: crti's _fini does nothing either, but it lies alone on
+ * the last page of the agent's code, a fault at the exit of each process
+ * the agent is preloaded into. This one lies with the loading code. */
+STARTUP void agent_dt_fini(void)
+{
 }
 
 __attribute__((destructor)) static void agent_fini(void)

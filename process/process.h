@@ -345,4 +345,7 @@ extern int dump_wake_pipe[2];
  * kept. Async-signal-safe. */
 void dump_on_signal(int sig);
 
+/* Does nothing: the agent's DT_FINI (init.c). */
+void agent_dt_fini(void);
+
 #endif

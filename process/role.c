@@ -194,7 +194,7 @@ FORK_PATH void role_fork_prepare(int first)
         blank();
 }
 
-int role_candidate(void)
+STARTUP int role_candidate(void)
 {
     /* The common case: no variable, or a blanked one, costs nothing. */
     const char *from = getenv(ROLE_FROM);

@@ -51,7 +51,7 @@ long opt_block_rate = 100000;
  * environment, in every process the agent is preloaded into (9,000
  * instructions of a short-lived process's 200,000 before). */
 enum { ENV_MAX = 64 };
-static const char *env_seen[ENV_MAX];
+static const char *env_seen[ENV_MAX] LOAD_STATE;
 static int env_count = -1; /* -1: not gathered, ask getenv */
 /* The entries config_load_from was handed (the settings pprof-attach
  * brought), or NULL: the environment. Set, they stay the only source of
@@ -228,6 +228,44 @@ static int parse_port(const char *s, long *port)
     return config_parse_long(s, 0, 65535, port);
 }
 
+/* 1 when host is an IPv4 address as inet_pton(AF_INET) takes it: exactly
+ * four decimal octets, each at most 255 and without a leading zero, and
+ * nothing after them. Not inet_pton itself: PPROF_ADDR is read in every
+ * process the agent is preloaded into, and there inet_pton was a lazy
+ * binding and a page of the C library's code that a process without the
+ * agent never touches. */
+static int ipv4_literal(const char *host)
+{
+    const char *p = host;
+    for (int octet = 0; octet < 4; octet++) {
+        if (octet > 0 && *p++ != '.')
+            return 0;
+        if (*p < '0' || *p > '9')
+            return 0;
+        int v = 0, n = 0;
+        for (; *p >= '0' && *p <= '9'; p++, n++) {
+            if (n > 0 && v == 0)
+                return 0; /* a leading zero */
+            v = v * 10 + (*p - '0');
+            if (v > 255)
+                return 0;
+        }
+    }
+    return *p == '\0';
+}
+
+/* 1 when s is "localhost" in any case (ASCII: the agent reads its settings
+ * before the program sets a locale). strcasecmp's code and its locale's
+ * table would be two pages more in every process. */
+static int is_localhost(const char *s)
+{
+    const char *want = "localhost";
+    for (; *want; s++, want++)
+        if ((*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s) != *want)
+            return 0;
+    return *s == '\0';
+}
+
 /*
  * Parses host:port into civetweb's listening_ports syntax. Accepts an IPv4
  * literal in dotted-quad form, "localhost" (any case), a bracketed IPv6
@@ -249,7 +287,7 @@ static int parse_addr(const char *s, char *civet, size_t size, int *loopback,
         return -EINVAL;
 
     *ipv6 = 0;
-    if (strcasecmp(host, "localhost") == 0)
+    if (is_localhost(host))
         copy_str(host, sizeof host, "127.0.0.1");
     if (host[0] == '[') {
         struct in6_addr a6;
@@ -265,10 +303,7 @@ static int parse_addr(const char *s, char *civet, size_t size, int *loopback,
     } else if (host[0] == '\0') {
         *loopback = 0;
     } else {
-        /* inet_pton takes exactly four decimal octets, each at most 255,
-         * and nothing after them. */
-        struct in_addr a4;
-        if (inet_pton(AF_INET, host, &a4) != 1)
+        if (!ipv4_literal(host))
             return -EINVAL;
         *loopback = strncmp(host, "127.", 4) == 0;
     }
@@ -416,11 +451,12 @@ STARTUP void config_load_from(char *const *entries)
 
 /* ---- operations: run directory, children, dumps (agent/core/ops.h) ------------ */
 
-char opt_run_dir[1024];
+/* Both written or read by every constructor (LOAD_STATE). */
+char opt_run_dir[1024] LOAD_STATE;
 int opt_children = CHILDREN_SERVE;
 int opt_exec_children = CHILDREN_OFF;
 int config_exec_child;
-char opt_dump_dir[1024];
+char opt_dump_dir[1024] LOAD_STATE;
 int opt_dump_signal;
 long opt_dump_interval;
 /* One second: a wrapper, a shell's command or a compiler pass has exec'd

@@ -175,7 +175,7 @@ struct searched {
     const struct link_map *map;
     struct object_tables t;
 };
-static struct searched cached[CACHED] __attribute__((aligned(8)));
+static struct searched cached[CACHED] __attribute__((aligned(8))) LOAD_STATE;
 static int ncached = -1; /* -1 unread, -2 being read, -3 unusable */
 
 STARTUP static int read_cached(void)

@@ -113,6 +113,13 @@ void proc_book_fork_child(const sigset_t *mask);
 
 /* ---- the program's name (program.c) -------------------------------------- */
 
+/* Copies the file name execve was given. Called by the constructor of a
+ * process the agent records in (before the host's own constructors, which
+ * may rewrite that area for a process title), not in a pass-through one:
+ * its page of the copy would be one more fault in every exec'd
+ * descendant, which never reads it. */
+void program_copy(void);
+
 /* The name the program was started by: the base name of the file execve
  * was given (a link's name, not its target's), else its comm, else
  * "process". */

@@ -14,6 +14,7 @@
  * threads. Not async-signal-safe (program_main_path stats files).
  */
 #include "agent/host/proc.h"
+#include "agent/compiler.h"
 
 #include <limits.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 
 static char started[PATH_MAX];
 
-__attribute__((constructor(101))) static void program_copy(void)
+STARTUP void program_copy(void)
 {
     const char *fn = (const char *)getauxval(AT_EXECFN);
     if (fn) /* as far as the name goes: no page of padding touched */

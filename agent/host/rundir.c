@@ -333,9 +333,25 @@ size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
  * [A-Za-z0-9._-] (it is one field of an announcement line). */
 static int family_valid(const char *s)
 {
-    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789._-");
+    size_t n = 0;
+    for (char c = s[0]; (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                        c == '-';
+         c = s[++n])
+        ;
     return n > 0 && s[n] == '\0' && n < RUNDIR_FAMILY_MAX;
+}
+
+/* The number of decimal digits s starts with. The two loops here, not
+ * strspn: rundir_env_from_ancestor runs in every exec'd process, where
+ * strspn was a lazy binding and a page of the C library's code more than
+ * a process without the agent pays. */
+static size_t digits_at(const char *s)
+{
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n;
 }
 
 /* The family of the parent, from its announcement: "" when it has none
@@ -360,9 +376,9 @@ STARTUP int rundir_env_from_ancestor(void)
     /* Only an id the agent made ("pid.starttime"): a family of the
      * operator's own names no process, and every process started with it
      * is one started by hand; a bad value starts a family, with a line. */
-    size_t digits = strspn(s ? s : "", "0123456789");
+    size_t digits = digits_at(s ? s : "");
     if (!s || !family_valid(s) || digits == 0 || s[digits] != '.' ||
-        s[digits + 1 + strspn(s + digits + 1, "0123456789")] != '\0')
+        s[digits + 1 + digits_at(s + digits + 1)] != '\0')
         return 0;
     /* The pid first: a start time is read only when it is this one's. */
     char own[RUNDIR_FAMILY_MAX];
