@@ -11,8 +11,9 @@ prog="$BUILD/test/programs/fork_bench"
 
 count_listed() { fetch debug/pprof/processes | grep -c 'http://' || true; }
 
-# Three workers that live 30 s.
-start_agent prefork "$prog" hold 3 30
+# Three workers that live 300 s (killed at the end): with 30 s, at a load
+# average of 10-22 they ended before the checks below reached them.
+start_agent prefork "$prog" hold 3 300
 i=0
 while [ "$(count_listed)" -lt 4 ]; do
     i=$((i + 1)); [ $i -lt 100 ] || { fetch debug/pprof/processes; fail "expected the parent and 3 workers"; }
@@ -25,7 +26,7 @@ for w in $(pgrep -P "$PID"); do
     [ -n "$url" ] || fail "worker $w is not listed"
     # Each worker answers for itself: its own threadcreate count and cmdline.
     cmd=$(curl -sS --max-time 10 "${url}cmdline" | tr '\0' ' ')
-    expect_contains "$cmd" "fork_bench hold 3 30" "worker $w cmdline"
+    expect_contains "$cmd" "fork_bench hold 3 300" "worker $w cmdline"
     wpid=$(curl -sS --max-time 10 "${url}processes" | awk '/ self$/ { print $1 }')
     [ "$wpid" = "$w" ] || fail "worker $w's server says it is $wpid"
 done
@@ -37,7 +38,7 @@ sh "$TOP/scripts/pprof-snapshot" --all "$ADDR" "$WORK/snap" 0 > "$WORK/snap.log"
 for w in $(pgrep -P "$PID") "$PID"; do
     d="$WORK/snap/$w-fork_bench"
     [ -s "$d/threadcreate.pb.gz" ] && [ -s "$d/heap.pb.gz" ] || { ls "$d"; cat "$WORK/snap/$w-fork_bench.log" "$WORK/prefork.err"; ps -o pid,stat,etime,cmd --ppid "$PID" -p "$PID" || true; fail "snapshot of $w is incomplete"; }
-    expect_contains "$(cat "$d/cmdline.txt")" "fork_bench hold 3 30" "snapshot of $w"
+    expect_contains "$(cat "$d/cmdline.txt")" "fork_bench hold 3 300" "snapshot of $w"
 done
 
 # A worker killed with SIGKILL leaves its file; it is never listed, and the
@@ -55,7 +56,7 @@ parent_addr=$ADDR
 # A second process with the parent's fixed port falls back to port 0.
 port=${parent_addr##*:}
 env LD_PRELOAD="$AGENT" PPROF_ADDR="127.0.0.1:$port" PPROF_CHILDREN=off \
-    "$prog" hold 1 30 >"$WORK/second.out" 2>"$WORK/second.err" &
+    "$prog" hold 1 300 >"$WORK/second.out" 2>"$WORK/second.err" &
 second=$!
 PIDS="$PIDS $second"
 i=0
