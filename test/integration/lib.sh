@@ -30,13 +30,20 @@ done
 [ -n "${GO:-}" ] || fail "no go toolchain found (install golang-go or set GO)"
 PATH="$(dirname "$GO"):$PATH"
 export GO PATH
-note "go: $GO ($("$GO" env GOVERSION 2>/dev/null || echo unknown))"
+GO_VERSION=$("$GO" env GOVERSION 2>/dev/null || echo unknown)
+note "go: $GO ($GO_VERSION)"
 # Its pprof: since Go 1.24 `go tool pprof` builds the tool once into the
 # build cache and, on every call, first works out where (about 0.3 s of
-# CPU a call, a few hundred calls a suite). `go tool -n` says where, once;
-# the tests then run that same binary.
-PPROF_BIN=$("$GO" tool -n pprof 2>/dev/null | tail -n 1 || true)
-[ -n "$PPROF_BIN" ] && [ -x "$PPROF_BIN" ] || PPROF_BIN=""
+# CPU a call, a few hundred calls a suite). `go tool -n` says where (0.5 s
+# of CPU), once for this Go in this build tree ($BUILD/go-pprof: the Go,
+# its version, the binary); the tests then run that same binary.
+PPROF_BIN=$(awk -v g="$GO" -v v="$GO_VERSION" '$1 == g && $2 == v { print $3 }' "$BUILD/go-pprof" 2>/dev/null || true)
+if [ -z "$PPROF_BIN" ] || [ ! -x "$PPROF_BIN" ]; then
+    PPROF_BIN=$("$GO" tool -n pprof 2>/dev/null | tail -n 1 || true)
+    [ -n "$PPROF_BIN" ] && [ -x "$PPROF_BIN" ] || PPROF_BIN=""
+    [ -z "$PPROF_BIN" ] || { echo "$GO $GO_VERSION $PPROF_BIN" >"$BUILD/go-pprof.$$" &&
+        mv "$BUILD/go-pprof.$$" "$BUILD/go-pprof"; } 2>/dev/null || true
+fi
 
 # need_go MINOR: fails unless $GO is Go 1.MINOR or later (go tool trace
 # reads only its own release's trace format).

@@ -17,10 +17,14 @@ start_family() {
     FOUNDER=$!
     PIDS="$PIDS $FOUNDER"
 }
-# members FOUNDER: the live processes of its family.
+# members FOUNDER: the live processes of its family: of this test's (its
+# run folder in their environment: another test may run the same program
+# the same way meanwhile, as ops_children's "hold 1 30" does).
 members() {
     secs=$(tr '\0' ' ' < "/proc/$1/cmdline" | awk '{ print $3 }')
-    pgrep -f "fork_bench (family|hold 1) $secs\$"
+    for m in $(pgrep -f "fork_bench (family|hold 1) $secs\$"); do
+        if tr '\0' '\n' < "/proc/$m/environ" 2>/dev/null | grep -qx "PPROF_RUN_DIR=$PPROF_RUN_DIR"; then echo "$m"; fi
+    done
 }
 addr_of() { awk '{ print $5 }' "$WORK/run/pid-$1" 2>/dev/null; }
 

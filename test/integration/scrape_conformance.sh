@@ -11,8 +11,10 @@
 . "$TOP/test/integration/lib.sh"
 check="python3 $TOP/test/scrape_check.py"
 
+# It lives until the test stops it, at most past the runner's limit (400 s):
+# 120 s ran out mid-test beside another test at load 25.
 start_agent service env PPROF_HEAP_RATE=65536 PPROF_MUTEX_FRACTION=1 \
-    PPROF_BLOCK_RATE=1 "$BUILD/test/programs/demo_service" 120
+    PPROF_BLOCK_RATE=1 "$BUILD/test/programs/demo_service" 600
 sleep 1
 
 # scrape NAME UA PATH OUT: one GET as the scraper sends it; checks status

@@ -6,7 +6,8 @@
 . "$TOP/test/integration/lib.sh"
 
 export PPROF_START_DELAY_MS=0
-start_agent demo "$BUILD/test/programs/demo_service" 60
+# Until the test stops it, at most past the runner's limit (400 s).
+start_agent demo "$BUILD/test/programs/demo_service" 600
 
 # The index lists every route it serves.
 index=$(fetch debug/pprof/)
