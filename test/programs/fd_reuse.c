@@ -30,6 +30,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fd_list.h"
+
 #define FILE_BYTES (2 << 20)
 #define RECORDS 200000
 #define CLIENTS 4
@@ -90,15 +92,7 @@ static int inherited[64], ninherited;
 
 static void note_inherited(void)
 {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) {
-        int fd = atoi(de->d_name);
-        if (fd >= 3 && fd != dirfd(d) && ninherited < 64)
-            inherited[ninherited++] = fd;
-    }
-    if (d)
-        closedir(d);
+    ninherited = fd_list(inherited, 64);
 }
 
 static void close_everything(const char *mode)

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd_list.h"
+
 static const char *dir;
 
 /* A line on stdout: no descriptor needed, even at the limit. */
@@ -52,15 +54,8 @@ int main(int argc, char **argv)
         for (int fd = 3; fd < (int)rl.rlim_cur; fd++)
             close(fd);
     } else if (strcmp(argv[1], "dup2") == 0) {
-        int open_fds[64], n = 0;
-        DIR *d = opendir("/proc/self/fd");
-        struct dirent *de;
-        while (d && (de = readdir(d)) != NULL) {
-            int fd = atoi(de->d_name);
-            if (fd >= 3 && fd != dirfd(d) && n < 64)
-                open_fds[n++] = fd;
-        }
-        closedir(d);
+        int open_fds[64];
+        int n = fd_list(open_fds, 64);
         int null = open("/dev/null", O_RDONLY);
         for (int i = 0; i < n; i++)
             if (open_fds[i] != null && dup2(null, open_fds[i]) != open_fds[i])

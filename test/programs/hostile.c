@@ -75,8 +75,8 @@
 #include <unistd.h>
 
 #include "profiling_began.h"
+#include "spin.h"
 
-static volatile unsigned long sink;
 static volatile int stop;
 
 static double now(void)
@@ -103,13 +103,6 @@ static double thread_cpu(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) static void spin(long n)
-{
-    unsigned long x = sink;
-    for (long i = 0; i < n; i++)
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
-    sink = x;
-}
 
 __attribute__((noinline)) void short_task(void) { spin(200000); }
 __attribute__((noinline)) void main_burn(void) { spin(2000000); }

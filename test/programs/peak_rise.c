@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "block_signal.h"
+
 #define BLOCK (2u << 20)
 
 static void *volatile keep[64];
@@ -50,10 +52,7 @@ int main(int argc, char **argv)
     if (argc < 2)
         return 2;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &usr1, NULL);
+    sigset_t usr1 = block_signal(SIGUSR1);
     background();
     printf("ready\n");
     int sig;

@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "block_signal.h"
+
 static volatile unsigned long sink;
 
 __attribute__((noinline)) static void worker_busy(void)
@@ -71,10 +73,7 @@ static void worker(const char *dir)
 
 __attribute__((noinline)) static int master_wait(void)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+    sigset_t set = block_signal(SIGTERM);
     int sig = 0;
     sigwait(&set, &sig);
     return sig;
@@ -87,10 +86,7 @@ int main(int argc, char **argv)
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+    sigset_t set = block_signal(SIGTERM);
     pid_t pid = fork();
     if (pid == 0) {
         /* Never outlives its master (a test killed midway). */

@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "block_signal.h"
+
 static volatile sig_atomic_t told;
 
 static void on_term(int sig)
@@ -65,10 +67,7 @@ int main(void)
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+    sigset_t set = block_signal(SIGTERM);
     pid_t pids[2];
     for (int n = 0; n < 2; n++) {
         pids[n] = fork();
