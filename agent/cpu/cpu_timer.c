@@ -397,6 +397,17 @@ static int lock_if_active(void)
     return 0;
 }
 
+/* lock_if_active, with the calling thread's id and registry entry (NULL
+ * when it has none). */
+static int lock_mine(int *tid, struct reg_entry **e)
+{
+    if (!lock_if_active())
+        return 0;
+    *tid = (int)my_tid();
+    *e = reg_find(*tid);
+    return 1;
+}
+
 void cpu_thread_started(void)
 {
     if (!lock_if_active())
@@ -451,9 +462,10 @@ static int64_t self_cpu_ns(void)
  */
 void cpu_thread_pause(void)
 {
-    if (!lock_if_active())
+    int tid;
+    struct reg_entry *e;
+    if (!lock_mine(&tid, &e))
         return;
-    struct reg_entry *e = reg_find((int)my_tid());
     if (e && e->perf_fd >= 0) {
         /* The event's count stops, and its period's phase with it; the
          * stretch until the resume is left out of the handler's account
@@ -484,10 +496,10 @@ void cpu_thread_pause(void)
 
 void cpu_thread_resume(void)
 {
-    if (!lock_if_active())
+    int tid;
+    struct reg_entry *e;
+    if (!lock_mine(&tid, &e))
         return;
-    int tid = (int)my_tid();
-    struct reg_entry *e = reg_find(tid);
     if (e && armed(e) && !e->paused) {
         /* Blocked where no interposer saw (a signal handler's mask): its
          * sampler ran on, phase and settlement kept. */
@@ -531,10 +543,10 @@ void cpu_thread_resume(void)
  * change that window belongs to ends here, with its true mask open. */
 void cpu_thread_open(void)
 {
-    if (!lock_if_active())
+    int tid;
+    struct reg_entry *e;
+    if (!lock_mine(&tid, &e))
         return;
-    int tid = (int)my_tid();
-    struct reg_entry *e = reg_find(tid);
     if ((!e || !armed(e)) && !is_agent_tid(tid)) {
         arm_thread(tid, 0);
         e = reg_find(tid);
@@ -546,9 +558,10 @@ void cpu_thread_open(void)
 
 void cpu_thread_exiting(uintptr_t start_fn)
 {
-    if (!lock_if_active())
+    int tid;
+    struct reg_entry *e;
+    if (!lock_mine(&tid, &e))
         return;
-    struct reg_entry *e = reg_find((int)my_tid());
     if (e) {
         int had = armed(e);
         disarm(e);
