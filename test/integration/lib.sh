@@ -82,7 +82,10 @@ start_agent() {
     PID=$!
     PIDS="$PIDS $PID"
     i=0
-    while [ ! -s "$portfile" ]; do
+    # Read, not only tested: a wrapper that execs the program (python3 as
+    # a pyenv shim) serves first, and the program's agent removes the
+    # wrapper's file before it writes its own (docs/operations.md).
+    until ADDR=$(cat "$portfile" 2>/dev/null) && [ -n "$ADDR" ]; do
         i=$((i + 1))
         if [ $i -gt 200 ]; then
             cat "$WORK/$name.err" >&2
@@ -91,7 +94,6 @@ start_agent() {
         kill -0 "$PID" 2>/dev/null || { cat "$WORK/$name.err" >&2; fail "$name exited early"; }
         sleep 0.05
     done
-    ADDR=$(cat "$portfile")
     note "$name pid $PID serving on $ADDR"
 }
 

@@ -251,24 +251,33 @@ $READ "$GOT" "$PID" | awk '$1 == "function" && $3 == "cpu" && $4 == "hot_a" && $
 note "exit: the last interval arrived"
 
 # 6. A forked child (no exec) pushes as its own process, with its own
-# instance id; under PPROF_CHILDREN=off it does not.
+# instance id; under PPROF_CHILDREN=off it does not. The children live
+# until the first one's push arrived (the file named by their argument),
+# not for a time a loaded machine may not give them (at a load of 23, 8 s
+# were not enough for a first push).
 fork_prog='import os, sys, time
 time.sleep(2)
 pid = os.fork()
 if pid == 0:
     print("child", os.getpid(), flush=True)
-    time.sleep(8)
+    end = time.time() + 120
+    while not os.path.exists(sys.argv[1]) and time.time() < end:
+        time.sleep(0.1)
     os._exit(0)
 os.waitpid(pid, 0)'
 # Both at once: each its own process, its requests told apart by pid.
 for policy in serve off; do
-    PPROF_CHILDREN=$policy PPROF_PUSH_INTERVAL=1 start_agent "fork_$policy" python3 -c "$fork_prog"
+    PPROF_CHILDREN=$policy PPROF_PUSH_INTERVAL=1 start_agent "fork_$policy" python3 -c "$fork_prog" "$WORK/fork_done"
     eval "pid_$policy=\$PID"
 done
+fork_child() { sed -n 's/^child //p' "$WORK/fork_$1.out"; }
+wait_until "the python children" eval '[ -n "$(fork_child serve)" ] && [ -n "$(fork_child off)" ]'
+wait_requests "$(fork_child serve)" 1 90
+touch "$WORK/fork_done"
 for policy in serve off; do
     eval "PID=\$pid_$policy"
     wait_exit "$PID" 30
-    child=$(sed -n 's/^child //p' "$WORK/fork_$policy.out")
+    child=$(fork_child $policy)
     [ -n "$child" ] || fail "the python child did not start"
     n=$(requests "$child")
     note "PPROF_CHILDREN=$policy: the forked child $child sent $n requests"

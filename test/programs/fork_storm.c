@@ -9,9 +9,10 @@
  * that some thread of the parent held at the fork: it is counted, killed
  * and named.
  *
- *   fork_storm SECONDS [FORKS]
+ *   fork_storm SECONDS [FORKS [LEAST]]
  *
- * It stops after SECONDS or FORKS forks, whichever comes first.
+ * It stops after SECONDS or FORKS forks, whichever comes first, but not
+ * before LEAST forks (a loaded machine forks slower), within 4 * SECONDS.
  * Prints "forks N stuck S" at the end; exit status 1 when S > 0.
  */
 #include <link.h>
@@ -84,9 +85,11 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 10;
     long end = now_ns() + (long)(seconds * 1e9);
     long most = argc > 2 ? atol(argv[2]) : -1;
+    long least = argc > 3 ? atol(argv[3]) : 0;
+    long last = now_ns() + (long)(4 * seconds * 1e9);
     long forks = 0, stuck = 0;
     int bad = 0;
-    while (now_ns() < end && forks != most) {
+    while ((now_ns() < end || forks < least) && forks != most && now_ns() < last) {
         parent_work();
         pid_t pid = fork();
         if (pid < 0) {

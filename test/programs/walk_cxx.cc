@@ -3,11 +3,13 @@
 // through deep recursion and caught far up (samples land in libgcc's and
 // libstdc++'s unwinder and personality routines), deep template recursion
 // that the compiler keeps as separate frames, std::function chains, sorting
-// with a comparator, and two worker threads. Runs for SECONDS of wall time
-// and prints a checksum.
+// with a comparator, on three worker threads. Runs for SECONDS of wall time
+// and, given a PROGRESS file (the harness's, "compared N"), until it says
+// MIN samples were compared too (at most 180 s); prints a checksum.
 //
-//   walk_cxx SECONDS
+//   walk_cxx SECONDS [PROGRESS MIN]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,26 +103,57 @@ __attribute__((noinline)) static unsigned long sorting(unsigned long seed)
     return h;
 }
 
-static void work(double seconds, unsigned long *out)
+static std::atomic<bool> done;
+
+static void work(unsigned long *out)
 {
-    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     unsigned long h = 0;
     std::function<unsigned long(unsigned long)> leaf = [&](unsigned long x) {
         return catching(x) + sorting(x) % 1000;
     };
-    for (unsigned long i = 0; std::chrono::steady_clock::now() < end; i++)
+    for (unsigned long i = 0; !done.load(std::memory_order_relaxed); i++)
         h += Level<40>::run(i, leaf);
     *out = h;
+}
+
+// The samples compared so far, from the harness's progress file (0 when
+// there is none yet).
+static long compared(const char *path)
+{
+    long n = 0;
+    if (FILE *f = std::fopen(path, "r")) {
+        if (std::fscanf(f, "compared %ld", &n) != 1)
+            n = 0;
+        std::fclose(f);
+    }
+    return n;
+}
+
+// Returns once SECONDS passed and, with a progress file, MIN samples were
+// compared; 180 s at most.
+static void wait_enough(double seconds, const char *progress, long min)
+{
+    auto start = std::chrono::steady_clock::now();
+    auto end = start + std::chrono::duration<double>(seconds);
+    auto most = start + std::chrono::seconds(180);
+    for (;;) {
+        auto now = std::chrono::steady_clock::now();
+        if (now >= most || (now >= end && (!progress || compared(progress) >= min)))
+            return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
 }
 
 int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 3;
     unsigned long a = 0, b = 0, c = 0;
-    std::thread t1(work, seconds, &a), t2(work, seconds, &b);
-    work(seconds, &c);
+    std::thread t1(work, &a), t2(work, &b), t3(work, &c);
+    wait_enough(seconds, argc > 3 ? argv[2] : nullptr, argc > 3 ? atol(argv[3]) : 0);
+    done = true;
     t1.join();
     t2.join();
+    t3.join();
     sink = a + b + c;
     printf("walk_cxx done %lu\n", static_cast<unsigned long>(sink != 0));
     return 0;

@@ -19,6 +19,11 @@
  *
  *   samples N equal N differ N no_bounds N unknown_leaf N leaf_kept N
  *
+ * and, while it runs, every 200 ms, the samples compared so far (equal and
+ * differing) to the file WALKCHECK_PROGRESS names, as "compared N", so that
+ * a test keeps a program under load until it has enough of them (a loaded
+ * machine gives a server few samples a second).
+ *
  * unknown_leaf counts samples whose interrupted pc lies in no object
  * (generated code); leaf_kept those of them where the walker's first frame
  * is that pc. The tables are refreshed by a thread of the library's own
@@ -110,6 +115,7 @@ static long interval_us = 1000;
 static pid_t report_pid;
 /* Read at start: some programs (nginx) clear their environment. */
 static char report_path[4096];
+static char progress_path[4096];
 
 static int in_some_object(uintptr_t pc)
 {
@@ -268,6 +274,23 @@ pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
 
 /* ---- tables kept up to date --------------------------------------------- */
 
+/* "compared N" to progress_path, replaced whole (a reader never sees half
+ * a line), in the process that loaded the library only. */
+static void progress(void)
+{
+    if (!*progress_path || getpid() != report_pid)
+        return;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", progress_path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, "compared %ld\n", __atomic_load_n(&tally.equal, __ATOMIC_RELAXED) +
+                                     __atomic_load_n(&tally.differ, __ATOMIC_RELAXED));
+    if (fclose(f) == 0)
+        rename(tmp, progress_path);
+}
+
 static void *refresher(void *arg)
 {
     (void)arg;
@@ -278,6 +301,7 @@ static void *refresher(void *arg)
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
         cfi_tables_maybe_refresh();
+        progress();
     }
     return NULL;
 }
@@ -345,6 +369,8 @@ __attribute__((constructor)) static void start(void)
     report_pid = getpid();
     const char *path = getenv("WALKCHECK_REPORT");
     snprintf(report_path, sizeof report_path, "%s", path ? path : "");
+    path = getenv("WALKCHECK_PROGRESS");
+    snprintf(progress_path, sizeof progress_path, "%s", path ? path : "");
     if (load_libunwind() != 0) {
         fprintf(stderr, "walkcheck: cannot load libunwind.so.8\n");
         return;
