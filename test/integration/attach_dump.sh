@@ -13,7 +13,8 @@
 # 2. Attached again with PPROF_DUMP_SIGNAL=USR1, which the program handles:
 #    the signal is left to it (one line), its handler still answers, no
 #    dump is written on it; the detach writes this attach's one dump, in
-#    this attach's folder.
+#    this attach's folder. Attached a third time without PPROF_DUMP_DIR:
+#    no dumps (the settings are this attach's, not the last one's).
 # 3. A program attached with PPROF_DUMP_DIR that returns from main while
 #    attached writes the exit dump, and exits 0.
 # 4. Two threads attach_late deadlocks after an attach with PPROF_DUMP_DIR:
@@ -159,6 +160,14 @@ note "deadlock after the attach: $(ls "$WORK/dl" | tr '\n' ' ')"
 touch "$ASK/stop"
 wait_exit "$LATE" 60
 [ "$STATUS" = 0 ] || fail "attach_late exited with $STATUS"
+
+# --- attached without PPROF_DUMP_DIR: no dumps, whatever the last attach had ---
+PPROF_ADDR=off "$ATTACH" "$PID" 2>"$WORK/attach3.err" ||
+    { cat "$WORK/attach3.err" >&2; fail "the attach without PPROF_DUMP_DIR failed"; }
+cat /proc/"$PID"/task/*/comm | grep -q '^pprof-dump' && fail "a dump thread after an attach without PPROF_DUMP_DIR"
+[ "$(caught 12)" = 0 ] || fail "SIGUSR2 caught after an attach without PPROF_DUMP_SIGNAL"
+"$ATTACH" --detach "$PID" 2>/dev/null || fail "the third detach failed"
+[ "$(cpu_files "$WORK/d2")" = 1 ] || fail "an attach without PPROF_DUMP_DIR wrote into the last one's folder"
 
 # --- SIGUSR2 after the detaches: its default action, as before the attach ---
 kill -USR2 "$PID"

@@ -13,8 +13,9 @@
 # 2. Attached again with another service name: its requests carry it, and
 #    the process's service.instance.id is the one of the first attach.
 # 3. Attached with no Collector at the endpoint: one line says so, however
-#    often the push tries; the detach ends it as well; the program runs on
-#    and exits 0.
+#    often the push tries; the detach ends it as well; the program runs on.
+# 4. Attached without PPROF_PUSH: no push (the settings are this attach's,
+#    not the last one's).
 . "$TOP/test/integration/lib.sh"
 
 ATTACH="$BUILD/pprof-attach"
@@ -115,4 +116,11 @@ n=$(grep -c '^a=' "$WORK/burn.out")
 host_figures burn a >/dev/null
 [ "$(grep -c '^a=' "$WORK/burn.out")" -gt "$n" ] || fail "the program does not answer after the detach"
 kill -0 "$PID" || fail "cpu_burn ended"
+
+# --- 4. attached without PPROF_PUSH: no push, whatever the last attach had ---
+PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/attach4.err" ||
+    { cat "$WORK/attach4.err" >&2; fail "the attach without PPROF_PUSH failed"; }
+pushers=$(cat /proc/"$PID"/task/*/comm | grep '^pprofagent-' || true)
+[ -z "$pushers" ] || fail "push threads after an attach without PPROF_PUSH: $pushers"
+detach
 echo PASS
