@@ -477,6 +477,15 @@ FORK_PATH void dump_fork_child(void)
     FORK_SET(cpu_agg, NULL); /* the parent's samples: not this child's */
     FORK_SET(exited, 0);
     FORK_SET(joinable, 0); /* an attached parent's thread: not here */
+    /* A child of an attached agent starts no dumps of its own (its fork
+     * is not one of the doors, the start after it never comes): the
+     * signal goes back to what the host had, not to a handler that
+     * writes nowhere. */
+    if (start_attached && handler_installed) {
+        int taken = 0;
+        signals_fork_child_reset(opt_dump_signal, &handler_installed,
+                                 &host_action, &taken);
+    }
 }
 
 void dump_start(void)

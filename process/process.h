@@ -310,8 +310,9 @@ void dump_start(void);
  * when no dumps run. Not async-signal-safe. */
 void dump_stop(void);
 
-/* Resets the dumper's state in a fork child (the dump thread is gone).
- * Async-signal-safe. */
+/* Resets the dumper's state in a fork child (the dump thread is gone);
+ * in a child of an attached agent, which starts no dumps, the dump
+ * signal's disposition goes back to the host's. Async-signal-safe. */
 void dump_fork_child(void);
 
 /* Writes every dump profile now, on the calling thread (the dump thread or

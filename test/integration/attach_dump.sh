@@ -20,6 +20,9 @@
 # 4. Two threads attach_late deadlocks after an attach with PPROF_DUMP_DIR:
 #    the watch writes the cycle's report, naming the functions they wait
 #    in, and a threads dump.
+# 5. A child a program forks while attached with PPROF_DUMP_SIGNAL=USR2
+#    starts no dumps (its fork is not one of the doors): SIGUSR2 ends it
+#    by its default action, as the host had it.
 . "$TOP/test/integration/lib.sh"
 
 ATTACH="$BUILD/pprof-attach"
@@ -168,6 +171,39 @@ cat /proc/"$PID"/task/*/comm | grep -q '^pprof-dump' && fail "a dump thread afte
 [ "$(caught 12)" = 0 ] || fail "SIGUSR2 caught after an attach without PPROF_DUMP_SIGNAL"
 "$ATTACH" --detach "$PID" 2>/dev/null || fail "the third detach failed"
 [ "$(cpu_files "$WORK/d2")" = 1 ] || fail "an attach without PPROF_DUMP_DIR wrote into the last one's folder"
+
+# --- 5. a child the attached program forks: the signal as the host had it ---
+cat >"$WORK/forker.py" <<'PY'
+import os, sys, time
+print("started", flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+pid = os.fork()
+if pid == 0:
+    time.sleep(120)
+    os._exit(0)
+print("child", pid, flush=True)
+_, status = os.waitpid(pid, 0)
+print("child status", status, flush=True)
+time.sleep(120)
+PY
+python3 "$WORK/forker.py" "$WORK/fork-now" >"$WORK/forker.out" 2>"$WORK/forker.err" &
+FORKER=$!
+PIDS="$PIDS $FORKER"
+wait_until "the forker to start" grep -q '^started' "$WORK/forker.out"
+mkdir -p "$WORK/d5"
+PPROF_ADDR=off PPROF_DUMP_DIR="$WORK/d5" PPROF_DUMP_SIGNAL=USR2 "$ATTACH" "$FORKER" 2>"$WORK/forker.attach" ||
+    { cat "$WORK/forker.attach" >&2; fail "pprof-attach $FORKER failed"; }
+touch "$WORK/fork-now"
+wait_until "the forker's child" grep -q '^child [0-9]' "$WORK/forker.out"
+child=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$WORK/forker.out")
+PIDS="$PIDS $child"
+kill -USR2 "$child"
+wait_until "the child's end" grep -q '^child status' "$WORK/forker.out"
+status=$(sed -n 's/^child status //p' "$WORK/forker.out")
+[ "$status" = 12 ] || fail "the child forked while attached ended with wait status $status, not by SIGUSR2's default action (12)"
+note "SIGUSR2 to a child forked while attached: its default action (wait status $status)"
+"$ATTACH" --detach "$FORKER" 2>/dev/null || fail "the detach from the forker failed"
 
 # --- SIGUSR2 after the detaches: its default action, as before the attach ---
 kill -USR2 "$PID"
