@@ -19,8 +19,10 @@
  * (attach_relocs.c), the rescanner does the same for objects loaded
  * later (attach_rescan.c), and the detacher puts them back; the heap,
  * mutex and block profiles say from when they record (attach_say). The
- * watch runs for deadlocks only (watch.c) and the detacher ends it; dumps
- * and push are not started.
+ * watch (watch.c), the dumps (dump.c) and the push (push.c) start as
+ * they would preloaded, from the attach's settings, once it serves; the
+ * detacher ends them: threads joined, the last dump written and the last
+ * push window sent, the dump signal given back as it was found.
  *
  * Contexts: attach_loaded_late() in the constructor (inside dlopen, on the
  * stopped host thread); pprof_attach_start() and pprof_attach_stop() on a
@@ -31,6 +33,7 @@
 
 #include "agent/stacks/objects.h"
 #include "agent/core/clock.h"
+#include "agent/cpu/cpu.h"
 #include "agent/config.h"
 #include "agent/locks/contention.h"
 #include "agent/fork.h"
@@ -40,6 +43,7 @@
 #include "agent/log.h"
 #include "agent/core/ops.h"
 #include "http/server.h"
+#include "process/push.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -269,6 +273,10 @@ void attach_served(void)
         return;
     }
     memcpy(pprof_attach_address, addr, sizeof addr);
+    /* The dumps' and the push's CPU profile first: the threads started
+     * after it are never looked at by its first pass over the threads. */
+    dump_start();
+    push_start();
     attach_rescan_start();
     watch_start();
     __atomic_store_n(&pprof_attach_state, ATTACH_SERVING, __ATOMIC_RELEASE);
@@ -278,11 +286,19 @@ AGENT_THREAD_MAIN(detacher)
 static void *detacher_run(void *arg)
 {
     (void)arg;
+    /* The C library's pthread_create made it: recorded, so that the
+     * last drain of the dumps' CPU profile does not count it as a host
+     * thread blocking the profiling signal. */
+    cpu_agent_thread();
     /* The starter may still be starting the server: a detach right after
      * an attach waits for it rather than racing it. */
     start_wait_done();
     server_stop();
+    /* The watch may write dumps; the push may be the dumps' CPU profile's
+     * guest: each ends before what it uses. */
     watch_stop();
+    push_stop();
+    dump_stop();
     attach_rescan_stop();
     int restored = unbind();
     rundir_remove();
@@ -294,6 +310,7 @@ static void *detacher_run(void *arg)
              "back (pid %d)",
              restored, (int)getpid());
     pprof_attach_address[0] = '\0';
+    cpu_agent_thread_end();
     __atomic_store_n(&pprof_attach_state, ATTACH_NONE, __ATOMIC_RELEASE);
     return NULL;
 }

@@ -33,6 +33,7 @@
 #include "agent/stacks/stack_table.h"
 #include "agent/symbols/symbols.h"
 #include "agent/host/fds.h"
+#include "agent/host/signals.h"
 #include "agent/cpu/cpu.h"
 #include "agent/heap/heap.h"
 #include "agent/locks/deadlock.h"
@@ -72,31 +73,28 @@ static int handler_is_ours(void)
 {
     struct sigaction cur;
     return sigaction(opt_dump_signal, NULL, &cur) == 0 &&
-           !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == dump_on_signal;
+           (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == dump_on_signal;
 }
 
+/* Taken only from its default action (agent/host/signals.c keeps it from
+ * the agent's other borrowers and gives it back as found). */
 static void install_signal(void)
 {
     if (!opt_dump_signal || dump_wake_pipe[1] < 0)
         return;
-    struct sigaction cur;
-    if (sigaction(opt_dump_signal, NULL, &cur) != 0)
-        return;
-    if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) {
-        if (cur.sa_handler != dump_on_signal)
-            log_info("PPROF_DUMP_SIGNAL: the program already handles or "
-                     "ignores signal %d; it is left to the program and no "
-                     "dumps are written on it",
-                     opt_dump_signal);
-        return;
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = dump_on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(opt_dump_signal, &sa, &host_action) == 0)
+    int sig = signals_take_default(opt_dump_signal, dump_on_signal,
+                                   &host_action);
+    if (sig > 0)
         handler_installed = 1;
+    else if (sig == -EBUSY)
+        log_info("PPROF_DUMP_SIGNAL: the program already handles or "
+                 "ignores signal %d; it is left to the program and no "
+                 "dumps are written on it",
+                 opt_dump_signal);
+    else
+        log_info("PPROF_DUMP_SIGNAL: signal %d is in use by the agent's "
+                 "profiles; no dumps are written on it",
+                 opt_dump_signal);
 }
 
 /* ---- writing files --------------------------------------------------------- */
@@ -403,15 +401,23 @@ int dump_memory(const char *summary)
 
 /* ---- the dump thread --------------------------------------------------------- */
 
+/* An attached agent's dump thread: joinable, ended by dump_stop (the
+ * detacher) through stopping, which the thread reads at each wake. */
+static int stopping, joinable;
+static pthread_t dump_tid;
+
 AGENT_THREAD_MAIN(dump_thread)
 static void *dump_thread_run(void *unused)
 {
     (void)unused;
+    pthread_setname_np(pthread_self(), "pprof-dump");
+    /* Attached, the C library's pthread_create made it: recorded here. */
+    cpu_agent_thread();
     int64_t next = opt_dump_interval > 0
                        ? agent_now_ns() + opt_dump_interval * 1000000000LL
                        : 0;
     int replaced_logged = 0;
-    for (;;) {
+    while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
         /* The program cannot close or replace the pipe (agent/host/fds.c)
          * except by raw system calls: then it is dropped, not read. */
         if (dump_wake_pipe[0] >= 0 && fds_check(dump_wake_pipe[0]) != 0)
@@ -424,10 +430,12 @@ static void *dump_thread_run(void *unused)
             while (read(dump_wake_pipe[0], buf, sizeof buf) > 0)
                 signalled = 1;
         }
+        if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+            break; /* the detach writes the last dump */
         spin_lock(&dump_lock);
         if (exited) {
             spin_unlock(&dump_lock);
-            return NULL;
+            break;
         }
         if (cpu_running)
             cpu_profile_drain(cpu_agg_add, cpu_agg);
@@ -446,6 +454,8 @@ static void *dump_thread_run(void *unused)
                      opt_dump_signal);
         }
     }
+    cpu_agent_thread_end();
+    return NULL;
 }
 
 FORK_PATH void dump_fork_child(void)
@@ -466,6 +476,16 @@ FORK_PATH void dump_fork_child(void)
     FORK_SET(cpu_running, 0);
     FORK_SET(cpu_agg, NULL); /* the parent's samples: not this child's */
     FORK_SET(exited, 0);
+    FORK_SET(joinable, 0); /* an attached parent's thread: not here */
+    /* A child of an attached agent starts no dumps of its own (its fork
+     * is not one of the doors, the start after it never comes): the
+     * signal goes back to what the host had, not to a handler that
+     * writes nowhere. */
+    if (start_attached && handler_installed) {
+        int taken = 0;
+        signals_fork_child_reset(opt_dump_signal, &handler_installed,
+                                 &host_action, &taken);
+    }
 }
 
 void dump_start(void)
@@ -516,22 +536,60 @@ void dump_start(void)
         atexit(dump_at_exit);
     }
 
-    agent_thread_prepare();
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t t;
-    pthread_attr_t attr;
-    err = pthread_attr_init(&attr);
-    if (err == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        err = pthread_create(&t, &attr, dump_thread, NULL);
-        pthread_attr_destroy(&attr);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    __atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
+    err = -agent_thread_spawn(dump_thread, NULL,
+                              start_attached ? &dump_tid : NULL);
+    joinable = start_attached && !err;
     if (err)
         log_info("PPROF_DUMP_DIR: cannot start the dump thread (%s); "
                  "profiles are written at exit only",
                  log_errtext(err));
+    guard_leave();
+}
+
+/* Closes the signal's pipe once no handler can be writing to it
+ * (dump_signal.c). */
+static void close_wake_pipe(void)
+{
+    if (dump_wake_pipe[1] < 0)
+        return;
+    int w = dump_wake_pipe[1];
+    __atomic_store_n(&dump_wake_pipe[1], -1, __ATOMIC_SEQ_CST);
+    struct timespec nap = {0, 1000000};
+    while (__atomic_load_n(&dump_signal_running, __ATOMIC_SEQ_CST) > 0)
+        nanosleep(&nap, NULL);
+    fds_close(w);
+    if (dump_wake_pipe[0] >= 0)
+        fds_close(dump_wake_pipe[0]);
+    dump_wake_pipe[0] = -1;
+}
+
+void dump_stop(void)
+{
+    if (!started)
+        return;
+    guard_enter();
+    __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
+    if (joinable && dump_wake_pipe[1] >= 0) {
+        char c = 's';
+        ssize_t r = write(dump_wake_pipe[1], &c, 1);
+        (void)r;
+    }
+    if (joinable)
+        pthread_join(dump_tid, NULL);
+    joinable = 0;
+    /* The signal first: no dump asked for after the last one. */
+    if (handler_installed)
+        signals_give_back(opt_dump_signal, dump_on_signal, &host_action);
+    handler_installed = 0;
+    spin_lock(&dump_lock);
+    if (!exited)
+        dump_locked("detach", 1);
+    started = 0;
+    spin_unlock(&dump_lock);
+    cpu_agg_free(cpu_agg);
+    cpu_agg = NULL;
+    close_wake_pipe();
+    symbols_release();
     guard_leave();
 }

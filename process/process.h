@@ -23,6 +23,7 @@
 
 #include "agent/core/ops.h"
 
+#include <signal.h>
 #include <stddef.h>
 
 /* ---- children (children.c) ------------------------------------------------ */
@@ -302,8 +303,16 @@ void confine_prepare(void);
  * async-signal-safe. */
 void dump_start(void);
 
-/* Resets the dumper's state in a fork child (the dump thread is gone).
- * Async-signal-safe. */
+/* Ends the dumps an attached agent started (the detacher): the dump
+ * thread joined, the signal given back as it was found (unless the host
+ * replaced the handler meanwhile), the last dump written (the whole
+ * attach's CPU profile, which stops), the signal's pipe closed. Nothing
+ * when no dumps run. Not async-signal-safe. */
+void dump_stop(void);
+
+/* Resets the dumper's state in a fork child (the dump thread is gone);
+ * in a child of an attached agent, which starts no dumps, the dump
+ * signal's disposition goes back to the host's. Async-signal-safe. */
 void dump_fork_child(void);
 
 /* Writes every dump profile now, on the calling thread (the dump thread or
@@ -341,9 +350,12 @@ extern long dump_files_written;
  * dump thread (reads [0]); -1 when closed. Owned by dump.c. */
 extern int dump_wake_pipe[2];
 
-/* The PPROF_DUMP_SIGNAL handler: one write to dump_wake_pipe[1], errno
- * kept. Async-signal-safe. */
-void dump_on_signal(int sig);
+/* The PPROF_DUMP_SIGNAL handler (SA_SIGINFO): one write to
+ * dump_wake_pipe[1] unless it is -1, errno kept, counted in
+ * dump_signal_running while it reads and writes the pipe (dump.c closes
+ * it once that count is 0). Async-signal-safe. */
+void dump_on_signal(int sig, siginfo_t *si, void *uc);
+extern int dump_signal_running;
 
 /* Does nothing: the agent's DT_FINI (init.c). */
 void agent_dt_fini(void);

@@ -30,15 +30,22 @@
  * thread, which only flips a flag and waits, at most PUSH_EXIT_MS, while
  * the collector makes the last window's request and the sender posts what
  * is queued within that time. _exit and fatal signals send nothing.
+ *
+ * Attach (process/attach.c): the threads are joinable, and the detach
+ * ends them as the exit would (push_stop): the last window is sent within
+ * PUSH_EXIT_MS, both threads are joined and the state is set back for a
+ * later attach, with that attach's settings.
  */
 #include "process/push.h"
 #include "agent/fork_step.h"
 
 #include "agent/core/clock.h"
+#include "agent/cpu/cpu.h"
 #include "agent/locks/cond_calls.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/core/push.h"
+#include "process/process.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -46,6 +53,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake; /* CLOCK_MONOTONIC; collector, sender, exit */
@@ -64,6 +72,11 @@ static int exiting, collector_done, sender_done;
 static int64_t retry_at; /* monotonic ns; 0: now */
 static int64_t exit_deadline; /* monotonic ns, once exiting */
 static int exit_registered;
+/* An attached agent's threads, joined by push_stop. */
+static int joinable;
+static pthread_t collector_tid, sender_tid;
+/* The working or failing state said last (say). */
+static int failing;
 
 static void count_queue(void)
 {
@@ -127,6 +140,8 @@ static void *collector_run(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "pprofagent-push");
+    /* Attached, the C library's pthread_create made it: recorded here. */
+    cpu_agent_thread();
     push_collect_start();
     int64_t period = opt_push.interval_s * 1000000000LL;
     int64_t next = push_mono_ns() + period;
@@ -145,6 +160,7 @@ static void *collector_run(void *unused)
             collector_done = 1;
             pthread_cond_broadcast(&wake);
             pthread_mutex_unlock(&lock);
+            cpu_agent_thread_end();
             return NULL;
         }
         now = push_mono_ns();
@@ -187,7 +203,6 @@ static int retryable(int err, int status)
 /* Says the change between working and failing, once each way. */
 static void say(int ok, int err, const struct push_answer *a, int again)
 {
-    static int failing;
     char what[128];
     if (err)
         log_snprintf(what, sizeof what, "%s", log_errtext(-err));
@@ -249,6 +264,7 @@ static void *sender_run(void *unused)
 {
     (void)unused;
     pthread_setname_np(pthread_self(), "pprofagent-send");
+    cpu_agent_thread();
     pthread_mutex_lock(&lock);
     for (;;) {
         if (exiting && collector_done && qlen == 0)
@@ -272,10 +288,23 @@ static void *sender_run(void *unused)
     sender_done = 1;
     pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&lock);
+    cpu_agent_thread_end();
     return NULL;
 }
 
 /* ---- start, fork, exit ----------------------------------------------------------- */
+
+/* The last window is due: the collector makes it and leaves, the sender
+ * tries what is queued once, until PUSH_EXIT_MS from now, and leaves.
+ * Returns that deadline. Under lock. */
+static int64_t last_window(void)
+{
+    exiting = 1;
+    retry_at = 0;
+    exit_deadline = push_mono_ns() + PUSH_EXIT_MS * 1000000LL;
+    pthread_cond_broadcast(&wake);
+    return exit_deadline;
+}
 
 static void push_at_exit(void)
 {
@@ -283,15 +312,24 @@ static void push_at_exit(void)
         return;
     guard_enter();
     pthread_mutex_lock(&lock);
-    exiting = 1;
-    retry_at = 0;
-    int64_t deadline = push_mono_ns() + PUSH_EXIT_MS * 1000000LL;
-    exit_deadline = deadline;
-    pthread_cond_broadcast(&wake);
+    int64_t deadline = last_window();
     while (!sender_done && push_mono_ns() < deadline)
         wait_until(deadline);
     pthread_mutex_unlock(&lock);
     guard_leave();
+}
+
+/* Back to never started, the threads joined: a later attach starts the
+ * push afresh. The counters start again with it. */
+static void push_reset(void)
+{
+    qhead = qlen = 0;
+    exiting = collector_done = sender_done = 0;
+    retry_at = 0;
+    failing = 0;
+    started = 0;
+    memset(&push_counters, 0, sizeof push_counters);
+    push_collect_stop();
 }
 
 void push_start(void)
@@ -304,16 +342,35 @@ void push_start(void)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&wake, &attr);
     pthread_condattr_destroy(&attr);
-    push_resource_new_instance();
-    int err = agent_thread_spawn(sender, NULL, NULL);
-    if (err == 0)
-        err = agent_thread_spawn(collector, NULL, NULL);
+    /* One instance per process: a later attach pushes as the same one, a
+     * forked child as its own. */
+    static pid_t instance_of;
+    if (instance_of != getpid()) {
+        instance_of = getpid();
+        push_resource_new_instance();
+    }
+    int attached = start_attached;
+    int err = agent_thread_spawn(sender, NULL, attached ? &sender_tid : NULL);
+    if (err == 0) {
+        err = agent_thread_spawn(collector, NULL,
+                                 attached ? &collector_tid : NULL);
+        if (err && attached) {
+            /* The sender waits for nothing: made to leave, joined. */
+            pthread_mutex_lock(&lock);
+            collector_done = 1;
+            last_window();
+            pthread_mutex_unlock(&lock);
+            pthread_join(sender_tid, NULL);
+            push_reset();
+        }
+    }
     if (err) {
         log_info("push: cannot start its threads (%s); push is off",
                  log_errtext(-err));
         started = 0; /* the sender, if it runs, waits for nothing */
         return;
     }
+    joinable = attached;
     if (!exit_registered) {
         exit_registered = 1; /* inherited by forked children */
         atexit(push_at_exit);
@@ -338,7 +395,23 @@ FORK_PATH void push_fork_child(void)
     FORK_SET(collector_done, 0);
     FORK_SET(sender_done, 0);
     FORK_SET(retry_at, 0);
+    FORK_SET(joinable, 0); /* an attached parent's threads: not here */
     fork_zero(queue, sizeof queue);
     fork_zero(&push_counters, sizeof push_counters);
     push_collect_fork_child();
+}
+
+void push_stop(void)
+{
+    if (!joinable)
+        return;
+    guard_enter();
+    pthread_mutex_lock(&lock);
+    last_window();
+    pthread_mutex_unlock(&lock);
+    pthread_join(collector_tid, NULL);
+    pthread_join(sender_tid, NULL);
+    joinable = 0;
+    push_reset();
+    guard_leave();
 }

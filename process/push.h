@@ -38,6 +38,11 @@
 /* Starts the push's threads (once per process; a forked child's own).
  * Not async-signal-safe. */
 void push_start(void);
+/* Ends an attached agent's push (the detacher): the last window sent,
+ * within PUSH_EXIT_MS, the threads joined, the state and the counters
+ * set back for a later attach. Nothing when the push is not an attached
+ * one. Not async-signal-safe. */
+void push_stop(void);
 /* Fork child: the parent's threads, queue and profile stay the parent's.
  * Only resets state. */
 void push_fork_child(void);
@@ -53,6 +58,9 @@ void push_collect_tick(void);
  * profile stops. Returns 0 or -errno. */
 int push_collect_interval(int final, struct pbuf *out);
 void push_collect_fork_child(void);
+/* After the last window (the collector ended): the baselines freed, for
+ * a later push_collect_start. */
+void push_collect_stop(void);
 
 /* ---- push_resource.c ----------------------------------------------------- */
 

@@ -319,3 +319,15 @@ FORK_PATH void push_collect_fork_child(void)
     FORK_SET(prev_custom, NULL);
     FORK_SET(nprev_custom, 0);
 }
+
+void push_collect_stop(void)
+{
+    stack_snapshot_free(&prev_heap);
+    stack_snapshot_free(&prev_block);
+    stack_snapshot_free(&prev_mutex);
+    for (size_t i = 0; i < nprev_custom; i++)
+        stack_snapshot_free(&prev_custom[i]);
+    free(prev_custom);
+    prev_custom = NULL;
+    nprev_custom = 0;
+}

@@ -35,6 +35,7 @@
 #include "agent/core/arm.h"
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
+#include "agent/cpu/cpu.h"
 #include "agent/locks/cond_calls.h"
 #include "agent/threads/thread_hooks.h"
 #include "agent/config.h"
@@ -238,9 +239,9 @@ static void check_allocator(void)
 static void starter_work(int dumps, int tables)
 {
     /* An attached agent binds its doors (attach_relocs.c), serves, and
-     * once it serves starts the rescanner and the watch, which the
-     * detach ends (attach.c); the dumps and the push would outlive a
-     * detach. The unwind tables come first: the first
+     * once it serves starts the rescanner, the watch, the dumps and the
+     * push, which the detach ends (attach.c). The unwind tables come
+     * first: the first
      * request after pprof-attach returned walks stacks through the C
      * library. */
     if (tables)
@@ -292,10 +293,9 @@ static void start_work_here(void)
     start_work_done();
 }
 
-AGENT_THREAD_MAIN(starter)
-static void *starter_run(void *arg)
+/* The starter's work from its start to its end (starter_run). */
+static void *starter_body(void)
 {
-    (void)arg;
     pthread_mutex_lock(&wait_lock);
     __atomic_store_n(&starter_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     while (starter_state == STARTER_WAITING && !nothing_to_start() &&
@@ -326,6 +326,19 @@ static void *starter_run(void *arg)
     starter_work(dumps, 1);
     start_work_done();
     return NULL;
+}
+
+AGENT_THREAD_MAIN(starter)
+static void *starter_run(void *arg)
+{
+    (void)arg;
+    /* Attached, the C library's pthread_create made it: recorded, so that
+     * the CPU profile the dumps or the push start here does not take it
+     * for a host thread blocking the profiling signal. */
+    cpu_agent_thread();
+    void *ret = starter_body();
+    cpu_agent_thread_end();
+    return ret;
 }
 
 /* Creates the starter, waiting until the deadline. Under wait_lock. */

@@ -18,8 +18,8 @@
  * Started by the deferred start (start.c) once the process lived the
  * start delay, in a process that serves or writes dumps; a forked child
  * starts its own. Its cost, measured, is in
- * docs/deadlock.md. After an attach (attach.c) it watches deadlocks only
- * (no dumps are written then), and the detach ends it (watch_stop).
+ * docs/deadlock.md. After an attach (attach.c) it does the same, from
+ * the attach's settings, and the detach ends it (watch_stop).
  */
 #include "process/process.h"
 
@@ -45,10 +45,10 @@ static pid_t started_in; /* the process whose watch runs */
 static int stopping, joinable;
 static pthread_t watch_tid;
 
-/* PPROF_DUMP_DIR's work, which an attached agent does not do. */
+/* PPROF_DUMP_DIR's work. */
 static int dumps_on(void)
 {
-    return opt_dump_dir[0] && !start_attached;
+    return opt_dump_dir[0] != '\0';
 }
 
 /* ---- the memory limit --------------------------------------------------------- */

@@ -446,6 +446,15 @@ STARTUP void config_load_from(char *const *entries)
     opt_serve = 1;
     copy_str(opt_addr, sizeof opt_addr, "127.0.0.1:6060");
     copy_str(opt_addr_shown, sizeof opt_addr_shown, "127.0.0.1:6060");
+    /* Nor with its dumps or its watch's settings (the push's are set back
+     * by config_load_push). */
+    opt_dump_dir[0] = '\0';
+    opt_dump_signal = 0;
+    opt_dump_interval = 0;
+    opt_memory_dump_bytes = 0;
+    opt_memory_dump_percent = 90;
+    opt_memory_dump_gap = 60;
+    opt_deadlock_seconds = 5;
     config_load();
 }
 

@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct push_config opt_push = {.timeout_ms = 10000, .interval_s = 15};
+#define PUSH_DEFAULTS {.timeout_ms = 10000, .interval_s = 15}
+struct push_config opt_push = PUSH_DEFAULTS;
 
 static int hexval(char c)
 {
@@ -310,6 +311,9 @@ STARTUP __attribute__((noinline)) static void load_push_settings(void)
 
 STARTUP void config_load_push(void)
 {
+    /* A later attach's settings start from the defaults, not from the
+     * last attach's. */
+    opt_push = (struct push_config)PUSH_DEFAULTS;
     const char *s = config_env("PPROF_PUSH");
     if (!s || strcmp(s, "off") == 0 || s[0] == '\0')
         return;

@@ -122,6 +122,35 @@ int signals_borrow(int first, int last, int prefer,
     return sig;
 }
 
+int signals_take_default(int sig, void (*handler)(int, siginfo_t *, void *),
+                         struct sigaction *saved)
+{
+    struct sigaction cur;
+    int r;
+    spin_lock(&held_lock);
+    if (held[sig] == (void *)handler) {
+        r = sig; /* a forked child's, inherited with *saved */
+    } else if (held[sig]) {
+        r = -EAGAIN;
+    } else if (sigaction(sig, NULL, &cur) != 0) {
+        r = -errno;
+    } else if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
+        r = install(sig, handler, NULL, &cur, 0, saved);
+    } else if (stack_is_self((uintptr_t)cur.sa_handler)) {
+        /* An agent handler a host put back after an earlier give-back:
+         * given back, the signal goes to its default action. */
+        r = install(sig, handler, NULL, &cur, 0, saved);
+        if (r > 0) {
+            memset(saved, 0, sizeof *saved);
+            saved->sa_handler = SIG_DFL;
+        }
+    } else {
+        r = -EBUSY;
+    }
+    spin_unlock(&held_lock);
+    return r;
+}
+
 void signals_give_back(int sig, void (*handler)(int, siginfo_t *, void *),
                        const struct sigaction *saved)
 {

@@ -134,6 +134,16 @@ int signals_borrow(int first, int last, int prefer,
                    const sigset_t *mask, struct sigaction *saved,
                    int *chained);
 
+/* Installs handler on sig only when the host leaves sig at its default
+ * action (an operator's signal, which is never taken from a host that
+ * handles or ignores it): returns sig, also when handler holds it already
+ * (a forked child's, *saved inherited); -EBUSY when the host handles or
+ * ignores sig, -EAGAIN when another borrower of the agent's holds it.
+ * The action found goes to *saved, for signals_give_back. Not
+ * async-signal-safe. */
+int signals_take_default(int sig, void (*handler)(int, siginfo_t *, void *),
+                         struct sigaction *saved);
+
 /* Gives sig back as saved, unless the host has replaced handler meanwhile;
  * when it was at its default, what is still pending of it is discarded
  * first (the host's own pending deliveries of a chained signal are kept:

@@ -349,3 +349,66 @@ stop_summary() {
                       k, a[1], a[int(NR / 2) + 1], a[NR], NR, what }'
     done
 }
+
+# ---- the tests' OpenTelemetry Collector (test/collector) ----------------
+
+# collector_prepare: builds the Collector once (COL) and READ, the reader of
+# what it recorded (test/collector/otlp_read.py).
+collector_prepare() {
+    sh "$TOP/test/collector/build" "$BUILD"
+    COL="$BUILD/test/collector/otelcol"
+    READ="python3 $TOP/test/collector/otlp_read.py"
+}
+
+# free_port: a loopback port free now.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# collector_config PORT FILE [TLS]: the Collector's configuration: OTLP/HTTP
+# on PORT (with WORK/srv.crt and srv.key when TLS), what it receives
+# recorded into FILE.
+collector_config() {
+    {
+        printf 'receivers:\n  otlp:\n    protocols:\n      http:\n'
+        printf '        endpoint: 127.0.0.1:%s\n' "$1"
+        [ -z "${3:-}" ] || printf '        tls:\n          cert_file: %s/srv.crt\n          key_file: %s/srv.key\n' "$WORK" "$WORK"
+        printf 'exporters:\n  record:\n    path: %s\n' "$2"
+        printf 'service:\n  telemetry:\n    metrics:\n      level: none\n'
+        printf '  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [record]\n'
+    } >"$WORK/collector.yaml"
+}
+
+# start_collector: starts the Collector as configured (CPID), once ready.
+start_collector() {
+    : >"$WORK/collector.log"
+    "$COL" --config="file:$WORK/collector.yaml" \
+        --feature-gates=+service.profilesSupport >"$WORK/collector.log" 2>&1 &
+    CPID=$!
+    PIDS="$PIDS $CPID"
+    end=$(($(date +%s) + 60))
+    while [ "$(date +%s)" -le "$end" ]; do
+        grep -q "Everything is ready" "$WORK/collector.log" && return 0
+        kill -0 "$CPID" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$WORK/collector.log" >&2
+    fail "the Collector did not start"
+}
+
+# requests PID: how many requests of PID the Collector recorded in GOT (one
+# a line; process.pid is the resource's only integer attribute).
+requests() {
+    [ -s "$GOT" ] || { echo 0; return; }
+    cut -c1-2000 "$GOT" | grep -c "^{\"resourceProfiles\":\[{\"resource\":{\"attributes\":\[[^]]*\"intValue\":\"$1\"" || true
+}
+
+# wait_requests PID MIN SECS: until GOT holds MIN requests of PID.
+wait_requests() {
+    end=$(($(date +%s) + $3))
+    while [ "$(date +%s)" -le "$end" ]; do
+        [ "$(requests "$1")" -ge "$2" ] && return 0
+        sleep 0.2
+    done
+    fail "the Collector got fewer than $2 requests of pid $1 within $3 s"
+}

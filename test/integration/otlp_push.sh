@@ -17,44 +17,11 @@
 # 5. at exit the last interval is sent.
 . "$TOP/test/integration/lib.sh"
 
-sh "$TOP/test/collector/build" "$BUILD"
-COL="$BUILD/test/collector/otelcol"
-READ="python3 $TOP/test/collector/otlp_read.py"
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+collector_prepare
 CPORT=$(free_port)
 PPORT=$(free_port)
 GOT="$WORK/received.jsonl"
-# collector_config PORT FILE [TLS]: the Collector's configuration.
-collector_config() {
-    {
-        printf 'receivers:\n  otlp:\n    protocols:\n      http:\n'
-        printf '        endpoint: 127.0.0.1:%s\n' "$1"
-        [ -z "${3:-}" ] || printf '        tls:\n          cert_file: %s/srv.crt\n          key_file: %s/srv.key\n' "$WORK" "$WORK"
-        printf 'exporters:\n  record:\n    path: %s\n' "$2"
-        printf 'service:\n  telemetry:\n    metrics:\n      level: none\n'
-        printf '  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [record]\n'
-    } >"$WORK/collector.yaml"
-}
 collector_config "$CPORT" "$GOT"
-
-start_collector() {
-    : >"$WORK/collector.log"
-    "$COL" --config="file:$WORK/collector.yaml" \
-        --feature-gates=+service.profilesSupport >"$WORK/collector.log" 2>&1 &
-    CPID=$!
-    PIDS="$PIDS $CPID"
-    end=$(($(date +%s) + 60))
-    while [ "$(date +%s)" -le "$end" ]; do
-        grep -q "Everything is ready" "$WORK/collector.log" && return 0
-        kill -0 "$CPID" 2>/dev/null || break
-        sleep 0.1
-    done
-    cat "$WORK/collector.log" >&2
-    fail "the Collector did not start"
-}
 
 echo pass >"$WORK/proxy.mode"
 : >"$WORK/proxy.log"
@@ -80,21 +47,6 @@ wait_stat() {
     fetch debug/stats >&2
     fail "push $1 did not reach $2 within $3 s"
 }
-# requests PID: how many requests of PID the Collector recorded (one a
-# line; process.pid is the resource's only integer attribute).
-requests() {
-    [ -s "$GOT" ] || { echo 0; return; }
-    cut -c1-2000 "$GOT" | grep -c "^{\"resourceProfiles\":\[{\"resource\":{\"attributes\":\[[^]]*\"intValue\":\"$1\"" || true
-}
-wait_requests() { # PID MIN SECS
-    end=$(($(date +%s) + $3))
-    while [ "$(date +%s)" -le "$end" ]; do
-        [ "$(requests "$1")" -ge "$2" ] && return 0
-        sleep 0.2
-    done
-    fail "the Collector got fewer than $2 requests of pid $1 within $3 s"
-}
-
 export PPROF_PUSH=otlp PPROF_PUSH_INTERVAL=2 \
     OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$PPORT" \
     OTEL_SERVICE_NAME=otlp-test \
