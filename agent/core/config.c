@@ -436,25 +436,14 @@ STARTUP void config_load(void)
         env_count = -1; /* the host may change its environment from now on */
 }
 
+/* Defined at the end of the file, after every setting. */
+static void settings_as_loaded(void);
+
 STARTUP void config_load_from(char *const *entries)
 {
     env_source = entries;
     config_attached = 1;
-    /* A second attach starts from the defaults, not from the first's. */
-    opt_port_file[0] = '\0';
-    opt_token[0] = '\0';
-    opt_serve = 1;
-    copy_str(opt_addr, sizeof opt_addr, "127.0.0.1:6060");
-    copy_str(opt_addr_shown, sizeof opt_addr_shown, "127.0.0.1:6060");
-    /* Nor with its dumps or its watch's settings (the push's are set back
-     * by config_load_push). */
-    opt_dump_dir[0] = '\0';
-    opt_dump_signal = 0;
-    opt_dump_interval = 0;
-    opt_memory_dump_bytes = 0;
-    opt_memory_dump_percent = 90;
-    opt_memory_dump_gap = 60;
-    opt_deadlock_seconds = 5;
+    settings_as_loaded();
     config_load();
 }
 
@@ -597,4 +586,47 @@ STARTUP void config_load_ops(void)
     if ((opt_dump_signal || opt_dump_interval) && !opt_dump_dir[0])
         log_info("PPROF_DUMP_SIGNAL and PPROF_DUMP_INTERVAL need "
                  "PPROF_DUMP_DIR; writing no dumps");
+}
+
+/* ---- an attach starts from the defaults ------------------------------------ */
+
+/* Every setting config_load and config_load_ops read (the push's are set
+ * back by config_load_push). The library attached to a process is loaded
+ * once and stays mapped, inert, after a detach: a later attach would
+ * otherwise keep what the last one's command set and this one's does not
+ * (its PPROF_HEAP_RATE, its dump directory...). */
+#define SETTINGS(X)                                                            \
+    X(opt_enable) X(opt_serve) X(opt_addr) X(opt_addr_shown)                   \
+    X(opt_addr_loopback) X(opt_addr_ipv6) X(opt_port_file) X(opt_token)        \
+    X(opt_log_level) X(opt_heap_rate) X(opt_cpu_hz) X(opt_cpu_sampler)         \
+    X(opt_wall_hz) X(opt_wall_cost) X(opt_mutex_fraction) X(opt_block_rate)    \
+    X(opt_debug_dir) X(opt_deadlock_seconds) X(opt_run_dir) X(opt_children)    \
+    X(opt_exec_children) X(opt_dump_dir) X(opt_dump_signal)                    \
+    X(opt_dump_interval) X(opt_start_delay_ms) X(opt_memory_dump_bytes)       \
+    X(opt_memory_dump_percent) X(opt_memory_dump_gap)
+#define SETTING_ENTRY(v) {&(v), sizeof(v)},
+#define SETTING_SIZE(v) +sizeof(v)
+static const struct setting {
+    void *at;
+    size_t size;
+} settings[] = {SETTINGS(SETTING_ENTRY)};
+
+/* The settings' values as the library was loaded (its defaults: an
+ * attached agent's constructor reads no setting), kept at the first
+ * attach and put back at each later one. */
+static unsigned char as_loaded[0 SETTINGS(SETTING_SIZE)];
+static int as_loaded_kept;
+
+static void settings_as_loaded(void)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const struct setting *e = &settings[i];
+        if (as_loaded_kept)
+            memcpy(e->at, as_loaded + off, e->size);
+        else
+            memcpy(as_loaded + off, e->at, e->size);
+        off += e->size;
+    }
+    as_loaded_kept = 1;
 }

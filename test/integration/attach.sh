@@ -5,7 +5,8 @@
 # before, the heap and mutex profiles say since when they record (what
 # they record: attach_heap.sh); a second
 # attach is refused; the detach closes the port and the program runs on
-# untraced; an attach after it works again; pprof-attach killed at
+# untraced; an attach after it works again, from the default settings
+# where its command gives none (not the last attach's); pprof-attach killed at
 # moments through an attach leaves the program running, not stopped and
 # not traced. At the end the program says every sleep, read and wakeup
 # came back as it should (no EINTR, no early return) and exits 0.
@@ -21,9 +22,10 @@ untraced() {
         ! grep -q '^State:[[:space:]]*[tT]' "/proc/$1/status"
 }
 
-# attach_to: attaches to PID on a port of its own; sets ADDR.
+# attach_to [VAR=VALUE...]: attaches to PID on a port of its own, with
+# these settings too; sets ADDR.
 attach_to() {
-    PPROF_ADDR=127.0.0.1:0 "$ATTACH" "$PID" 2>"$WORK/attach.err" ||
+    env PPROF_ADDR=127.0.0.1:0 "$@" "$ATTACH" "$PID" 2>"$WORK/attach.err" ||
         { cat "$WORK/attach.err" >&2; fail "pprof-attach $PID failed"; }
     cat "$WORK/attach.err"
     ADDR=$(sed -n 's|^pprofagent: serving http://\([^/]*\)/debug/pprof/ (pid [0-9]*)$|\1|p' "$WORK/attach.err")
@@ -31,7 +33,13 @@ attach_to() {
     untraced "$PID" || fail "the target is left stopped or traced after the attach"
 }
 
-attach_to
+# heap_rate: the heap profile's sampling rate the attached agent reports.
+heap_rate() {
+    fetch debug/stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["heap_sampling_rate"])'
+}
+
+attach_to PPROF_HEAP_RATE=4096
+[ "$(heap_rate)" = 4096 ] || fail "the attach's PPROF_HEAP_RATE=4096 is not the agent's: $(heap_rate)"
 
 # --- the threads that were there before the attach ---
 g=$(fetch 'debug/pprof/goroutine?debug=2')
@@ -76,8 +84,9 @@ untraced "$PID" || fail "the target is left stopped or traced after the detach"
 "$ATTACH" --detach "$PID" 2>"$WORK/detach2.err" && fail "a second detach succeeded"
 expect_contains "$(cat "$WORK/detach2.err")" "not attached" "the second detach's message"
 
-# --- attach again ---
+# --- attach again, without PPROF_HEAP_RATE: the default, not the last one's ---
 attach_to
+[ "$(heap_rate)" = 524288 ] || fail "the second attach kept the heap rate $(heap_rate), not the default 524288"
 expect_contains "$(fetch 'debug/pprof/goroutine?debug=2')" "busy_spin(" "goroutine?debug=2 after the second attach"
 "$ATTACH" --detach "$PID" 2>/dev/null || fail "the second detach failed"
 
