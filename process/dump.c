@@ -23,6 +23,7 @@
  */
 #include "process/process.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -149,7 +150,7 @@ static int write_atomic(const char *path, const struct pbuf *data)
     size_t off = 0;
     int err = 0;
     while (off < data->len) {
-        ssize_t w = write(fd, data->data + off, data->len - off);
+        ssize_t w = real_write(fd, data->data + off, data->len - off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -158,7 +159,7 @@ static int write_atomic(const char *path, const struct pbuf *data)
         }
         off += (size_t)w;
     }
-    if (!err && fsync(fd) != 0)
+    if (!err && real_fsync(fd) != 0)
         err = -errno;
     if (fds_close(fd) != 0 && !err)
         err = -errno;
@@ -243,7 +244,7 @@ static int encode_heap(struct pbuf *out)
         return -ENOMEM;
     struct write_options o = {.time_nanos = agent_now_ns()};
     int err = heap_write("heap", recs, n, NULL, &o, out);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&snap);
     return err;
 }
@@ -300,7 +301,7 @@ static int dump_pid;
  * nor in one the dumps were not started in. */
 static void dump_at_exit(void)
 {
-    if (!started || agent_sandboxed || dump_pid != (int)syscall(SYS_getpid))
+    if (!started || agent_sandboxed || dump_pid != (int)real_syscall(SYS_getpid))
         return;
     guard_enter();
     spin_lock(&dump_lock);
@@ -366,7 +367,7 @@ static int encode_peak(struct pbuf *out)
         return -ENOMEM;
     struct write_options o = {.time_nanos = when ? when : agent_now_ns()};
     int err = heap_write("peak", recs, n, extra, &o, out);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&snap);
     return err;
 }
@@ -417,11 +418,11 @@ static void *dump_thread_run(void *unused)
         if (dump_wake_pipe[0] >= 0 && fds_check(dump_wake_pipe[0]) != 0)
             dump_wake_pipe[0] = -1;
         struct pollfd p = {.fd = dump_wake_pipe[0], .events = POLLIN};
-        int r = poll(&p, dump_wake_pipe[0] >= 0 ? 1 : 0, 1000);
+        int r = real_poll(&p, dump_wake_pipe[0] >= 0 ? 1 : 0, 1000);
         int signalled = 0;
         if (r > 0 && (p.revents & POLLIN)) {
             char buf[64];
-            while (read(dump_wake_pipe[0], buf, sizeof buf) > 0)
+            while (real_read(dump_wake_pipe[0], buf, sizeof buf) > 0)
                 signalled = 1;
         }
         spin_lock(&dump_lock);
@@ -508,7 +509,7 @@ void dump_start(void)
         dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
     }
     install_signal();
-    dump_pid = (int)syscall(SYS_getpid);
+    dump_pid = (int)real_syscall(SYS_getpid);
     started = 1;
     if (!exit_registered) {
         /* Inherited by forked children, which dump on their own exit. */
@@ -519,16 +520,16 @@ void dump_start(void)
     agent_thread_prepare();
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    real_pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
     pthread_attr_t attr;
     err = pthread_attr_init(&attr);
     if (err == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        err = pthread_create(&t, &attr, dump_thread, NULL);
+        err = real_pthread_create(&t, &attr, dump_thread, NULL);
         pthread_attr_destroy(&attr);
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    real_pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err)
         log_info("PPROF_DUMP_DIR: cannot start the dump thread (%s); "
                  "profiles are written at exit only",

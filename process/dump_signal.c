@@ -7,6 +7,7 @@
  * Contexts: the handler runs on any host thread, in signal context.
  */
 #include "process/process.h"
+#include "agent/core/real.h"
 
 #include "agent/compiler.h"
 
@@ -21,7 +22,7 @@ PPROF_SIGNAL_SAFE void dump_on_signal(int sig)
     (void)sig;
     int saved = errno;
     char c = 'd';
-    ssize_t r = write(dump_wake_pipe[1], &c, 1);
+    ssize_t r = real_write(dump_wake_pipe[1], &c, 1);
     (void)r;
     errno = saved;
 }
