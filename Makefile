@@ -87,7 +87,7 @@ endif
 CFLAGS_CIVETWEB := -std=gnu11 -O2 -g -fPIC -fno-omit-frame-pointer \
         -fvisibility=hidden -ftls-model=initial-exec -D_GNU_SOURCE -pthread \
         -DUSE_IPV6 -DNO_SSL -DNO_CGI -DNO_FILES -DNO_CACHING \
-        -DREENTRANT_TIME -Dgmtime_r=clock_gmtime_r -include agent/locks/cond_calls.h \
+        -DREENTRANT_TIME -Dgmtime_r=clock_gmtime_r \
         -I$(CIVETWEB_SRC)/include $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
 # pprof-attach, a program of its own beside the library (attach/,
@@ -182,17 +182,28 @@ $(BUILD)/encoder/flamegraph_js.o: encoder/flamegraph.js
 $(CIVETWEB_SRC)/src/civetweb.c: scripts/civetweb-source
 	@sh scripts/civetweb-source $(CIVETWEB_SRC)
 
-$(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c agent/locks/cond_calls.h
+$(CIVETWEB_OBJ): $(CIVETWEB_SRC)/src/civetweb.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_CIVETWEB) -c $< -o $@
 
-# The copies with glibc's names weakened (GLIBC_ONLY above).
-$(CIVETWEB_LINKED): $(CIVETWEB_OBJ)
-	$(OBJCOPY) $(GLIBC_ONLY) $< $@
+# The copies with glibc's names weakened (GLIBC_ONLY above), and their
+# calls of the names the agent interposes sent to the agent's own
+# (agent/core/real.h): civetweb's and the demangler's allocations, locks,
+# waits and threads are the agent's work, not the host's. civetweb's
+# descriptor calls (socket, accept, close, recv, send, shutdown) stay:
+# their doors keep the descriptors the agent's (agent/host/fds.c).
+# test/integration/doors.sh checks what is left.
+REAL_NAMES := malloc free calloc realloc pthread_create pthread_join \
+        pthread_setname_np pthread_mutex_lock pthread_mutex_unlock \
+        pthread_cond_wait pthread_cond_timedwait poll connect sleep usleep \
+        setuid setgid setgroups
+TO_REAL := $(foreach n,$(REAL_NAMES),--redefine-sym $(n)=real_$(n))
+$(CIVETWEB_LINKED): $(CIVETWEB_OBJ) Makefile
+	$(OBJCOPY) $(GLIBC_ONLY) $(TO_REAL) $< $@
 
-$(LIBIBERTY):
+$(LIBIBERTY): Makefile
 	@mkdir -p $(dir $@)
-	$(OBJCOPY) $(GLIBC_ONLY) "$$($(CC) -print-file-name=libiberty.a)" $@
+	$(OBJCOPY) $(GLIBC_ONLY) $(TO_REAL) "$$($(CC) -print-file-name=libiberty.a)" $@
 
 $(LIB): $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) agent/exports.map
 	$(CC) $(LDFLAGS_AGENT) -o $@ $(OBJS) $(CIVETWEB_LINKED) $(LIBIBERTY) \

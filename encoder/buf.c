@@ -6,6 +6,7 @@
  * in `oom` and later appends become no-ops, so callers check once at the end.
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@ static int reserve(struct pbuf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap *= 2;
-    uint8_t *d = realloc(b->data, cap);
+    uint8_t *d = real_realloc(b->data, cap);
     if (!d) {
         b->oom = 1;
         return -1;
@@ -78,7 +79,7 @@ void pbuf_printf(struct pbuf *b, const char *fmt, ...)
 
 void pbuf_free(struct pbuf *b)
 {
-    free(b->data);
+    real_free(b->data);
     b->data = NULL;
     b->len = 0;
     b->cap = 0;

@@ -13,6 +13,7 @@
  * raw values and says "sampling period=N", as Go's does.
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/locks/contention.h"
@@ -71,7 +72,7 @@ static const struct stack_text_form contention_text = {
 int contention_write(int is_mutex, const struct stack_snapshot *snap,
                      const struct write_options *o, struct pbuf *out)
 {
-    struct stack_record *recs = malloc((snap->n ? snap->n : 1) * sizeof *recs);
+    struct stack_record *recs = real_malloc((snap->n ? snap->n : 1) * sizeof *recs);
     if (!recs)
         return -ENOMEM;
     size_t n = contention_records(is_mutex, o->debug, snap, recs);
@@ -100,6 +101,6 @@ int contention_write(int is_mutex, const struct stack_snapshot *snap,
             profile_free(p);
         }
     }
-    free(recs);
+    real_free(recs);
     return err;
 }

@@ -9,6 +9,7 @@
  * Runs on the HTTP worker that owns the profile; allocates freely.
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/cpu/cpu.h"
@@ -107,7 +108,7 @@ static const char *name_for(struct name_slot **names, size_t *n, uint32_t tid,
     for (size_t i = 0; i < *n; i++)
         if ((*names)[i].tid == tid)
             return (*names)[i].name;
-    struct name_slot *nn = realloc(*names, (*n + 1) * sizeof *nn);
+    struct name_slot *nn = real_realloc(*names, (*n + 1) * sizeof *nn);
     if (!nn)
         return NULL;
     *names = nn;
@@ -174,7 +175,7 @@ static int cpu_proto(const struct cpu_agg *a, int64_t period_ns,
         profile_sample(p, ids, nids, values, 2, NULL, 0);
     }
     stacks_end(se);
-    free(names);
+    real_free(names);
     int err = profile_write_gzip(p, out);
     profile_free(p);
     return err;

@@ -15,6 +15,7 @@
 #include "agent/core/array.h"
 #include "encoder/flamegraph.h"
 #include "encoder/profile_fields.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -354,10 +355,10 @@ static int read_profile(struct reader *r, struct decoded_profile *p)
             if (read_len(r, &sub) != 0)
                 return -EINVAL;
             size_t len = (size_t)(sub.end - sub.p);
-            char *s = malloc(len + 1);
+            char *s = real_malloc(len + 1);
             if (!s || grow((void **)&p->strings, &scap, p->nstrings,
                            sizeof *p->strings) != 0) {
-                free(s);
+                real_free(s);
                 return -ENOMEM;
             }
             memcpy(s, sub.p, len);
@@ -396,8 +397,8 @@ int decoded_profile_read(const void *data, size_t n,
     int err = read_profile(&r, out);
     if (err == 0 && out->nstrings == 0) {
         /* An empty message is a valid, empty profile: give it its "". */
-        out->strings = malloc(sizeof *out->strings);
-        if (out->strings && (out->strings[0] = calloc(1, 1)) != NULL)
+        out->strings = real_malloc(sizeof *out->strings);
+        if (out->strings && (out->strings[0] = real_calloc(1, 1)) != NULL)
             out->nstrings = 1;
         else
             err = -ENOMEM;
@@ -420,22 +421,22 @@ int decoded_profile_read(const void *data, size_t n,
 void decoded_profile_free(struct decoded_profile *p)
 {
     for (size_t i = 0; i < p->nstrings; i++)
-        free(p->strings[i]);
-    free(p->strings);
-    free(p->types);
+        real_free(p->strings[i]);
+    real_free(p->strings);
+    real_free(p->types);
     for (size_t i = 0; i < p->nsamples; i++) {
-        free(p->samples[i].locations);
-        free(p->samples[i].values);
-        free(p->samples[i].labels);
+        real_free(p->samples[i].locations);
+        real_free(p->samples[i].values);
+        real_free(p->samples[i].labels);
     }
-    free(p->samples);
+    real_free(p->samples);
     for (size_t i = 0; i < p->nlocations; i++) {
-        free(p->locations[i].functions);
-        free(p->locations[i].lines);
+        real_free(p->locations[i].functions);
+        real_free(p->locations[i].lines);
     }
-    free(p->locations);
-    free(p->functions);
-    free(p->mappings);
+    real_free(p->locations);
+    real_free(p->functions);
+    real_free(p->mappings);
     memset(p, 0, sizeof *p);
 }
 

@@ -18,6 +18,7 @@
  */
 #include "encoder/flamegraph.h"
 #include "agent/core/array.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -176,14 +177,14 @@ static int tree_build(struct tree *t, int index, long *dropped)
 {
     const struct decoded_profile *p = t->p;
     t->cap = 1024;
-    t->nodes = malloc(t->cap * sizeof *t->nodes);
+    t->nodes = real_malloc(t->cap * sizeof *t->nodes);
     if (!t->nodes)
         return -ENOMEM;
     memset(&t->nodes[0], 0, sizeof t->nodes[0]);
     t->nodes[0].key.name = -2; /* the root, "all" */
     t->n = 1;
 
-    struct frame_key *frames = malloc(FLAME_MAX_DEPTH * sizeof *frames);
+    struct frame_key *frames = real_malloc(FLAME_MAX_DEPTH * sizeof *frames);
     if (!frames)
         return -ENOMEM;
     int err = 0;
@@ -209,7 +210,7 @@ static int tree_build(struct tree *t, int index, long *dropped)
         if ((int)n > t->max_depth)
             t->max_depth = (int)n;
     }
-    free(frames);
+    real_free(frames);
     return err;
 }
 
@@ -381,7 +382,7 @@ static int by_name(const void *a, const void *b, void *arg)
  * the same profile always gives the same picture. */
 static int sort_children(struct tree *t)
 {
-    uint32_t *tmp = malloc(t->n * sizeof *tmp);
+    uint32_t *tmp = real_malloc(t->n * sizeof *tmp);
     if (!tmp)
         return -ENOMEM;
     for (size_t i = 0; i < t->n; i++) {
@@ -396,7 +397,7 @@ static int sort_children(struct tree *t)
             t->nodes[tmp[j]].next_sibling = tmp[j + 1];
         t->nodes[tmp[k - 1]].next_sibling = 0;
     }
-    free(tmp);
+    real_free(tmp);
     return 0;
 }
 
@@ -450,7 +451,7 @@ static void draw_frame(const struct tree *t, const struct node *n, int depth,
             if (s) {
                 flamegraph_xml_escape(out, s);
                 pbuf_puts(out, "..");
-                free(s);
+                real_free(s);
             }
         }
     }
@@ -463,7 +464,7 @@ static int walk(const struct tree *t, struct layout *lay, struct pbuf *out,
                 const char *type, const char *unit)
 {
     size_t cap = 256;
-    struct visit *stack = malloc(cap * sizeof *stack);
+    struct visit *stack = real_malloc(cap * sizeof *stack);
     if (!stack)
         return -ENOMEM;
     size_t sp = 0;
@@ -489,7 +490,7 @@ static int walk(const struct tree *t, struct layout *lay, struct pbuf *out,
         if (k == 0)
             continue;
         if (ARRAY_RESERVE(stack, cap, sp + k, 64) != 0) {
-            free(stack);
+            real_free(stack);
             return -ENOMEM;
         }
         int64_t off = v.offset;
@@ -500,7 +501,7 @@ static int walk(const struct tree *t, struct layout *lay, struct pbuf *out,
             off += t->nodes[c].value;
         }
     }
-    free(stack);
+    real_free(stack);
     return 0;
 }
 
@@ -559,7 +560,7 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
         lay.min_width *= 2;
     }
     if (err != 0) {
-        free(t.nodes);
+        real_free(t.nodes);
         htab_free(&t.index);
         return err;
     }
@@ -634,7 +635,7 @@ int flamegraph_svg(const struct decoded_profile *p, int index,
     put_script(out);
     pbuf_puts(out, "]]></script>\n</svg>\n");
 
-    free(t.nodes);
+    real_free(t.nodes);
     htab_free(&t.index);
     if (err == 0 && out->oom)
         err = -ENOMEM;

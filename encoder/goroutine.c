@@ -8,6 +8,7 @@
  * on the agent's server threads only.
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include "agent/stacks/stack.h"
 #include "agent/symbols/symbols.h"
@@ -36,7 +37,7 @@ static int group_cmp(const void *a, const void *b)
 /* Groups the threads of d by (stack, labels), sorted. */
 static int group(const struct thread_dump *d, struct goroutine_snapshot *s)
 {
-    struct goroutine_group *g = calloc(d->n ? d->n : 1, sizeof *g);
+    struct goroutine_group *g = real_calloc(d->n ? d->n : 1, sizeof *g);
     if (!g)
         return -ENOMEM;
     for (size_t i = 0; i < d->n; i++) {
@@ -68,11 +69,11 @@ static int group(const struct thread_dump *d, struct goroutine_snapshot *s)
 int goroutine_take(struct goroutine_snapshot *s, int debug)
 {
     *s = (struct goroutine_snapshot){.debug = debug};
-    struct thread_dump *d = malloc(sizeof *d);
+    struct thread_dump *d = real_malloc(sizeof *d);
     if (!d)
         return -ENOMEM;
     if (threads_dump(d) != 0) {
-        free(d);
+        real_free(d);
         return -ENOMEM;
     }
     if (debug >= 2) {
@@ -81,7 +82,7 @@ int goroutine_take(struct goroutine_snapshot *s, int debug)
     }
     int err = group(d, s);
     threads_dump_free(d);
-    free(d);
+    real_free(d);
     return err;
 }
 
@@ -90,7 +91,7 @@ int goroutine_subtract(struct goroutine_snapshot *later,
 {
     size_t nl = later->n, ne = earlier->n;
     const struct goroutine_group *l = later->groups, *e = earlier->groups;
-    struct goroutine_group *r = calloc(nl + ne + 1, sizeof *r);
+    struct goroutine_group *r = real_calloc(nl + ne + 1, sizeof *r);
     if (!r)
         return -ENOMEM;
     size_t i = 0, j = 0, n = 0;
@@ -108,7 +109,7 @@ int goroutine_subtract(struct goroutine_snapshot *later,
         if (r[n].count != 0)
             n++;
     }
-    free(later->groups);
+    real_free(later->groups);
     later->groups = r;
     later->n = n;
     return 0;
@@ -116,10 +117,10 @@ int goroutine_subtract(struct goroutine_snapshot *later,
 
 void goroutine_free(struct goroutine_snapshot *s)
 {
-    free(s->groups);
+    real_free(s->groups);
     if (s->dump) {
         threads_dump_free(s->dump);
-        free(s->dump);
+        real_free(s->dump);
     }
     *s = (struct goroutine_snapshot){0};
 }
@@ -129,7 +130,7 @@ int goroutine_write(const struct goroutine_snapshot *s,
 {
     if (s->dump)
         return threads_dump_text(s->dump, out);
-    struct stack_record *recs = calloc(s->n ? s->n : 1, sizeof *recs);
+    struct stack_record *recs = real_calloc(s->n ? s->n : 1, sizeof *recs);
     if (!recs)
         return -ENOMEM;
     for (size_t i = 0; i < s->n; i++)
@@ -140,6 +141,6 @@ int goroutine_write(const struct goroutine_snapshot *s,
             .labels = s->groups[i].labels,
         };
     int err = count_write("goroutine", recs, s->n, o, out);
-    free(recs);
+    real_free(recs);
     return err;
 }

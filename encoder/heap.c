@@ -13,6 +13,7 @@
  * integer (Go truncates, which biases every bucket down by half a unit).
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/heap/fmath.h"
@@ -73,10 +74,10 @@ static int heap_proto(const char *name, const struct heap_record *recs,
                       const struct write_options *o, struct pbuf *out)
 {
     long rate = opt_heap_rate;
-    struct stack_record *sr = malloc((n ? n : 1) * sizeof *sr);
+    struct stack_record *sr = real_malloc((n ? n : 1) * sizeof *sr);
     struct profile *p = profile_new();
     if (!sr || !p) {
-        free(sr);
+        real_free(sr);
         profile_free(p);
         return -ENOMEM;
     }
@@ -118,7 +119,7 @@ static int heap_proto(const char *name, const struct heap_record *recs,
     notes_set(strcmp(name, "allocs") == 0 ? "heap" : name, comment);
     int err = stack_records_proto(p, sr, n, 4, out);
     profile_free(p);
-    free(sr);
+    real_free(sr);
     return err;
 }
 
@@ -139,7 +140,7 @@ static int heap_text(const struct heap_record *recs, size_t n,
                      const char *extra, struct pbuf *out)
 {
     long rate = opt_heap_rate;
-    struct stack_record *sr = malloc((n ? n : 1) * sizeof *sr);
+    struct stack_record *sr = real_malloc((n ? n : 1) * sizeof *sr);
     if (!sr)
         return -ENOMEM;
     int64_t t[4] = {0, 0, 0, 0};
@@ -158,7 +159,7 @@ static int heap_text(const struct heap_record *recs, size_t n,
                 (long long)t[0], (long long)t[1], (long long)t[2],
                 (long long)t[3], 2 * rate);
     int err = stack_records_text(sr, n, &heap_text_form, out);
-    free(sr);
+    real_free(sr);
     char info[400];
     describe(info, sizeof info, "\n# ");
     pbuf_printf(out, "# %s%s%s\n", info, extra ? "\n# " : "",
@@ -187,11 +188,11 @@ int heap_records_take(int by_age, struct heap_record **out, size_t *n,
         by_age = 0;
     int64_t now = heap_table_now_ns();
     if (stack_table_snapshot(heap_buckets, snap) != 0) {
-        free(live);
+        real_free(live);
         return -ENOMEM;
     }
     int err = heap_records_of(snap, 0, by_age, live, nlive, now, out, n);
-    free(live);
+    real_free(live);
     if (err)
         stack_snapshot_free(snap);
     return err;
@@ -202,18 +203,18 @@ int heap_records_of(const struct stack_snapshot *snap, int delta, int by_age,
                     struct heap_record **out, size_t *n)
 {
     size_t room = snap->n ? snap->n : 1;
-    struct heap_record *recs = malloc(room * sizeof *recs);
+    struct heap_record *recs = real_malloc(room * sizeof *recs);
     struct heap_record *split =
-        by_age ? malloc(room * (HEAP_AGE_BUCKETS + 1) * sizeof *split) : NULL;
+        by_age ? real_malloc(room * (HEAP_AGE_BUCKETS + 1) * sizeof *split) : NULL;
     if (!recs || (by_age && !split)) {
-        free(recs);
-        free(split);
+        real_free(recs);
+        real_free(split);
         return -ENOMEM;
     }
     *n = heap_records_from_snapshot(snap, delta, recs);
     if (by_age) {
         *n = heap_records_by_age(recs, *n, live, nlive, now_ns, split);
-        free(recs);
+        real_free(recs);
         recs = split;
     }
     *out = recs;
@@ -395,13 +396,13 @@ int heap_records_take_min_age(int64_t min_age_ns, int by_age,
         return -ENOMEM;
     int64_t now = heap_table_now_ns();
     /* Twice the room: a delta appends the earlier copy's leftovers. */
-    *out = malloc((2 * nlive + 1) * sizeof **out);
+    *out = real_malloc((2 * nlive + 1) * sizeof **out);
     if (!*out) {
-        free(live);
+        real_free(live);
         return -ENOMEM;
     }
     *n = heap_records_min_age(live, nlive, now, min_age_ns, by_age, *out);
-    free(live);
+    real_free(live);
     return 0;
 }
 
@@ -409,7 +410,7 @@ int heap_records_delta(struct heap_record **later, size_t *nlater,
                        const struct heap_record *earlier, size_t nearlier)
 {
     struct heap_record *both =
-        realloc(*later, (*nlater + nearlier + 1) * sizeof **later);
+        real_realloc(*later, (*nlater + nearlier + 1) * sizeof **later);
     if (!both)
         return -ENOMEM;
     *later = both;
@@ -425,7 +426,7 @@ int heap_records_take_peak(int reset, struct heap_record **out, size_t *n,
         return -ENOMEM;
     struct heap_peak_info info;
     heap_peak_apply(snap, &info, reset);
-    *out = malloc((snap->n ? snap->n : 1) * sizeof **out);
+    *out = real_malloc((snap->n ? snap->n : 1) * sizeof **out);
     if (!*out) {
         stack_snapshot_free(snap);
         return -ENOMEM;

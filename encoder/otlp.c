@@ -10,6 +10,7 @@
  * thread is the agent's, so nothing here is sampled).
  */
 #include "encoder/otlp.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "encoder/flamegraph.h"
@@ -219,7 +220,7 @@ static int64_t text_of(struct otlp_batch *b, struct table *t, const char *s)
         return -1;
     }
     if (added) {
-        e->s = malloc(k.n + 1);
+        e->s = real_malloc(k.n + 1);
         if (!e->s) {
             b->oom = 1;
             e->n = 0;
@@ -350,7 +351,7 @@ static void table_init(struct table *t, struct otlp_batch *b, size_t size)
 
 struct otlp_batch *otlp_batch_new(void)
 {
-    struct otlp_batch *b = calloc(1, sizeof *b);
+    struct otlp_batch *b = real_calloc(1, sizeof *b);
     if (!b)
         return NULL;
     table_init(&b->strings, b, sizeof(struct str_entry));
@@ -383,9 +384,9 @@ void otlp_batch_free(struct otlp_batch *b)
     if (!b)
         return;
     for (size_t i = 0; i < b->strings.g.n; i++)
-        free(((struct str_entry *)b->strings.g.v)[i].s);
+        real_free(((struct str_entry *)b->strings.g.v)[i].s);
     for (size_t i = 0; i < b->values.g.n; i++)
-        free(((struct str_entry *)b->values.g.v)[i].s);
+        real_free(((struct str_entry *)b->values.g.v)[i].s);
     group_table_free(&b->strings.g);
     group_table_free(&b->values.g);
     group_table_free(&b->functions.g);
@@ -393,10 +394,10 @@ void otlp_batch_free(struct otlp_batch *b)
     group_table_free(&b->locations.g);
     group_table_free(&b->attributes.g);
     group_table_free(&b->stacks.g);
-    free(b->lines);
-    free(b->stack_locs);
+    real_free(b->lines);
+    real_free(b->stack_locs);
     pbuf_free(&b->profiles);
-    free(b);
+    real_free(b);
 }
 
 size_t otlp_batch_profiles(const struct otlp_batch *b)
@@ -618,13 +619,13 @@ static int add_decoded(struct otlp_batch *b, const struct decoded_profile *p,
 {
     struct remap r = {p, NULL, NULL, NULL, NULL};
     size_t ns = p->nsamples ? p->nsamples : 1;
-    r.strings = malloc(p->nstrings * sizeof *r.strings);
-    r.mappings = malloc((p->nmappings + 1) * sizeof *r.mappings);
-    r.functions = malloc((p->nfunctions + 1) * sizeof *r.functions);
-    r.locations = malloc((p->nlocations + 1) * sizeof *r.locations);
-    int64_t *stacks = malloc(ns * sizeof *stacks);
-    int64_t **attrs = calloc(ns, sizeof *attrs);
-    size_t *nattrs = calloc(ns, sizeof *nattrs);
+    r.strings = real_malloc(p->nstrings * sizeof *r.strings);
+    r.mappings = real_malloc((p->nmappings + 1) * sizeof *r.mappings);
+    r.functions = real_malloc((p->nfunctions + 1) * sizeof *r.functions);
+    r.locations = real_malloc((p->nlocations + 1) * sizeof *r.locations);
+    int64_t *stacks = real_malloc(ns * sizeof *stacks);
+    int64_t **attrs = real_calloc(ns, sizeof *attrs);
+    size_t *nattrs = real_calloc(ns, sizeof *nattrs);
     int64_t *locs = NULL;
     size_t locs_cap = 0;
     int err = -ENOMEM, added = 0;
@@ -643,7 +644,7 @@ static int add_decoded(struct otlp_batch *b, const struct decoded_profile *p,
             locs[j] = location_at(b, &r, s->locations[j]);
         stacks[i] = stack_of(b, locs, s->nlocations);
         if (s->nlabels) {
-            attrs[i] = malloc(s->nlabels * sizeof *attrs[i]);
+            attrs[i] = real_malloc(s->nlabels * sizeof *attrs[i]);
             if (!attrs[i])
                 goto out;
             nattrs[i] = sample_attrs(b, &r, s, attrs[i]);
@@ -657,15 +658,15 @@ static int add_decoded(struct otlp_batch *b, const struct decoded_profile *p,
     err = b->oom || b->profiles.oom ? -ENOMEM : added;
 out:
     for (size_t i = 0; attrs && i < ns; i++)
-        free(attrs[i]);
-    free(attrs);
-    free(nattrs);
-    free(stacks);
-    free(locs);
-    free(r.strings);
-    free(r.mappings);
-    free(r.functions);
-    free(r.locations);
+        real_free(attrs[i]);
+    real_free(attrs);
+    real_free(nattrs);
+    real_free(stacks);
+    real_free(locs);
+    real_free(r.strings);
+    real_free(r.mappings);
+    real_free(r.functions);
+    real_free(r.locations);
     return err;
 }
 

@@ -16,6 +16,7 @@
 #include "encoder/encoder.h"
 #include "encoder/profile_fields.h"
 #include "agent/core/array.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -142,7 +143,7 @@ static uint64_t lookup(struct profile *p, struct htab *t, uint64_t hash,
 
 struct profile *profile_new(void)
 {
-    struct profile *p = calloc(1, sizeof *p);
+    struct profile *p = real_calloc(1, sizeof *p);
     if (!p)
         return NULL;
     /* string_table[0] must be "" in every profile. It never enters the
@@ -179,18 +180,18 @@ void profile_free(struct profile *p)
     if (!p)
         return;
     pbuf_free(&p->str_arena);
-    free(p->strs);
+    real_free(p->strs);
     htab_free(&p->str_index);
-    free(p->sample_types);
-    free(p->comments);
-    free(p->mappings);
-    free(p->functions);
+    real_free(p->sample_types);
+    real_free(p->comments);
+    real_free(p->mappings);
+    real_free(p->functions);
     htab_free(&p->function_index);
-    free(p->loc_addr);
+    real_free(p->loc_addr);
     htab_free(&p->loc_index);
     pbuf_free(&p->locations);
     pbuf_free(&p->samples);
-    free(p);
+    real_free(p);
 }
 
 /* ---- strings --------------------------------------------------------------- */

@@ -7,6 +7,7 @@
  * writer. Runs on the agent's server threads only.
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include "agent/core/labels.h"
 #include "agent/stacks/stack.h"
@@ -85,7 +86,7 @@ static uintptr_t raw_address(uintptr_t pc)
 int stack_records_text(const struct stack_record *recs, size_t n,
                        const struct stack_text_form *form, struct pbuf *out)
 {
-    struct stack_record *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    struct stack_record *sorted = real_malloc((n ? n : 1) * sizeof *sorted);
     if (!sorted)
         return -ENOMEM;
     memcpy(sorted, recs, n * sizeof *sorted);
@@ -115,6 +116,6 @@ int stack_records_text(const struct stack_record *recs, size_t n,
         pbuf_puts(out, "\n");
     }
     stacks_text_end();
-    free(sorted);
+    real_free(sorted);
     return out->oom ? -ENOMEM : 0;
 }

@@ -12,6 +12,7 @@
  * a signal handler or an interposed call.
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -48,7 +49,7 @@ void stacks_addresses_only(int on)
 
 struct stack_encoder *stacks_begin(struct profile *p)
 {
-    struct stack_encoder *se = calloc(1, sizeof *se);
+    struct stack_encoder *se = real_calloc(1, sizeof *se);
     if (!se)
         return NULL;
     se->p = p;
@@ -59,9 +60,9 @@ struct stack_encoder *stacks_begin(struct profile *p)
     symbols_refresh();
     size_t n = symbols_mapping_count();
     se->nmaps = n;
-    se->mapping_ids = calloc(n ? n : 1, sizeof *se->mapping_ids);
-    se->flags = calloc(n ? n : 1, sizeof *se->flags);
-    se->used = calloc(n ? n : 1, 1);
+    se->mapping_ids = real_calloc(n ? n : 1, sizeof *se->mapping_ids);
+    se->flags = real_calloc(n ? n : 1, sizeof *se->flags);
+    se->used = real_calloc(n ? n : 1, 1);
     if (!se->mapping_ids || !se->flags || !se->used)
         goto fail;
     for (size_t i = 0; i < n; i++) {
@@ -76,10 +77,10 @@ struct stack_encoder *stacks_begin(struct profile *p)
     return se;
 fail:
     symbols_unlock();
-    free(se->mapping_ids);
-    free(se->flags);
-    free(se->used);
-    free(se);
+    real_free(se->mapping_ids);
+    real_free(se->flags);
+    real_free(se->used);
+    real_free(se);
     return NULL;
 }
 
@@ -220,8 +221,8 @@ void stacks_end(struct stack_encoder *se)
         if (se->used[i] && se->flags[i])
             profile_mapping_flags(se->p, se->mapping_ids[i], se->flags[i]);
     symbols_unlock();
-    free(se->mapping_ids);
-    free(se->flags);
-    free(se->used);
-    free(se);
+    real_free(se->mapping_ids);
+    real_free(se->flags);
+    real_free(se->used);
+    real_free(se);
 }

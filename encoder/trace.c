@@ -22,6 +22,7 @@
  * Runs on one HTTP worker, between trace_stop() and trace_release().
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "agent/log.h"
@@ -164,7 +165,7 @@ static long started_by_key(const struct model *m, uint64_t key)
 
 static void find_creations(struct model *m)
 {
-    m->start_keys = calloc(m->nth ? m->nth : 1, sizeof *m->start_keys);
+    m->start_keys = real_calloc(m->nth ? m->nth : 1, sizeof *m->start_keys);
     if (!m->start_keys) {
         m->oom = 1;
         return;
@@ -500,8 +501,8 @@ int trace_write(const struct trace_sample *samples, size_t nsamples,
     find_creations(&m);
     name_threads(&m);
     set_begins(&m);
-    m.w.thread_ids = calloc(m.nth ? m.nth : 1, sizeof *m.w.thread_ids);
-    size_t *order = malloc((m.nth ? m.nth : 1) * sizeof *order);
+    m.w.thread_ids = real_calloc(m.nth ? m.nth : 1, sizeof *m.w.thread_ids);
+    size_t *order = real_malloc((m.nth ? m.nth : 1) * sizeof *order);
     if (!m.w.thread_ids || !order)
         m.oom = 1;
     for (size_t i = 0; i < m.nth && !m.oom; i++) {
@@ -515,13 +516,13 @@ int trace_write(const struct trace_sample *samples, size_t nsamples,
         qsort_r(order, m.nth, sizeof *order, by_begin, &m);
     for (size_t k = 0; k < m.nth && !m.oom; k++)
         write_thread(&m, order[k]);
-    free(order);
+    real_free(order);
     add_samples(&m, samples, nsamples);
     int err = m.oom ? -1 : tw_finish(&m.w, out);
     for (size_t i = 0; i < m.nth; i++)
-        free(m.th[i].recs);
-    free(m.th);
-    free(m.start_keys);
+        real_free(m.th[i].recs);
+    real_free(m.th);
+    real_free(m.start_keys);
     htab_free(&m.tid_index);
     tw_free(&m.w);
     return err;

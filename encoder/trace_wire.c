@@ -11,6 +11,7 @@
  * and writes them out. Runs on one HTTP worker; plain malloc.
  */
 #include "encoder/trace_wire.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "agent/core/hash.h"
@@ -66,9 +67,9 @@ uint64_t tw_string(struct tw *w, const char *s, size_t len)
     size_t found = htab_lookup(&w->str_index, h, str_eq, w, &k, &sl, &w->oom);
     if (found || !sl)
         return found;
-    char *copy = malloc(len + 1);
+    char *copy = real_malloc(len + 1);
     if (RESERVE(w, w->strs, w->strs_cap, w->nstrs + 1) != 0 || !copy) {
-        free(copy);
+        real_free(copy);
         w->oom = 1;
         return 0;
     }
@@ -350,14 +351,14 @@ int tw_finish(struct tw *w, struct pbuf *out)
 void tw_free(struct tw *w)
 {
     for (size_t i = 0; i < w->nstrs; i++)
-        free(w->strs[i].s);
-    free(w->strs);
-    free(w->pcs);
-    free(w->stacks);
-    free(w->frames);
-    free(w->evs);
-    free(w->cpu);
-    free(w->thread_ids);
+        real_free(w->strs[i].s);
+    real_free(w->strs);
+    real_free(w->pcs);
+    real_free(w->stacks);
+    real_free(w->frames);
+    real_free(w->evs);
+    real_free(w->cpu);
+    real_free(w->thread_ids);
     htab_free(&w->str_index);
     htab_free(&w->pc_index);
     htab_free(&w->stack_index);

@@ -6,6 +6,7 @@
  * server threads only.
  */
 #include "encoder/encoder.h"
+#include "agent/core/real.h"
 
 #include "agent/log.h"
 #include "agent/threads/threads.h"
@@ -131,8 +132,8 @@ int wall_write(const struct wall_agg *agg, const struct wall_run *run,
     notes_set("wall", comment + strlen("pprofagent: "));
     size_t n;
     const struct wall_group *g = wall_agg_groups(agg, &n);
-    struct wall_record *recs = calloc(n ? n : 1, sizeof *recs);
-    char (*names)[24] = calloc(n ? n : 1, sizeof *names);
+    struct wall_record *recs = real_calloc(n ? n : 1, sizeof *recs);
+    char (*names)[24] = real_calloc(n ? n : 1, sizeof *names);
     int err = -ENOMEM;
     if (recs && names) {
         for (size_t i = 0; i < n; i++) {
@@ -157,7 +158,7 @@ int wall_write(const struct wall_agg *agg, const struct wall_run *run,
         err = wall_profile_proto(recs, n, run->period_ns, run->start_ns,
                                  run->duration_ns, note, out);
     }
-    free(names);
-    free(recs);
+    real_free(names);
+    real_free(recs);
     return err;
 }

@@ -3,6 +3,7 @@
  * with no trailing NUL, as Go's handler writes os.Args.
  */
 #include "http/http.h"
+#include "agent/core/real.h"
 
 #include "encoder/encoder.h"
 
@@ -18,7 +19,7 @@ void handle_cmdline(struct request *r)
     if (fd >= 0) {
         char chunk[4096];
         ssize_t n;
-        while ((n = read(fd, chunk, sizeof chunk)) > 0)
+        while ((n = real_read(fd, chunk, sizeof chunk)) > 0)
             pbuf_append(&b, chunk, (size_t)n);
         fds_close(fd);
     }

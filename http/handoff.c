@@ -26,6 +26,7 @@
  */
 #include "http/http.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/guard.h"
 #include "agent/symbols/symbols.h"
@@ -73,10 +74,10 @@ static struct handoff *claim(void)
 
 static void drop(struct handoff *h)
 {
-    free((char *)h->r.method);
-    free((char *)h->r.name);
-    free((char *)h->r.query);
-    free(h->r.body);
+    real_free((char *)h->r.method);
+    real_free((char *)h->r.name);
+    real_free((char *)h->r.query);
+    real_free(h->r.body);
     memset(&h->r, 0, sizeof h->r);
     if (h->cpu)
         __atomic_sub_fetch(&cpu_profiles, 1, __ATOMIC_SEQ_CST);
@@ -95,7 +96,7 @@ static int socket_write(void *ctx, const void *data, size_t len)
     while (len > 0 && !h->failed) {
         int fd = __atomic_load_n(&h->fd, __ATOMIC_ACQUIRE);
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        int n = poll(&pfd, 1, HANDOFF_WRITE_MS);
+        int n = real_poll(&pfd, 1, HANDOFF_WRITE_MS);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0 || !(pfd.revents & POLLOUT)) {
@@ -125,7 +126,7 @@ AGENT_THREAD_MAIN(handoff_thread)
 static void *handoff_thread_run(void *p)
 {
     struct handoff *h = p;
-    pthread_setname_np(pthread_self(), "pprofagent-long");
+    real_pthread_setname_np(pthread_self(), "pprofagent-long");
     h->handle(&h->r);
     symbols_release(); /* what the answer loaded, as after any request */
     /* The response is whole: the FIN after it, then the descriptor goes
@@ -177,9 +178,9 @@ static int start(struct handoff *h, struct request *r,
     r->body = NULL;
     return 0;
 fail:
-    free((char *)h->r.method);
-    free((char *)h->r.name);
-    free((char *)h->r.query);
+    real_free((char *)h->r.method);
+    real_free((char *)h->r.name);
+    real_free((char *)h->r.query);
     memset(&h->r, 0, sizeof h->r);
     return -1;
 }

@@ -11,6 +11,7 @@
  * at the high-water mark of the in-use estimate (agent/heap/heap_peak.c).
  */
 #include "http/http.h"
+#include "agent/core/real.h"
 
 #include "agent/heap/heap.h"
 #include "agent/core/clock.h"
@@ -64,11 +65,11 @@ static int min_age_later(void *arg, struct table_read *tr)
     int err = heap_records_take_min_age(m->min_age_ns, 0, &later, &nlater);
     if (err == 0)
         err = heap_records_delta(&later, &nlater, m->recs, m->n);
-    free(m->recs);
+    real_free(m->recs);
     m->recs = later;
     m->n = nlater;
     if (err != 0) {
-        free(later);
+        real_free(later);
         m->recs = NULL;
     }
     return err;
@@ -78,7 +79,7 @@ static void min_age_drop(void *arg, struct table_read *tr)
 {
     (void)tr;
     struct min_age_read *m = arg;
-    free(m->recs);
+    real_free(m->recs);
     m->recs = NULL;
 }
 
@@ -95,7 +96,7 @@ static void serve_min_age(struct request *r, const char *name,
     log_snprintf(extra, sizeof extra, "min_age=%lldms",
                  (long long)(min_age_ns / 1000000));
     reply_records(r, name, &tr.o, m.recs, m.n, extra);
-    free(m.recs);
+    real_free(m.recs);
 }
 
 static void serve_heap(struct request *r, const char *name)
@@ -131,7 +132,7 @@ static void serve_heap(struct request *r, const char *name)
         return;
     }
     reply_records(r, name, &tr.o, recs, n, NULL);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&tr.snap);
 }
 
@@ -160,7 +161,7 @@ void handle_peak(struct request *r)
     if (!tr.o.time_nanos)
         tr.o.time_nanos = agent_now_ns();
     reply_records(r, "peak", &tr.o, recs, n, extra);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&tr.snap);
 }
 

@@ -5,6 +5,7 @@
  * to show but an operator of a native process does.
  */
 #include "http/http.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/custom/custom.h"
@@ -57,7 +58,7 @@ static void add_unnamed(void *arg, const char *path, const char *build_id,
     if (u->path[u->n] && u->line[u->n])
         u->n++;
     else
-        free(u->path[u->n]), free(u->line[u->n]);
+        real_free(u->path[u->n]), real_free(u->line[u->n]);
 }
 
 /* One row per object, with the Debian package that would name it. */
@@ -77,8 +78,8 @@ static void put_unnamed(struct pbuf *b)
             pbuf_puts(b, "-dbgsym</code>");
         }
         pbuf_puts(b, "</li>\n");
-        free(u.path[i]);
-        free(u.line[i]);
+        real_free(u.path[i]);
+        real_free(u.line[i]);
     }
     if (u.n == 0)
         pbuf_puts(b, "<li>none</li>\n");

@@ -4,6 +4,7 @@
  * bodies, so pprof clients show our messages as they show Go's.
  */
 #include "http/http.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"
@@ -296,7 +297,7 @@ static int client_gone(int fd)
     if (fd < 0)
         return 0;
     struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0)
+    if (real_poll(&p, 1, 0) <= 0)
         return 0;
     if (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))
         return 1;
@@ -326,7 +327,7 @@ int http_wait(struct request *r, long seconds)
         if (client_gone(fd))
             return -1;
         struct timespec nap = {0, (left_ms < 100 ? left_ms : 100) * 1000000L};
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
     }
 }
 

@@ -23,6 +23,7 @@
  */
 #include "http/server.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/cpu/cpu.h"
@@ -119,7 +120,7 @@ static int read_body(struct request *r)
         return 0;
     if (want > MAX_BODY)
         return -1;
-    r->body = malloc((size_t)want + 1);
+    r->body = real_malloc((size_t)want + 1);
     if (!r->body)
         return 0;
     size_t got = 0;
@@ -222,7 +223,7 @@ static int handle(struct mg_connection *conn, void *data)
         http_error(&r, 404, "404 page not found");
     else
         http_error(&r, 404, "Unknown profile");
-    free(r.body);
+    real_free(r.body);
     /* The answer is out: the symbolizer gives back what it loaded. */
     symbols_release();
     return 200;
@@ -265,7 +266,7 @@ static int fill_reserved(const char *addr, size_t len)
     if (fstat(fd, &st) != 0 || st.st_dev != reserved_dev ||
         st.st_ino != reserved_ino)
         return -1; /* not ours any more: never write or close it */
-    ssize_t w = pwrite(fd, addr, len, 0);
+    ssize_t w = real_pwrite(fd, addr, len, 0);
     if (w != (ssize_t)len)
         log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
                  log_errtext(w < 0 ? errno : EIO));
@@ -337,7 +338,7 @@ void server_write_port_file(int port)
                  log_errtext(errno));
         return;
     }
-    ssize_t w = write(fd, addr, len);
+    ssize_t w = real_write(fd, addr, len);
     fds_close(fd);
     if (w != (ssize_t)len || rename(tmp, opt_port_file) != 0) {
         log_info("cannot write PPROF_PORT_FILE %s: %s", opt_port_file,
@@ -476,7 +477,7 @@ int server_start(const struct server_listen *how)
      * profiler's) are never delivered to them. */
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    real_pthread_sigmask(SIG_SETMASK, &all, &old);
     /* civetweb's sockets are the agent's own (agent/host/fds.c). */
     fds_own_library((const void *)mg_start2);
     /* civetweb resolves the listening address with getaddrinfo, whose
@@ -492,7 +493,7 @@ int server_start(const struct server_listen *how)
     if (!server_ctx && how->fallback && how->fallback(how->addr, how->addr_size))
         server_ctx = mg_start2(&init, &err);
     loader_gate_leave();
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    real_pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (!server_ctx) {
         log_info("cannot serve on %s: %s; profiling endpoints are off",

@@ -14,6 +14,7 @@
  * never the host's.
  */
 #include "http/http.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -138,7 +139,7 @@ static int heap_inuse(int64_t *bytes, int64_t *objects)
     if (err)
         return err;
     heap_totals(recs, n, opt_heap_rate, bytes, objects);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&snap);
     return 0;
 }

@@ -7,6 +7,7 @@
  * the agent's server threads; the wait of a delta blocks only this request.
  */
 #include "http/http.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/log.h"
@@ -104,13 +105,13 @@ void serve_count_table(struct request *r, const char *name,
         return;
     struct pbuf out = {0};
     struct stack_record *recs =
-        malloc((tr.snap.n ? tr.snap.n : 1) * sizeof *recs);
+        real_malloc((tr.snap.n ? tr.snap.n : 1) * sizeof *recs);
     int err = -1;
     if (recs) {
         size_t n = count_records_from_snapshot(&tr.snap, recs);
         err = count_write(name, recs, n, &tr.o, &out);
     }
     http_reply(r, name, &tr.o, err, &out);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&tr.snap);
 }

@@ -18,6 +18,7 @@
  * X-Pprof-Trace-Dropped: N (and inside the trace).
  */
 #include "http/http.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "agent/config.h"
@@ -88,7 +89,7 @@ static int wait_window(struct request *r, double seconds, int cpu,
             return -1;
         int64_t step = end - now < 50000000LL ? end - now : 50000000LL;
         struct timespec nap = {0, (long)step};
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
         trace_fill_ahead();
         if (cpu && trace_clock() >= drain) {
             cpu_profile_drain(keep_sample, k);
@@ -176,6 +177,6 @@ void handle_trace(struct request *r)
     else
         trace_release();
 out:
-    free(k.s);
-    free(k.pcs);
+    real_free(k.s);
+    real_free(k.pcs);
 }

@@ -18,6 +18,7 @@
  * context.
  */
 #include "process/process.h"
+#include "agent/core/real.h"
 
 #include "agent/core/loader.h"
 #include "agent/cpu/cpu.h"
@@ -41,7 +42,7 @@ static pthread_t rescanner;
 static int nap(void)
 {
     struct timespec ts = {0, RESCAN_MS * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    while (real_nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
     return __atomic_load_n(&stopping, __ATOMIC_ACQUIRE);
 }
@@ -72,7 +73,7 @@ static void *rescan_thread_run(void *arg)
     /* Created by the C library's pthread_create (the agent's own calls
      * bind there when attached): recorded here. */
     cpu_agent_thread();
-    pthread_setname_np(pthread_self(), "pprof-rescan");
+    real_pthread_setname_np(pthread_self(), "pprof-rescan");
     guard_enter();
     while (!nap())
         look();
@@ -93,6 +94,6 @@ void attach_rescan_stop(void)
     if (!running)
         return;
     __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-    pthread_join(rescanner, NULL);
+    real_pthread_join(rescanner, NULL);
     running = 0;
 }

@@ -44,6 +44,7 @@
  */
 #include "process/process.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"
@@ -84,7 +85,7 @@ static int start_pending FORK_STATE, start_dumps FORK_STATE;
  * clone child). */
 static int pid_now(void)
 {
-    return (int)syscall(SYS_getpid);
+    return (int)real_syscall(SYS_getpid);
 }
 
 int children_own(void)

@@ -22,6 +22,7 @@
  * own later simply replaces it (the dump thread notices and says so once).
  */
 #include "process/process.h"
+#include "agent/core/real.h"
 #include "agent/fork_step.h"
 
 #include "agent/core/clock.h"
@@ -147,7 +148,7 @@ static int write_atomic(const char *path, const struct pbuf *data)
     size_t off = 0;
     int err = 0;
     while (off < data->len) {
-        ssize_t w = write(fd, data->data + off, data->len - off);
+        ssize_t w = real_write(fd, data->data + off, data->len - off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -156,7 +157,7 @@ static int write_atomic(const char *path, const struct pbuf *data)
         }
         off += (size_t)w;
     }
-    if (!err && fsync(fd) != 0)
+    if (!err && real_fsync(fd) != 0)
         err = -errno;
     if (fds_close(fd) != 0 && !err)
         err = -errno;
@@ -241,7 +242,7 @@ static int encode_heap(struct pbuf *out)
         return -ENOMEM;
     struct write_options o = {.time_nanos = agent_now_ns()};
     int err = heap_write("heap", recs, n, NULL, &o, out);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&snap);
     return err;
 }
@@ -298,7 +299,7 @@ static int dump_pid;
  * nor in one the dumps were not started in. */
 static void dump_at_exit(void)
 {
-    if (!started || agent_sandboxed || dump_pid != (int)syscall(SYS_getpid))
+    if (!started || agent_sandboxed || dump_pid != (int)real_syscall(SYS_getpid))
         return;
     guard_enter();
     spin_lock(&dump_lock);
@@ -364,7 +365,7 @@ static int encode_peak(struct pbuf *out)
         return -ENOMEM;
     struct write_options o = {.time_nanos = when ? when : agent_now_ns()};
     int err = heap_write("peak", recs, n, extra, &o, out);
-    free(recs);
+    real_free(recs);
     stack_snapshot_free(&snap);
     return err;
 }
@@ -410,7 +411,7 @@ AGENT_THREAD_MAIN(dump_thread)
 static void *dump_thread_run(void *unused)
 {
     (void)unused;
-    pthread_setname_np(pthread_self(), "pprof-dump");
+    real_pthread_setname_np(pthread_self(), "pprof-dump");
     /* Attached, the C library's pthread_create made it: recorded here. */
     cpu_agent_thread();
     int64_t next = opt_dump_interval > 0
@@ -423,11 +424,11 @@ static void *dump_thread_run(void *unused)
         if (dump_wake_pipe[0] >= 0 && fds_check(dump_wake_pipe[0]) != 0)
             dump_wake_pipe[0] = -1;
         struct pollfd p = {.fd = dump_wake_pipe[0], .events = POLLIN};
-        int r = poll(&p, dump_wake_pipe[0] >= 0 ? 1 : 0, 1000);
+        int r = real_poll(&p, dump_wake_pipe[0] >= 0 ? 1 : 0, 1000);
         int signalled = 0;
         if (r > 0 && (p.revents & POLLIN)) {
             char buf[64];
-            while (read(dump_wake_pipe[0], buf, sizeof buf) > 0)
+            while (real_read(dump_wake_pipe[0], buf, sizeof buf) > 0)
                 signalled = 1;
         }
         if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
@@ -528,7 +529,7 @@ void dump_start(void)
         dump_wake_pipe[0] = dump_wake_pipe[1] = -1;
     }
     install_signal();
-    dump_pid = (int)syscall(SYS_getpid);
+    dump_pid = (int)real_syscall(SYS_getpid);
     started = 1;
     if (!exit_registered) {
         /* Inherited by forked children, which dump on their own exit. */
@@ -557,7 +558,7 @@ static void close_wake_pipe(void)
     __atomic_store_n(&dump_wake_pipe[1], -1, __ATOMIC_SEQ_CST);
     struct timespec nap = {0, 1000000};
     while (__atomic_load_n(&dump_signal_running, __ATOMIC_SEQ_CST) > 0)
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
     fds_close(w);
     if (dump_wake_pipe[0] >= 0)
         fds_close(dump_wake_pipe[0]);
@@ -572,11 +573,11 @@ void dump_stop(void)
     __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
     if (joinable && dump_wake_pipe[1] >= 0) {
         char c = 's';
-        ssize_t r = write(dump_wake_pipe[1], &c, 1);
+        ssize_t r = real_write(dump_wake_pipe[1], &c, 1);
         (void)r;
     }
     if (joinable)
-        pthread_join(dump_tid, NULL);
+        real_pthread_join(dump_tid, NULL);
     joinable = 0;
     /* The signal first: no dump asked for after the last one. */
     if (handler_installed)

@@ -14,6 +14,7 @@
  */
 #include "process/process.h"
 
+#include "agent/core/real.h"
 #include "agent/compiler.h"
 
 #include <errno.h>
@@ -34,7 +35,7 @@ PPROF_SIGNAL_SAFE void dump_on_signal(int sig, siginfo_t *si, void *uc)
     int fd = __atomic_load_n(&dump_wake_pipe[1], __ATOMIC_SEQ_CST);
     if (fd >= 0) {
         char c = 'd';
-        ssize_t r = write(fd, &c, 1);
+        ssize_t r = real_write(fd, &c, 1);
         (void)r;
     }
     __atomic_fetch_sub(&dump_signal_running, 1, __ATOMIC_SEQ_CST);

@@ -37,11 +37,11 @@
  * later attach, with that attach's settings.
  */
 #include "process/push.h"
+#include "agent/core/real.h"
 #include "agent/fork_step.h"
 
 #include "agent/core/clock.h"
 #include "agent/cpu/cpu.h"
-#include "agent/locks/cond_calls.h"
 #include "agent/guard.h"
 #include "agent/log.h"
 #include "agent/core/push.h"
@@ -87,7 +87,7 @@ static void count_queue(void)
 static void wait_until(int64_t when)
 {
     struct timespec ts = {when / 1000000000, when % 1000000000};
-    pthread_cond_timedwait(&wake, &lock, &ts);
+    real_pthread_cond_timedwait(&wake, &lock, &ts);
 }
 
 static void drop(struct item *it)
@@ -127,19 +127,19 @@ static void collect(int final)
     struct item it = {{0}, 0};
     int err = push_collect_interval(final, &it.req);
     __atomic_fetch_add(&push_counters.intervals, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&lock);
+    real_pthread_mutex_lock(&lock);
     if (err == 0 && !it.req.oom)
         enqueue(&it, 0);
     else
         drop(&it);
-    pthread_mutex_unlock(&lock);
+    real_pthread_mutex_unlock(&lock);
 }
 
 AGENT_THREAD_MAIN(collector)
 static void *collector_run(void *unused)
 {
     (void)unused;
-    pthread_setname_np(pthread_self(), "pprofagent-push");
+    real_pthread_setname_np(pthread_self(), "pprofagent-push");
     /* Attached, the C library's pthread_create made it: recorded here. */
     cpu_agent_thread();
     push_collect_start();
@@ -148,18 +148,18 @@ static void *collector_run(void *unused)
     for (;;) {
         int64_t now = push_mono_ns();
         int64_t until = now + 1000000000LL < next ? now + 1000000000LL : next;
-        pthread_mutex_lock(&lock);
+        real_pthread_mutex_lock(&lock);
         if (!exiting)
             wait_until(until);
         int final = exiting;
-        pthread_mutex_unlock(&lock);
+        real_pthread_mutex_unlock(&lock);
         push_collect_tick();
         if (final) {
             collect(1);
-            pthread_mutex_lock(&lock);
+            real_pthread_mutex_lock(&lock);
             collector_done = 1;
             pthread_cond_broadcast(&wake);
-            pthread_mutex_unlock(&lock);
+            real_pthread_mutex_unlock(&lock);
             cpu_agent_thread_end();
             return NULL;
         }
@@ -229,18 +229,18 @@ static void send_one(struct item *it)
     __atomic_fetch_add(&push_counters.attempts, 1, __ATOMIC_RELAXED);
     if (it->tries > 0)
         __atomic_fetch_add(&push_counters.retries, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&lock);
+    real_pthread_mutex_lock(&lock);
     int64_t deadline = push_mono_ns() + opt_push.timeout_ms * 1000000LL;
     int at_exit = exiting;
     if (at_exit && deadline > exit_deadline)
         deadline = exit_deadline;
-    pthread_mutex_unlock(&lock);
+    real_pthread_mutex_unlock(&lock);
     int err = push_http_post(&it->req, deadline, &a);
     it->tries++;
     push_counters.last_status = err ? 0 : a.status;
     int ok = !err && a.status >= 200 && a.status < 300;
     say(ok, err, &a, retryable(err, a.status));
-    pthread_mutex_lock(&lock);
+    real_pthread_mutex_lock(&lock);
     if (ok) {
         __atomic_fetch_add(&push_counters.sent, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&push_counters.bytes, it->req.len,
@@ -256,16 +256,16 @@ static void send_one(struct item *it)
     } else {
         drop(it);
     }
-    pthread_mutex_unlock(&lock);
+    real_pthread_mutex_unlock(&lock);
 }
 
 AGENT_THREAD_MAIN(sender)
 static void *sender_run(void *unused)
 {
     (void)unused;
-    pthread_setname_np(pthread_self(), "pprofagent-send");
+    real_pthread_setname_np(pthread_self(), "pprofagent-send");
     cpu_agent_thread();
-    pthread_mutex_lock(&lock);
+    real_pthread_mutex_lock(&lock);
     for (;;) {
         if (exiting && collector_done && qlen == 0)
             break; /* at exit, each request is tried once, no retries */
@@ -281,13 +281,13 @@ static void *sender_run(void *unused)
         qhead = (qhead + 1) % PUSH_QUEUE_MAX;
         qlen--;
         count_queue();
-        pthread_mutex_unlock(&lock);
+        real_pthread_mutex_unlock(&lock);
         send_one(&it);
-        pthread_mutex_lock(&lock);
+        real_pthread_mutex_lock(&lock);
     }
     sender_done = 1;
     pthread_cond_broadcast(&wake);
-    pthread_mutex_unlock(&lock);
+    real_pthread_mutex_unlock(&lock);
     cpu_agent_thread_end();
     return NULL;
 }
@@ -311,11 +311,11 @@ static void push_at_exit(void)
     if (!started)
         return;
     guard_enter();
-    pthread_mutex_lock(&lock);
+    real_pthread_mutex_lock(&lock);
     int64_t deadline = last_window();
     while (!sender_done && push_mono_ns() < deadline)
         wait_until(deadline);
-    pthread_mutex_unlock(&lock);
+    real_pthread_mutex_unlock(&lock);
     guard_leave();
 }
 
@@ -356,11 +356,11 @@ void push_start(void)
                                  attached ? &collector_tid : NULL);
         if (err && attached) {
             /* The sender waits for nothing: made to leave, joined. */
-            pthread_mutex_lock(&lock);
+            real_pthread_mutex_lock(&lock);
             collector_done = 1;
             last_window();
-            pthread_mutex_unlock(&lock);
-            pthread_join(sender_tid, NULL);
+            real_pthread_mutex_unlock(&lock);
+            real_pthread_join(sender_tid, NULL);
             push_reset();
         }
     }
@@ -406,11 +406,11 @@ void push_stop(void)
     if (!joinable)
         return;
     guard_enter();
-    pthread_mutex_lock(&lock);
+    real_pthread_mutex_lock(&lock);
     last_window();
-    pthread_mutex_unlock(&lock);
-    pthread_join(collector_tid, NULL);
-    pthread_join(sender_tid, NULL);
+    real_pthread_mutex_unlock(&lock);
+    real_pthread_join(collector_tid, NULL);
+    real_pthread_join(sender_tid, NULL);
     joinable = 0;
     push_reset();
     guard_leave();

@@ -23,6 +23,7 @@
  */
 #include "process/push.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -137,12 +138,12 @@ static int snapshot_copy(const struct stack_snapshot *s,
                          struct stack_snapshot *out)
 {
     *out = *s;
-    out->entries = malloc((s->n ? s->n : 1) * sizeof *s->entries);
+    out->entries = real_malloc((s->n ? s->n : 1) * sizeof *s->entries);
     out->values =
-        malloc((s->n ? s->n : 1) * (size_t)s->nvalues * sizeof *s->values);
+        real_malloc((s->n ? s->n : 1) * (size_t)s->nvalues * sizeof *s->values);
     if (!out->entries || !out->values) {
-        free(out->entries);
-        free(out->values);
+        real_free(out->entries);
+        real_free(out->values);
         memset(out, 0, sizeof *out);
         return -ENOMEM;
     }
@@ -183,7 +184,7 @@ static int add_heap(struct otlp_batch *b, const struct write_options *o)
         return -ENOMEM;
     struct pbuf gz = {0};
     int err = heap_write("heap", recs, n, NULL, o, &gz);
-    free(recs);
+    real_free(recs);
     if (err == 0)
         err = otlp_batch_add(b, &gz, inuse_types);
     pbuf_free(&gz);
@@ -195,7 +196,7 @@ static int add_heap(struct otlp_batch *b, const struct write_options *o)
             e2 = otlp_batch_add(b, &gz, alloc_types);
         if (err == 0)
             err = e2;
-        free(recs);
+        real_free(recs);
         pbuf_free(&gz);
     }
     stack_snapshot_free(&delta);
@@ -225,7 +226,7 @@ static int add_custom(struct otlp_batch *b, const struct write_options *o)
     size_t count = custom_profile_count();
     if (count > nprev_custom) {
         struct stack_snapshot *p =
-            realloc(prev_custom, count * sizeof *prev_custom);
+            real_realloc(prev_custom, count * sizeof *prev_custom);
         if (!p)
             return -ENOMEM;
         memset(p + nprev_custom, 0, (count - nprev_custom) * sizeof *p);
@@ -240,14 +241,14 @@ static int add_custom(struct otlp_batch *b, const struct write_options *o)
             delta_of(&now, &prev_custom[i], &delta))
             continue;
         struct stack_record *recs =
-            malloc((delta.n ? delta.n : 1) * sizeof *recs);
+            real_malloc((delta.n ? delta.n : 1) * sizeof *recs);
         struct pbuf gz = {0};
         if (recs) {
             size_t n = count_records_from_snapshot(&delta, recs);
             if (count_write(custom_profile_name(prof), recs, n, o, &gz) == 0)
                 err = otlp_batch_add(b, &gz, NULL);
         }
-        free(recs);
+        real_free(recs);
         pbuf_free(&gz);
         stack_snapshot_free(&delta);
     }
@@ -274,7 +275,7 @@ void push_collect_start(void)
     baseline(block_table, &prev_block);
     baseline(mutex_table, &prev_mutex);
     size_t count = custom_profile_count();
-    prev_custom = calloc(count ? count : 1, sizeof *prev_custom);
+    prev_custom = real_calloc(count ? count : 1, sizeof *prev_custom);
     nprev_custom = prev_custom ? count : 0;
     for (size_t i = 0; i < nprev_custom; i++) {
         struct pprof_profile *prof = custom_profile_at(i);

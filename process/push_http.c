@@ -11,6 +11,7 @@
  * refusal, the start of its body for the log. Runs on the push thread.
  */
 #include "process/push.h"
+#include "agent/core/real.h"
 
 #include "agent/host/fds.h"
 #include "agent/core/push.h"
@@ -49,7 +50,7 @@ static int wait_fd(const struct conn *c, short events)
     if (left <= 0)
         return -ETIMEDOUT;
     struct pollfd p = {.fd = c->fd, .events = events};
-    int r = poll(&p, 1, (int)(left / 1000000) + 1);
+    int r = real_poll(&p, 1, (int)(left / 1000000) + 1);
     if (r == 0)
         return -ETIMEDOUT;
     return r < 0 ? -errno : 0;
@@ -78,7 +79,7 @@ static int dial(struct conn *c)
             continue;
         }
         c->fd = fd;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        if (real_connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
             err = 0;
         } else if (errno == EINPROGRESS) {
             err = wait_fd(c, POLLOUT);

@@ -12,6 +12,7 @@
  * Runs on the push's sender thread only; the context is made once.
  */
 #include "process/push.h"
+#include "agent/core/real.h"
 
 #include "agent/log.h"
 #include "agent/core/push.h"
@@ -127,7 +128,7 @@ static int wait_for(struct push_tls *t, int r)
     if (left <= 0)
         return -ETIMEDOUT;
     struct pollfd p = {.fd = t->fd, .events = events};
-    int n = poll(&p, 1, (int)(left / 1000000) + 1);
+    int n = real_poll(&p, 1, (int)(left / 1000000) + 1);
     return n > 0 ? 0 : n == 0 ? -ETIMEDOUT : -errno;
 }
 
@@ -153,9 +154,9 @@ int push_tls_open(int fd, const char *host, int64_t deadline,
     int err = load();
     if (err)
         return err;
-    struct push_tls *t = calloc(1, sizeof *t);
+    struct push_tls *t = real_calloc(1, sizeof *t);
     if (!t || !(t->ssl = ssl.ssl_new(ctx))) {
-        free(t);
+        real_free(t);
         return -ENOMEM;
     }
     t->fd = fd;
@@ -213,5 +214,5 @@ void push_tls_close(struct push_tls *t)
         return;
     ssl.shutdown(t->ssl);
     ssl.ssl_free(t->ssl);
-    free(t);
+    real_free(t);
 }

@@ -59,6 +59,7 @@
  */
 #include "process/process.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/core/arm.h"
 #include "agent/core/clock.h"
@@ -115,7 +116,7 @@ static int role_fd = -1, offer_fd = -1, heir_fd = -1;
 
 static int pid_now(void)
 {
-    return (int)syscall(SYS_getpid);
+    return (int)real_syscall(SYS_getpid);
 }
 
 /* The children of pid's main thread (world-readable): how many, the
@@ -264,7 +265,7 @@ static int look_for_offer(void)
     socklen_t len = role_addr(&a, pid_now());
     if (new_socket() < 0)
         return 0;
-    if (connect(role_fd, (struct sockaddr *)&a, len) == 0)
+    if (real_connect(role_fd, (struct sockaddr *)&a, len) == 0)
         return 1;
     fds_close(role_fd);
     role_fd = -1;
@@ -351,7 +352,7 @@ void role_listening(int port)
 {
     char line[16];
     size_t n = log_snprintf(line, sizeof line, "%d\n", port);
-    if (role_fd >= 0 && write(role_fd, line, n) != (ssize_t)n)
+    if (role_fd >= 0 && real_write(role_fd, line, n) != (ssize_t)n)
         log_debug("cannot tell the process that handed the role down "
                   "where this one serves: %s", log_errtext(errno));
 }
@@ -445,7 +446,7 @@ static int heir_wanted(void)
         if (only_waits(pid_now()))
             return child;
         struct timespec nap = {0, LOOK_PAUSE_NS};
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
     }
     return 0;
 }
@@ -467,7 +468,7 @@ static int wait_on(int fd, int grace_ms, int (*gone)(void), int child,
         if (gone())
             return -1;
         struct pollfd p = {fd, POLLIN, 0};
-        int r = poll(&p, 1, 100);
+        int r = real_poll(&p, 1, 100);
         if (r > 0)
             return 1;
         if (r < 0 && errno != EINTR)
@@ -484,7 +485,7 @@ static int wait_on(int fd, int grace_ms, int (*gone)(void), int child,
 static int relay_port(void)
 {
     char buf[32];
-    ssize_t n = read(heir_fd, buf, sizeof buf - 1);
+    ssize_t n = real_read(heir_fd, buf, sizeof buf - 1);
     if (n <= 0)
         return n < 0 && (errno == EINTR || errno == EAGAIN);
     buf[n] = '\0';

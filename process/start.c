@@ -30,13 +30,13 @@
  * the server's threads it creates inherit that mask).
  */
 #include "process/process.h"
+#include "agent/core/real.h"
 #include "agent/fork_step.h"
 
 #include "agent/core/arm.h"
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
 #include "agent/cpu/cpu.h"
-#include "agent/locks/cond_calls.h"
 #include "agent/threads/thread_hooks.h"
 #include "agent/config.h"
 #include "agent/guard.h"
@@ -78,7 +78,7 @@ static void on_listening(int port)
 
 void start_now(void)
 {
-    pthread_mutex_lock(&start_lock);
+    real_pthread_mutex_lock(&start_lock);
     if (!started) {
         started = 1;
         /* The address taken: children_port0 decides whether port 0 will
@@ -97,7 +97,7 @@ void start_now(void)
             children_port0(opt_addr, sizeof opt_addr);
         server_start(&how);
     }
-    pthread_mutex_unlock(&start_lock);
+    real_pthread_mutex_unlock(&start_lock);
 }
 
 int start_would_serve(void)
@@ -114,7 +114,7 @@ void start_before_drop(void)
     if (!start_would_serve())
         return;
     guard_enter(); /* the lock below is the agent's, not the host's */
-    pthread_mutex_lock(&start_lock);
+    real_pthread_mutex_lock(&start_lock);
     if (!started && !prepared) {
         prepared = 1;
         if (opt_run_dir[0])
@@ -122,7 +122,7 @@ void start_before_drop(void)
         if (children_port_file())
             server_reserve_port_file();
     }
-    pthread_mutex_unlock(&start_lock);
+    real_pthread_mutex_unlock(&start_lock);
     guard_leave();
 }
 
@@ -183,7 +183,7 @@ static int *host_tid_word;
 
 static int pid_now(void)
 {
-    return (int)syscall(SYS_getpid);
+    return (int)real_syscall(SYS_getpid);
 }
 
 /* 1 when the watched host thread ended, or the host sandboxed itself. A
@@ -214,7 +214,7 @@ static int wait_slice(void)
     if (until.tv_sec > deadline.tv_sec ||
         (until.tv_sec == deadline.tv_sec && until.tv_nsec > deadline.tv_nsec))
         until = deadline;
-    pthread_cond_timedwait(&wait_cond, &wait_lock, &until);
+    real_pthread_cond_timedwait(&wait_cond, &wait_lock, &until);
     return 0;
 }
 
@@ -271,11 +271,11 @@ static void starter_work(int dumps, int tables)
  * goes on (start_before_confine). */
 static void start_work_done(void)
 {
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     starter_state = STARTER_DONE;
     confining = 0;
     pthread_cond_broadcast(&wait_cond);
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
 }
 
 /* The starter's work on the calling host thread, about to lower
@@ -285,10 +285,10 @@ static void start_work_done(void)
  * (150 ms in HAProxy's worker on a loaded machine). Guard entered. */
 static void start_work_here(void)
 {
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     starter_state = STARTER_STARTING;
     int dumps = starter_dumps;
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
     starter_work(dumps, 0);
     start_work_done();
 }
@@ -296,24 +296,24 @@ static void start_work_here(void)
 /* The starter's work from its start to its end (starter_run). */
 static void *starter_body(void)
 {
-    pthread_mutex_lock(&wait_lock);
-    __atomic_store_n(&starter_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    real_pthread_mutex_lock(&wait_lock);
+    __atomic_store_n(&starter_tid, (int)real_syscall(SYS_gettid), __ATOMIC_RELEASE);
     while (starter_state == STARTER_WAITING && !nothing_to_start() &&
            !wait_slice())
         ;
     if (starter_state == STARTER_LEAVE) {
-        pthread_mutex_unlock(&wait_lock);
+        real_pthread_mutex_unlock(&wait_lock);
         return NULL; /* start_pause joins this thread */
     }
     if (nothing_to_start()) {
         starter_state = STARTER_NONE; /* nobody joins it */
-        pthread_mutex_unlock(&wait_lock);
+        real_pthread_mutex_unlock(&wait_lock);
         pthread_detach(pthread_self());
         return NULL;
     }
     starter_state = STARTER_STARTING;
     int dumps = starter_dumps;
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
     pthread_detach(pthread_self());
     /* The serving role may be handed down to a wrapper's child, or be
      * this process's by hand-down (role.c). */
@@ -389,17 +389,17 @@ static int spawn_watching(void)
      * main thread (the constructor's, or a forked child's only thread). */
     int *word = NULL;
     host_tid_word = NULL;
-    if (syscall(SYS_gettid) == pid_now() &&
-        prctl(PR_GET_TID_ADDRESS, &word, 0L, 0L, 0L) == 0)
+    if (real_syscall(SYS_gettid) == pid_now() &&
+        real_prctl(PR_GET_TID_ADDRESS, &word, 0L, 0L, 0L) == 0)
         host_tid_word = word;
     return spawn_starter();
 }
 
 static void fire(void)
 {
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     int err = starter_state == STARTER_NONE ? spawn_watching() : 0;
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
     if (err)
         log_info("cannot start the agent's thread (%s); profiling endpoints "
                  "are off in this process",
@@ -416,9 +416,9 @@ FORK_PATH void start_arm(int dumps, int pid)
 int start_later(int dumps, int64_t from_ns)
 {
     state_init(dumps, from_ns);
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     int err = spawn_watching();
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
     return err;
 }
 
@@ -430,15 +430,15 @@ static int starter_leave(void)
     int pid = __atomic_load_n(&starter_pid, __ATOMIC_RELAXED);
     if (pid == 0 || pid != pid_now())
         return 0; /* never started here (no system call at such an exit) */
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     int waiting = starter_state == STARTER_WAITING;
     if (waiting) {
         starter_state = STARTER_LEAVE;
         pthread_cond_broadcast(&wait_cond);
     }
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
     if (waiting)
-        pthread_join(starter_thread, NULL);
+        real_pthread_join(starter_thread, NULL);
     return waiting;
 }
 
@@ -463,9 +463,9 @@ int start_pause(void)
          * loaded machine). Waited for, 100 ms at most. */
         struct timespec nap = {0, 50000};
         for (int i = 0; tid > 0 && i < 2000 &&
-                        syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+                        real_syscall(SYS_tgkill, getpid(), tid, 0) == 0;
              i++)
-            nanosleep(&nap, NULL);
+            real_nanosleep(&nap, NULL);
     }
     guard_leave();
     return waiting;
@@ -474,7 +474,7 @@ int start_pause(void)
 void start_resume(void)
 {
     guard_enter();
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     /* A process that entered a new PID namespace can create no thread
      * (EINVAL): it is not profiled, silently, as a process that execs
      * within the delay. */
@@ -483,7 +483,7 @@ void start_resume(void)
         log_debug("cannot start the agent's thread again (%s); profiling "
                   "endpoints are off in this process",
                   log_errtext(-err));
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
     guard_leave();
 }
 
@@ -517,7 +517,7 @@ void start_before_confine(void)
     if (__atomic_load_n(&starter_pid, __ATOMIC_RELAXED) != pid_now())
         return;
     guard_enter();
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     int waiting = starter_state == STARTER_WAITING && !nothing_to_start();
     if (waiting) {
         starter_state = STARTER_LEAVE;
@@ -532,11 +532,11 @@ void start_before_confine(void)
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += CONFINE_WAIT_S;
     while (!waiting && (starter_state == STARTER_STARTING || confining) &&
-           pthread_cond_timedwait(&wait_cond, &wait_lock, &until) == 0)
+           real_pthread_cond_timedwait(&wait_cond, &wait_lock, &until) == 0)
         ;
-    pthread_mutex_unlock(&wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
     if (waiting) {
-        pthread_join(starter_thread, NULL);
+        real_pthread_join(starter_thread, NULL);
         start_work_here();
     }
     guard_leave();
@@ -544,16 +544,16 @@ void start_before_confine(void)
 
 void start_wait_done(void)
 {
-    pthread_mutex_lock(&wait_lock);
+    real_pthread_mutex_lock(&wait_lock);
     while (starter_state == STARTER_WAITING ||
            starter_state == STARTER_STARTING)
-        pthread_cond_wait(&wait_cond, &wait_lock);
-    pthread_mutex_unlock(&wait_lock);
+        real_pthread_cond_wait(&wait_cond, &wait_lock);
+    real_pthread_mutex_unlock(&wait_lock);
 }
 
 void start_attached_reset(void)
 {
-    pthread_mutex_lock(&start_lock);
+    real_pthread_mutex_lock(&start_lock);
     started = 0;
-    pthread_mutex_unlock(&start_lock);
+    real_pthread_mutex_unlock(&start_lock);
 }

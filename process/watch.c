@@ -22,6 +22,7 @@
  * the attach's settings, and the detach ends it (watch_stop).
  */
 #include "process/process.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -106,7 +107,7 @@ AGENT_THREAD_MAIN(watch_thread)
 static void *watch_thread_run(void *unused)
 {
     (void)unused;
-    pthread_setname_np(pthread_self(), "pprof-watch");
+    real_pthread_setname_np(pthread_self(), "pprof-watch");
     /* Attached, the C library's pthread_create made it: recorded here. */
     cpu_agent_thread();
     /* Without dumps there is no memory to watch: one wake a second. */
@@ -125,7 +126,7 @@ static void *watch_thread_run(void *unused)
         }
         if (dumps_on())
             memory_tick(tick);
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
     }
     cpu_agent_thread_end();
     return NULL;
@@ -159,7 +160,7 @@ void watch_stop(void)
     if (!joinable)
         return;
     __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-    pthread_join(watch_tid, NULL);
+    real_pthread_join(watch_tid, NULL);
     joinable = 0;
     started_in = 0; /* a later attach starts it again */
 }

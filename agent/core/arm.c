@@ -12,6 +12,7 @@
  */
 #include "agent/core/arm.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/guard.h"
@@ -60,7 +61,7 @@ int arm_take(void)
 {
     int armed = ARMED;
     if (__atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) != ARMED ||
-        (int)syscall(SYS_getpid) != arm_pid ||
+        (int)real_syscall(SYS_getpid) != arm_pid ||
         !__atomic_compare_exchange_n(&arm_armed, &armed, TAKEN, 0,
                                      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         return 0;
@@ -79,9 +80,9 @@ void arm_wait_taken(void)
     struct timespec nap = {0, 1000000};
     for (int i = 0; i < 5000 &&
                     __atomic_load_n(&arm_armed, __ATOMIC_ACQUIRE) == TAKEN &&
-                    (int)syscall(SYS_getpid) == arm_pid;
+                    (int)real_syscall(SYS_getpid) == arm_pid;
          i++)
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
 }
 
 /* 1 when the calling thread blocks no signal: not inside a handler
@@ -89,7 +90,7 @@ void arm_wait_taken(void)
 static int no_signal_blocked(void)
 {
     uint64_t mask = 0;
-    return syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask,
+    return real_syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask,
                    sizeof mask) == 0 &&
            mask == 0;
 }
@@ -110,7 +111,7 @@ static void try_fire(enum arm_kind kind, int signal_safe)
             return;
         }
     }
-    if ((int)syscall(SYS_getpid) != arm_pid)
+    if ((int)real_syscall(SYS_getpid) != arm_pid)
         return;
     int armed = ARMED;
     if (!__atomic_compare_exchange_n(&arm_armed, &armed, 0, 0,

@@ -4,6 +4,7 @@
  * the profile builder, the flame graph). Not async-signal-safe: realloc.
  */
 #include "agent/core/array.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -19,7 +20,7 @@ int array_reserve(void **v, size_t *cap, size_t want, size_t size,
         ncap = want;
     if (ncap > SIZE_MAX / size)
         return -ENOMEM;
-    void *nv = realloc(*v, ncap * size);
+    void *nv = real_realloc(*v, ncap * size);
     if (!nv)
         return -ENOMEM;
     *v = nv;

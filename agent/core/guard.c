@@ -10,6 +10,7 @@
 #include "agent/fork_step.h"
 #include "agent/guard.h"
 #include "agent/spinlock.h"
+#include "agent/core/real.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,7 +47,7 @@ void sandbox_attempt_end(int installed)
 static int holder_gone(int tid)
 {
     int saved = errno;
-    int gone = syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+    int gone = real_syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
     errno = saved;
     return gone;
 }
@@ -67,7 +68,7 @@ static inline int my_tid(void)
 {
     int tid = agent_tls.tid;
     if (unlikely(tid == 0)) {
-        tid = (int)syscall(SYS_gettid);
+        tid = (int)real_syscall(SYS_gettid);
         agent_tls.tid = tid;
     }
     return tid;
@@ -141,7 +142,7 @@ int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable)
     agent_thread_prepare();
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    real_pthread_sigmask(SIG_SETMASK, &all, &old);
     guard_enter();
     pthread_t t;
     pthread_attr_t attr;
@@ -149,12 +150,12 @@ int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable)
     if (err == 0) {
         if (!joinable)
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        err = pthread_create(&t, &attr, fn, arg);
+        err = real_pthread_create(&t, &attr, fn, arg);
         pthread_attr_destroy(&attr);
         if (err == 0 && joinable)
             *joinable = t;
     }
     guard_leave();
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    real_pthread_sigmask(SIG_SETMASK, &old, NULL);
     return -err;
 }

@@ -10,6 +10,7 @@
  * malloc.
  */
 #include "agent/core/hash.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 
@@ -32,7 +33,7 @@ uint64_t htab_hash_bytes(const void *p, size_t n, uint64_t seed)
 static int grow(struct htab *t)
 {
     size_t ncap = t->cap ? t->cap * 2 : 64;
-    struct htab_slot *ns = calloc(ncap, sizeof *ns);
+    struct htab_slot *ns = real_calloc(ncap, sizeof *ns);
     if (!ns)
         return -1;
     for (size_t i = 0; i < t->cap; i++) {
@@ -43,7 +44,7 @@ static int grow(struct htab *t)
             j = (j + 1) & (ncap - 1);
         ns[j] = t->slots[i];
     }
-    free(t->slots);
+    real_free(t->slots);
     t->slots = ns;
     t->cap = ncap;
     return 0;
@@ -93,7 +94,7 @@ void htab_set(struct htab *t, struct htab_slot *s, uint64_t hash, size_t idx)
 
 void htab_free(struct htab *t)
 {
-    free(t->slots);
+    real_free(t->slots);
     *t = (struct htab){0};
 }
 
@@ -117,7 +118,7 @@ void *group_find_or_add(struct group_table *t, uint64_t hash, htab_eq_fn eq,
 
 void group_table_free(struct group_table *t)
 {
-    free(t->v);
+    real_free(t->v);
     htab_free(&t->index);
     t->v = NULL;
     t->n = t->cap = 0;
@@ -125,7 +126,7 @@ void group_table_free(struct group_table *t)
 
 void *group_owner_new(size_t owner_size, size_t entry_size)
 {
-    struct group_table *t = calloc(1, owner_size);
+    struct group_table *t = real_calloc(1, owner_size);
     if (t)
         t->size = entry_size;
     return t;
@@ -135,5 +136,5 @@ void group_owner_free(void *owner)
 {
     if (owner)
         group_table_free(owner);
-    free(owner);
+    real_free(owner);
 }

@@ -22,6 +22,7 @@
  */
 #include "agent/core/loader.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/guard.h"
 #include "agent/core/next_symbol.h"
@@ -46,7 +47,7 @@ static unsigned long gave_up;
 static void nap(long ns)
 {
     struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
+    real_nanosleep(&ts, NULL);
 }
 
 void loader_gate_enter(void)

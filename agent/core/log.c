@@ -8,6 +8,7 @@
 #include "agent/compiler.h"
 #include "agent/config.h"
 #include "agent/log.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -151,7 +152,7 @@ void log_msg(int level, const char *fmt, ...)
     n += log_format(line + n, sizeof line - n - 1, fmt, ap);
     va_end(ap);
     line[n++] = '\n';
-    ssize_t r = write(STDERR_FILENO, line, n);
+    ssize_t r = real_write(STDERR_FILENO, line, n);
     (void)r;
     errno = saved;
 }

@@ -252,6 +252,33 @@ STARTUP static int preloaded(void)
     return a;
 }
 
+/* The definition the process's global lookup finds first: the objects
+ * from the start of the loader's list (the program, the preloads, their
+ * libraries), the agent among them. NULL to leave it to dlsym. */
+STARTUP static void *fast_first(const char *name)
+{
+    if (!loader_is_glibc())
+        return NULL;
+    uint32_t h = gnu_hash(name);
+    void *addr = NULL;
+    for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+        struct object_tables t;
+        if (tables_of(l, &t) != 0)
+            return NULL;
+        switch (look_in(l, &t, name, h, &addr)) {
+        case FOUND: return addr;
+        case ASK_DLSYM: return NULL;
+        }
+    }
+    return NULL;
+}
+
+STARTUP void *first_symbol(const char *name)
+{
+    void *p = fast_first(name);
+    return p ? p : dlsym(RTLD_DEFAULT, name);
+}
+
 STARTUP void *next_symbol_fast(const char *name)
 {
     return preloaded() ? fast_next(name) : NULL;

@@ -10,6 +10,13 @@
 
 void *next_symbol(const char *name);
 
+/* The definition of a name the process's calls bind (dlsym(RTLD_DEFAULT,
+ * name)): the agent's own door when it is first, a sanitizer's or another
+ * preloaded library's when that one is. The same lookup and the same
+ * fallback to dlsym as next_symbol, searched from the start of the
+ * loader's list. */
+void *first_symbol(const char *name);
+
 /* The hash-table answer alone: NULL where next_symbol asks dlsym. For the
  * unit test, which holds the two to the same answers. */
 void *next_symbol_fast(const char *name);

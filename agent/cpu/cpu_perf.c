@@ -44,6 +44,7 @@
  */
 #include "agent/cpu/cpu.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"
@@ -98,7 +99,7 @@ static int open_raw(int tid, int user_only)
 {
     struct perf_event_attr a;
     attr_fill(&a, cpu_period_ns, user_only);
-    long fd = syscall(SYS_perf_event_open, &a, tid, -1, -1,
+    long fd = real_syscall(SYS_perf_event_open, &a, tid, -1, -1,
                       PERF_FLAG_FD_CLOEXEC);
     return fd >= 0 ? (int)fd : -errno;
 }
@@ -124,7 +125,7 @@ static int paranoid(void)
     int fd = fds_open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY);
     if (fd < 0)
         return -100;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = real_read(fd, buf, sizeof buf - 1);
     fds_close(fd);
     if (n <= 0)
         return -100;

@@ -15,6 +15,7 @@
  */
 #include "agent/cpu/cpu.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -32,12 +33,12 @@ static int share_users FORK_STATE;
 static void share_take(void)
 {
     __atomic_add_fetch(&share_users, 1, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&share_lock);
+    real_pthread_mutex_lock(&share_lock);
 }
 
 static void share_give(void)
 {
-    pthread_mutex_unlock(&share_lock);
+    real_pthread_mutex_unlock(&share_lock);
     __atomic_sub_fetch(&share_users, 1, __ATOMIC_SEQ_CST);
 }
 

@@ -19,6 +19,7 @@
  * sample's weight is added to the lost counter, which the profile shows.
  */
 #include "agent/cpu/cpu.h"
+#include "agent/core/real.h"
 
 #include "agent/compiler.h"
 #include "agent/guard.h"
@@ -90,7 +91,7 @@ static PPROF_SIGNAL_SAFE uint32_t perf_weight(void)
     int64_t period = cpu_period_ns;
     if (t->gen != gen) {
         t->gen = gen;
-        t->tid = (uint32_t)syscall(SYS_gettid);
+        t->tid = (uint32_t)real_syscall(SYS_gettid);
         t->anchor = now;
         t->taken = 1;
         t->paused_at = -1;

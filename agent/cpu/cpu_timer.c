@@ -42,6 +42,7 @@
  */
 #include "agent/cpu/cpu.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/stacks/cfi.h"
 
@@ -132,7 +133,7 @@ static int agent_tids[AGENT_TIDS];
 
 static pid_t my_tid(void)
 {
-    return (pid_t)syscall(SYS_gettid);
+    return (pid_t)real_syscall(SYS_gettid);
 }
 
 static int is_agent_tid(int tid);
@@ -257,7 +258,7 @@ static int64_t thread_cpu_ns(int tid)
      * for a thread id): ~tid << 3, per-thread, the scheduler's clock. */
     clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6);
     struct timespec ts;
-    if (syscall(SYS_clock_gettime, clk, &ts) != 0)
+    if (real_syscall(SYS_clock_gettime, clk, &ts) != 0)
         return 0;
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
@@ -298,7 +299,7 @@ static int timer_arm_at(int id, int tid, int birth, int64_t *first_at)
         .it_interval = {period / 1000000000, period % 1000000000},
         .it_value = {at / 1000000000, at % 1000000000},
     };
-    if (syscall(SYS_timer_settime, id, TIMER_ABSTIME, &its, NULL) != 0)
+    if (real_syscall(SYS_timer_settime, id, TIMER_ABSTIME, &its, NULL) != 0)
         return -errno;
     *first_at = first;
     return 0;
@@ -314,7 +315,7 @@ static int timer_start(int tid, int birth, int64_t *first_at)
         return id;
     int err = timer_arm_at(id, tid, birth, first_at);
     if (err) {
-        syscall(SYS_timer_delete, id);
+        real_syscall(SYS_timer_delete, id);
         return err;
     }
     return id;
@@ -323,7 +324,7 @@ static int timer_start(int tid, int birth, int64_t *first_at)
 static void timer_stop(int id)
 {
     if (id >= 0)
-        syscall(SYS_timer_delete, id);
+        real_syscall(SYS_timer_delete, id);
 }
 
 static int armed(const struct reg_entry *e)
@@ -420,7 +421,7 @@ void cpu_thread_started(void)
         arm_thread((int)my_tid(), 1);
         struct reg_entry *e = reg_find((int)my_tid());
         if (e)
-            prctl(PR_GET_NAME, e->name);
+            real_prctl(PR_GET_NAME, e->name);
     }
     spin_unlock(&reg_lock);
 }
@@ -431,7 +432,7 @@ static int64_t timer_pause(int id)
 {
     struct itimerspec zero, old;
     memset(&zero, 0, sizeof zero);
-    if (syscall(SYS_timer_settime, id, 0, &zero, &old) != 0)
+    if (real_syscall(SYS_timer_settime, id, 0, &zero, &old) != 0)
         return 0;
     return (int64_t)old.it_value.tv_sec * 1000000000LL + old.it_value.tv_nsec;
 }
@@ -551,7 +552,7 @@ void cpu_thread_open(void)
         arm_thread(tid, 0);
         e = reg_find(tid);
         if (e && armed(e) && !e->name[0])
-            prctl(PR_GET_NAME, e->name);
+            real_prctl(PR_GET_NAME, e->name);
     }
     spin_unlock(&reg_lock);
 }
@@ -572,7 +573,7 @@ void cpu_thread_exiting(uintptr_t start_fn)
             e->end_cpu = self_cpu_ns();
             e->start_fn = start_fn;
         }
-        prctl(PR_GET_NAME, e->name);
+        real_prctl(PR_GET_NAME, e->name);
     }
     spin_unlock(&reg_lock);
 }
@@ -865,7 +866,7 @@ int cpu_profile_start(int hz)
      * see): a second look 20 ms later, then one at every drain. */
     if (arm_existing_threads(0) > 0) {
         struct timespec pause = {0, 20 * 1000 * 1000};
-        nanosleep(&pause, NULL);
+        real_nanosleep(&pause, NULL);
         arm_existing_threads(1);
     }
     log_debug("cpu profile: sampler %s", cpu_sampler_why());

@@ -9,9 +9,10 @@
  * twice that), so the next ones came from the heap and stayed resident,
  * and the host's own large allocations changed path because of the agent.
  *
- * Entered from the malloc interposers' slow paths on agent threads (the
- * allocation) and on any thread (the free: the filter sends the pointer
- * to free_slow). Never allocates through the host; never entered from a
+ * Entered from the malloc interposers' slow paths and the agent's own
+ * real_malloc family (malloc_hooks.c) on agent threads (the allocation),
+ * and on any thread (the free: the filter sends the pointer to
+ * free_slow). Never allocates through the host; never entered from a
  * signal handler.
  */
 #include "agent/heap/heap.h"

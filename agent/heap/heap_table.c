@@ -14,6 +14,7 @@
 #include "agent/heap/heap.h"
 #include "agent/heap/fmath.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "agent/config.h"
@@ -355,7 +356,7 @@ int heap_table_live(struct heap_live **out, size_t *n)
             size_t want = len + __atomic_load_n(&sh->count, __ATOMIC_RELAXED);
             if (want > cap && ARRAY_RESERVE(v, cap, want + want / 4 + 64,
                                             64) != 0) {
-                free(v);
+                real_free(v);
                 return -ENOMEM;
             }
             spin_lock(&sh->lock);

@@ -6,7 +6,9 @@
  * free of a sampled pointer is seen (agent/heap/heap.h has the design).
  *
  * Entered on every host thread, before the constructor and after it, and
- * from inside the agent itself (libunwind, civetweb, the symbolizer).
+ * from the libraries working for the agent (libdw, libelf, zlib). The
+ * agent's own code comes in through agent/core/real.h instead, to the
+ * side of this file that forwards without sampling (below).
  * The fast paths have no side effect but the thread's byte countdown and
  * end in a tail call to the real function; everything else is out of line.
  * The slow paths check the reentrancy guard first: while it is set (the
@@ -29,6 +31,7 @@
 #include "agent/core/loader.h"
 #include "agent/core/next_symbol.h"
 #include "agent/core/arm.h"
+#include "agent/core/real.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -98,16 +101,16 @@ static void *boot_pvalloc(size_t n);
 static size_t boot_usable_size(void *p);
 
 /* Until resolved, each pointer leads to a stub that resolves them all. */
-static void *(*real_malloc)(size_t) = boot_malloc;
-static void (*real_free)(void *) = boot_free;
-static void *(*real_calloc)(size_t, size_t) = boot_calloc;
-static void *(*real_realloc)(void *, size_t) = boot_realloc;
-static int (*real_posix_memalign)(void **, size_t, size_t) = boot_posix_memalign;
-static void *(*real_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
-static void *(*real_memalign)(size_t, size_t) = boot_memalign;
-static void *(*real_valloc)(size_t) = boot_valloc;
-static void *(*real_pvalloc)(size_t) = boot_pvalloc;
-static size_t (*real_usable_size)(void *) = boot_usable_size;
+static void *(*next_malloc)(size_t) = boot_malloc;
+static void (*next_free)(void *) = boot_free;
+static void *(*next_calloc)(size_t, size_t) = boot_calloc;
+static void *(*next_realloc)(void *, size_t) = boot_realloc;
+static int (*next_posix_memalign)(void **, size_t, size_t) = boot_posix_memalign;
+static void *(*next_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
+static void *(*next_memalign)(size_t, size_t) = boot_memalign;
+static void *(*next_valloc)(size_t) = boot_valloc;
+static void *(*next_pvalloc)(size_t) = boot_pvalloc;
+static size_t (*next_usable_size)(void *) = boot_usable_size;
 
 /* glibc's own entry points, if dlsym cannot find the next allocator. */
 extern void *__libc_malloc(size_t) __attribute__((weak));
@@ -128,7 +131,7 @@ static void *via_posix_memalign(size_t align, size_t n)
         return NULL;
     }
     void *p = NULL;
-    int err = real_posix_memalign(&p, align, n);
+    int err = next_posix_memalign(&p, align, n);
     if (err) {
         errno = err;
         return NULL;
@@ -202,7 +205,7 @@ STARTUP static void *next_in(const char *name, const void *base)
 
 static int resolve_state; /* 0 not yet, 1 under way, 2 done */
 
-/* Resolves every real_* pointer once. Returns 0, or -EAGAIN when called
+/* Resolves every next_* pointer once. Returns 0, or -EAGAIN when called
  * again from inside the resolution on the same thread (dlsym allocating):
  * the caller then serves the request from the bootstrap buffer. */
 STARTUP static int resolve(void)
@@ -236,19 +239,19 @@ STARTUP static int resolve(void)
         c = (void *)__libc_calloc;
         r = (void *)__libc_realloc;
     }
-    real_malloc = (void *(*)(size_t))m;
-    real_free = (void (*)(void *))f;
-    real_calloc = (void *(*)(size_t, size_t))c;
-    real_realloc = (void *(*)(void *, size_t))r;
+    next_malloc = (void *(*)(size_t))m;
+    next_free = (void (*)(void *))f;
+    next_calloc = (void *(*)(size_t, size_t))c;
+    next_realloc = (void *(*)(void *, size_t))r;
     if (pm)
-        real_posix_memalign = (int (*)(void **, size_t, size_t))pm;
-    real_aligned_alloc =
+        next_posix_memalign = (int (*)(void **, size_t, size_t))pm;
+    next_aligned_alloc =
         aa ? (void *(*)(size_t, size_t))aa : fallback_aligned_alloc;
-    real_memalign = ma ? (void *(*)(size_t, size_t))ma : fallback_memalign;
-    real_valloc = va ? (void *(*)(size_t))va : fallback_valloc;
-    real_pvalloc = pv ? (void *(*)(size_t))pv : fallback_pvalloc;
+    next_memalign = ma ? (void *(*)(size_t, size_t))ma : fallback_memalign;
+    next_valloc = va ? (void *(*)(size_t))va : fallback_valloc;
+    next_pvalloc = pv ? (void *(*)(size_t))pv : fallback_pvalloc;
     if (us)
-        real_usable_size = (size_t (*)(void *))us;
+        next_usable_size = (size_t (*)(void *))us;
     heap_tls.resolving = 0;
     __atomic_store_n(&resolve_state, 2, __ATOMIC_RELEASE);
     return 0;
@@ -261,20 +264,20 @@ void malloc_hooks_init(void)
 
 static void *boot_malloc(size_t n)
 {
-    if (resolve() == 0 && real_malloc != boot_malloc)
-        return real_malloc(n);
+    if (resolve() == 0 && next_malloc != boot_malloc)
+        return next_malloc(n);
     return boot_alloc(n, 16);
 }
 static void boot_free(void *p)
 {
-    if (resolve() == 0 && real_free != boot_free)
-        real_free(p);
+    if (resolve() == 0 && next_free != boot_free)
+        next_free(p);
     /* else: only bootstrap blocks can exist yet; they are never freed */
 }
 static void *boot_calloc(size_t a, size_t b)
 {
-    if (resolve() == 0 && real_calloc != boot_calloc)
-        return real_calloc(a, b);
+    if (resolve() == 0 && next_calloc != boot_calloc)
+        return next_calloc(a, b);
     size_t n;
     if (__builtin_mul_overflow(a, b, &n))
         return NULL;
@@ -282,14 +285,14 @@ static void *boot_calloc(size_t a, size_t b)
 }
 static void *boot_realloc(void *p, size_t n)
 {
-    if (resolve() == 0 && real_realloc != boot_realloc)
-        return real_realloc(p, n);
+    if (resolve() == 0 && next_realloc != boot_realloc)
+        return next_realloc(p, n);
     return NULL; /* not reached: realloc() handles bootstrap blocks */
 }
 static int boot_posix_memalign(void **pp, size_t align, size_t n)
 {
-    if (resolve() == 0 && real_posix_memalign != boot_posix_memalign)
-        return real_posix_memalign(pp, align, n);
+    if (resolve() == 0 && next_posix_memalign != boot_posix_memalign)
+        return next_posix_memalign(pp, align, n);
     if (align > 4096 || (align & (align - 1)))
         return EINVAL;
     void *p = boot_alloc(n, align);
@@ -300,32 +303,32 @@ static int boot_posix_memalign(void **pp, size_t align, size_t n)
 }
 static void *boot_aligned_alloc(size_t align, size_t n)
 {
-    if (resolve() == 0 && real_aligned_alloc != boot_aligned_alloc)
-        return real_aligned_alloc(align, n);
+    if (resolve() == 0 && next_aligned_alloc != boot_aligned_alloc)
+        return next_aligned_alloc(align, n);
     return boot_alloc(n, align <= 4096 ? align : 4096);
 }
 static void *boot_memalign(size_t align, size_t n)
 {
-    if (resolve() == 0 && real_memalign != boot_memalign)
-        return real_memalign(align, n);
+    if (resolve() == 0 && next_memalign != boot_memalign)
+        return next_memalign(align, n);
     return boot_alloc(n, align <= 4096 ? align : 4096);
 }
 static void *boot_valloc(size_t n)
 {
-    if (resolve() == 0 && real_valloc != boot_valloc)
-        return real_valloc(n);
+    if (resolve() == 0 && next_valloc != boot_valloc)
+        return next_valloc(n);
     return boot_alloc(n, 4096);
 }
 static void *boot_pvalloc(size_t n)
 {
-    if (resolve() == 0 && real_pvalloc != boot_pvalloc)
-        return real_pvalloc(n);
+    if (resolve() == 0 && next_pvalloc != boot_pvalloc)
+        return next_pvalloc(n);
     return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
 }
 static size_t boot_usable_size(void *p)
 {
-    if (resolve() == 0 && real_usable_size != boot_usable_size)
-        return real_usable_size(p);
+    if (resolve() == 0 && next_usable_size != boot_usable_size)
+        return next_usable_size(p);
     return 0;
 }
 
@@ -437,14 +440,14 @@ static NOINLINE void *malloc_slow(size_t n)
 {
     countdown_undo((uint64_t)n + 1);
     void *p = own_block(n);
-    return p ? p : sample_slow(real_malloc(n), n);
+    return p ? p : sample_slow(next_malloc(n), n);
 }
 
 static NOINLINE void *calloc_slow(size_t a, size_t b, size_t n)
 {
     countdown_undo((uint64_t)n + 1);
     void *p = own_block(n); /* zeroed by mmap */
-    return p ? p : sample_slow(real_calloc(a, b), n);
+    return p ? p : sample_slow(next_calloc(a, b), n);
 }
 
 static NOINLINE void free_slow(void *p)
@@ -454,14 +457,14 @@ static NOINLINE void free_slow(void *p)
     struct heap_live l;
     if (heap_table_forget(p, &l))
         heap_table_count_free(&l);
-    real_free(p);
+    next_free(p);
 }
 
 /* realloc of a block the filter may know (the countdown untouched). */
 static NOINLINE void *realloc_slow(void *p, size_t n)
 {
     if (is_boot(p)) {
-        void *q = account(real_malloc(n ? n : 1), n);
+        void *q = account(next_malloc(n ? n : 1), n);
         if (q) {
             size_t old = boot_size(p);
             memcpy(q, p, old < n ? old : n);
@@ -485,7 +488,7 @@ static NOINLINE void *realloc_slow(void *p, size_t n)
      * address to another thread; it comes back if realloc fails. */
     struct heap_live l;
     int had = p && heap_table_forget(p, &l);
-    void *q = real_realloc(p, n);
+    void *q = next_realloc(p, n);
     if (had) {
         if (!q && n != 0) {
             heap_table_restore(p, &l);
@@ -503,22 +506,77 @@ static NOINLINE void *realloc_sample_slow(void *p, size_t n)
     void *q = own_block(n);
     if (q) {
         if (p) {
-            size_t old = real_usable_size(p);
+            size_t old = next_usable_size(p);
             memcpy(q, p, old < n ? old : n);
-            real_free(p);
+            next_free(p);
         }
         return q;
     }
-    q = real_realloc(p, n);
+    q = next_realloc(p, n);
     return q ? sample_slow(q, n) : q;
 }
+
+/* ---- the agent's own calls (agent/core/real.h) ------------------------------ */
+
+/*
+ * The door without its sampling, for the agent's own code when this is
+ * the process's malloc: nothing counted down, nothing sampled, an agent
+ * thread's large blocks from mmap as through the door, and a free (or
+ * realloc) that finds the blocks the filter knows (bootstrap, own,
+ * sampled) as the door's does.
+ */
+static void *agent_malloc(size_t n)
+{
+    void *p = own_block(n);
+    return p ? p : next_malloc(n);
+}
+
+static void *agent_calloc(size_t a, size_t b)
+{
+    size_t n;
+    void *p = __builtin_mul_overflow(a, b, &n) ? NULL : own_block(n);
+    return p ? p : next_calloc(a, b);
+}
+
+static void agent_free(void *p)
+{
+    if (unlikely(filter_maybe(p))) {
+        free_slow(p);
+        return;
+    }
+    next_free(p);
+}
+
+static void *agent_realloc(void *p, size_t n)
+{
+    if (unlikely(filter_maybe(p)))
+        return realloc_slow(p, n);
+    void *q = own_block(n);
+    if (!q)
+        return next_realloc(p, n);
+    if (p) {
+        size_t old = next_usable_size(p);
+        memcpy(q, p, old < n ? old : n);
+        next_free(p);
+    }
+    return q;
+}
+
+static const struct real_allocator agent_allocator = {
+    agent_malloc, agent_free, agent_calloc, agent_realloc,
+};
+
+/* Found by agent/core/real.c in its section, at load: no code of this
+ * folder runs for it, and agent/core calls nothing above it. */
+static const struct real_allocator *const agent_allocator_entry
+    __attribute__((section("pprof_real_allocator"), used)) = &agent_allocator;
 
 /* ---- interposers ---------------------------------------------------------- */
 
 EXPORT void *malloc(size_t n)
 {
     if (likely(countdown((uint64_t)n + 1)))
-        return real_malloc(n);
+        return next_malloc(n);
     return malloc_slow(n);
 }
 
@@ -528,16 +586,16 @@ EXPORT void free(void *p)
         free_slow(p);
         return;
     }
-    real_free(p);
+    next_free(p);
 }
 
 EXPORT void *calloc(size_t a, size_t b)
 {
     size_t n;
     if (unlikely(__builtin_mul_overflow(a, b, &n)))
-        return real_calloc(a, b); /* fails with ENOMEM, as the allocator's */
+        return next_calloc(a, b); /* fails with ENOMEM, as the allocator's */
     if (likely(countdown((uint64_t)n + 1)))
-        return real_calloc(a, b);
+        return next_calloc(a, b);
     return calloc_slow(a, b, n);
 }
 
@@ -546,7 +604,7 @@ EXPORT void *realloc(void *p, size_t n)
     if (unlikely(filter_maybe(p)))
         return realloc_slow(p, n);
     if (likely(countdown((uint64_t)n + 1)))
-        return real_realloc(p, n);
+        return next_realloc(p, n);
     return realloc_sample_slow(p, n);
 }
 
@@ -562,7 +620,7 @@ EXPORT void *reallocarray(void *p, size_t a, size_t b)
 
 EXPORT int posix_memalign(void **pp, size_t align, size_t n)
 {
-    int err = real_posix_memalign(pp, align, n);
+    int err = next_posix_memalign(pp, align, n);
     if (err == 0)
         *pp = account(*pp, n);
     return err;
@@ -570,22 +628,22 @@ EXPORT int posix_memalign(void **pp, size_t align, size_t n)
 
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
-    return account(real_aligned_alloc(align, n), n);
+    return account(next_aligned_alloc(align, n), n);
 }
 
 EXPORT void *memalign(size_t align, size_t n)
 {
-    return account(real_memalign(align, n), n);
+    return account(next_memalign(align, n), n);
 }
 
 EXPORT void *valloc(size_t n)
 {
-    return account(real_valloc(n), n);
+    return account(next_valloc(n), n);
 }
 
 EXPORT void *pvalloc(size_t n)
 {
-    return account(real_pvalloc(n), n);
+    return account(next_pvalloc(n), n);
 }
 
 EXPORT size_t malloc_usable_size(void *p)
@@ -597,7 +655,7 @@ EXPORT size_t malloc_usable_size(void *p)
         if (own)
             return own;
     }
-    return real_usable_size(p);
+    return next_usable_size(p);
 }
 
 STARTUP void heap_init(void)

@@ -11,6 +11,7 @@
  * the host's.
  */
 #include "agent/heap/memory.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -182,7 +183,7 @@ static void sampled_read(struct memory_report *r)
         total += w;
         var += w * (w - s);
     }
-    free(live);
+    real_free(live);
     r->sampled_inuse = (int64_t)total;
     r->sampled_stddev = (int64_t)fm_sqrt(var);
     r->sampled_live = (long)n;
@@ -239,7 +240,7 @@ int memory_read(struct memory_report *out)
     size_t n = 0;
     if (maps_read_smaps(&v, &n) == 0) {
         classify(v, n, out);
-        free(v);
+        real_free(v);
     }
     struct own_memory_usage own;
     own_memory_usage(&own);

@@ -9,6 +9,7 @@
  * on the agent's own thread; a few small file reads each time.
  */
 #include "agent/heap/memory.h"
+#include "agent/core/real.h"
 
 #include "agent/log.h"
 #include "agent/host/proc.h"
@@ -114,7 +115,7 @@ int memory_limit_find(struct memory_limit *out)
             smallest(out, 1, "/sys/fs/cgroup/memory", path);
         }
     }
-    free(text);
+    real_free(text);
     return out->version ? 0 : -ENOENT;
 }
 

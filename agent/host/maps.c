@@ -7,6 +7,7 @@
  * called from a signal handler or an interposed call.
  */
 #include "agent/symbols/symbols.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "agent/heap/memory.h"
@@ -78,7 +79,7 @@ int maps_read(struct maps_entry **out, size_t *n)
         }
         count += (size_t)r;
     }
-    free(text);
+    real_free(text);
     if (err) {
         maps_free(v, count);
         return err;
@@ -91,8 +92,8 @@ int maps_read(struct maps_entry **out, size_t *n)
 void maps_free(struct maps_entry *e, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        free(e[i].path);
-    free(e);
+        real_free(e[i].path);
+    real_free(e);
 }
 
 /* ---- smaps ------------------------------------------------------------------ */
@@ -151,9 +152,9 @@ int maps_read_smaps(struct smaps_entry **out, size_t *n)
         else if ((b = kb_field(line, "Anonymous")) >= 0)
             cur->anonymous = b;
     }
-    free(text);
+    real_free(text);
     if (err) {
-        free(v);
+        real_free(v);
         return err;
     }
     *out = v;
@@ -185,7 +186,7 @@ int maps_read_rollup(struct smaps_rollup *out)
         else if ((b = kb_field(line, "Swap")) >= 0)
             out->swap = b;
     }
-    free(text);
+    real_free(text);
     if (out->rss < 0 || out->anon < 0)
         return -EIO;
     if (out->shmem < 0)

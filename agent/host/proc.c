@@ -5,6 +5,7 @@
  */
 #include "agent/host/proc.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "agent/config.h"
@@ -27,7 +28,7 @@ ssize_t proc_read(const char *path, char *buf, size_t size)
     int fd = fds_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    ssize_t n = read(fd, buf, size - 1);
+    ssize_t n = real_read(fd, buf, size - 1);
     int err = errno;
     fds_close(fd);
     if (n < 0)
@@ -49,7 +50,7 @@ int proc_slurp(const char *path, char **out)
         err = ARRAY_RESERVE(buf, cap, len + 4096, 16384);
         if (err)
             goto out;
-        ssize_t r = read(fd, buf + len, cap - len - 1);
+        ssize_t r = real_read(fd, buf + len, cap - len - 1);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -64,7 +65,7 @@ int proc_slurp(const char *path, char **out)
     *out = buf;
     buf = NULL;
 out:
-    free(buf);
+    real_free(buf);
     fds_close(fd);
     return err;
 }
@@ -196,11 +197,11 @@ ssize_t proc_task_read(const int *fd, int tid, const char *file, char *buf,
     if (f < 0) {
         n = d >= 0 ? -errno : -EBADF;
     } else {
-        n = read(f, buf, size - 1);
+        n = real_read(f, buf, size - 1);
         if (n < 0)
             n = -errno;
         /* Past the close interposer, which would wait for fds_end. */
-        syscall(SYS_close, f);
+        real_syscall(SYS_close, f);
     }
     fds_end();
     if (n >= 0)

@@ -24,6 +24,7 @@
  * operations, no lock, no allocation) and the agent's workers (reading).
  */
 #include "agent/host/proc.h"
+#include "agent/core/real.h"
 
 #include "agent/log.h"
 
@@ -78,7 +79,7 @@ static int claim(int tid)
 
 void proc_book_note_self(const sigset_t *mask)
 {
-    int tid = (int)syscall(SYS_gettid);
+    int tid = (int)real_syscall(SYS_gettid);
     int i = own_slot - 1;
     if (i < 0 || __atomic_load_n(&book[i].tid, __ATOMIC_ACQUIRE) != tid) {
         i = find(tid);
@@ -93,7 +94,7 @@ void proc_book_note_self(const sigset_t *mask)
 
 void proc_book_forget_self(void)
 {
-    int tid = (int)syscall(SYS_gettid);
+    int tid = (int)real_syscall(SYS_gettid);
     int i = own_slot - 1;
     if (i < 0 || __atomic_load_n(&book[i].tid, __ATOMIC_ACQUIRE) != tid)
         i = find(tid);

@@ -33,6 +33,7 @@
  */
 #include "agent/compiler.h"
 #include "agent/core/ops.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/host/fds.h"
@@ -265,7 +266,7 @@ int rundir_publish(const char *addr)
     size_t n = log_snprintf(line, sizeof line, "%d %d %llu %s %s %s\n",
                             (int)getpid(), (int)getppid(), started, program,
                             addr, own_family);
-    ssize_t w = pwrite(own_fd, line, n, 0);
+    ssize_t w = real_pwrite(own_fd, line, n, 0);
     int err = w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
     if (err)
         log_info("cannot announce this process in %s: %s", own_path,

@@ -34,6 +34,7 @@
 #include "agent/host/sigmask.h"
 #include "agent/fork_step.h"
 #include "agent/spinlock.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,25 +49,25 @@ int sigmask_changing;
 int sigmask_watched;
 spinlock_t sigmask_lock;
 
-static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+static int (*next_pthread_sigmask)(int, const sigset_t *, sigset_t *);
 
 /* Resolved before main (constructor 101); a call before that resolves it
  * itself. */
 __attribute__((constructor(101))) static void sigmask_resolve(void)
 {
-    if (!real_pthread_sigmask)
-        real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
+    if (!next_pthread_sigmask)
+        next_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
             next_symbol("pthread_sigmask");
 }
 
 int sigmask_real(int how, const sigset_t *set, sigset_t *old)
 {
-    if (unlikely(!real_pthread_sigmask)) {
+    if (unlikely(!next_pthread_sigmask)) {
         sigmask_resolve();
-        if (!real_pthread_sigmask)
+        if (!next_pthread_sigmask)
             return ENOSYS;
     }
-    return real_pthread_sigmask(how, set, old);
+    return next_pthread_sigmask(how, set, old);
 }
 
 void sigmask_watch_begin(void)
@@ -81,7 +82,7 @@ void sigmask_watch_begin(void)
                     __atomic_load_n(&sigmask_changing, __ATOMIC_SEQ_CST) != 0;
          i++) {
         struct timespec nap = {0, 10000};
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
     }
 }
 
@@ -106,7 +107,7 @@ static int book_mask(int tid, const char *name, unsigned long long *mask)
         return 0;
     }
     sigset_t pending;
-    if (tid != (int)syscall(SYS_gettid) || sigpending(&pending) != 0)
+    if (tid != (int)real_syscall(SYS_gettid) || sigpending(&pending) != 0)
         return -1;
     *mask = 0;
     for (int sig = 1; sig <= 64 && sig < NSIG; sig++)

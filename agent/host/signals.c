@@ -18,6 +18,7 @@
 #include "agent/fork_step.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -210,7 +211,7 @@ int thread_timer_create(int tid, int sig, uint64_t value)
     sev._sigev_un._tid = tid;
     sev.sigev_value.sival_ptr = (void *)(uintptr_t)value;
     int id;
-    if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) != 0)
+    if (real_syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) != 0)
         return -errno;
     return id;
 }
@@ -221,7 +222,7 @@ int thread_timer_set(int id, int64_t first, int64_t period)
         .it_interval = {period / 1000000000, period % 1000000000},
         .it_value = {first / 1000000000, first % 1000000000},
     };
-    return syscall(SYS_timer_settime, id, 0, &its, NULL) == 0 ? 0 : -errno;
+    return real_syscall(SYS_timer_settime, id, 0, &its, NULL) == 0 ? 0 : -errno;
 }
 
 void signals_fork_child_reset(int sig, int *installed,

@@ -11,6 +11,7 @@
  * possibly holding the condition's mutex; never from a signal handler.
  */
 #include "agent/locks/contention.h"
+#include "agent/core/loader.h"
 
 #include "agent/guard.h"
 #include "agent/stacks/objects.h"
@@ -157,7 +158,7 @@ int cond_version_old(uintptr_t pc)
                                      fo.dlfo_link_map->l_ld);
     } else {
         guard_enter();
-        dl_iterate_phdr(find_cond_object, &q);
+        loader_iterate_phdr(find_cond_object, &q);
         guard_leave();
     }
     if (!q.found)

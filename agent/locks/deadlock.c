@@ -25,6 +25,7 @@
  * (threads_walk_blocked: no signal is sent).
  */
 #include "agent/locks/deadlock.h"
+#include "agent/core/real.h"
 
 #include "agent/stacks/cfi.h"
 #include "agent/core/clock.h"
@@ -63,13 +64,13 @@ static __thread struct deadlock_slot *mine;
 static int self_tid(void)
 {
     if (unlikely(agent_tls.tid == 0))
-        agent_tls.tid = (int)syscall(SYS_gettid);
+        agent_tls.tid = (int)real_syscall(SYS_gettid);
     return agent_tls.tid;
 }
 
 static int thread_alive(int tid)
 {
-    return syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+    return real_syscall(SYS_tgkill, getpid(), tid, 0) == 0;
 }
 
 /* Takes slot i for tid when it is free (or, when take_dead, held by a
@@ -286,14 +287,14 @@ static struct deadlock_group *new_group(struct deadlock_report *r, int type,
                                         size_t room)
 {
     struct deadlock_group *more =
-        realloc(r->groups, (r->n + 1) * sizeof *r->groups);
+        real_realloc(r->groups, (r->n + 1) * sizeof *r->groups);
     if (!more)
         return NULL;
     r->groups = more;
     struct deadlock_group *g = &r->groups[r->n];
     g->type = type;
     g->n = 0;
-    g->threads = calloc(room ? room : 1, sizeof *g->threads);
+    g->threads = real_calloc(room ? room : 1, sizeof *g->threads);
     if (!g->threads)
         return NULL;
     r->n++;
@@ -304,7 +305,7 @@ static struct deadlock_group *new_group(struct deadlock_report *r, int type,
 static int gather(struct wait **out, size_t *n, int64_t now, int64_t min_ns)
 {
     int used = __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE);
-    struct wait *w = calloc(used ? (size_t)used : 1, sizeof *w);
+    struct wait *w = real_calloc(used ? (size_t)used : 1, sizeof *w);
     if (!w)
         return -ENOMEM;
     size_t k = 0;
@@ -341,7 +342,7 @@ static int is_waiter(const struct wait *w, size_t n, int tid)
 static int find_cycles(struct deadlock_report *r, struct wait *w, size_t n,
                        int64_t now)
 {
-    int *path = malloc((n ? n : 1) * sizeof *path);
+    int *path = real_malloc((n ? n : 1) * sizeof *path);
     if (!path)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -361,7 +362,7 @@ static int find_cycles(struct deadlock_report *r, struct wait *w, size_t n,
             struct deadlock_group *g =
                 new_group(r, DEADLOCK_CYCLE, len - from);
             if (!g) {
-                free(path);
+                real_free(path);
                 return -ENOMEM;
             }
             for (size_t p = from; p < len; p++) {
@@ -372,7 +373,7 @@ static int find_cycles(struct deadlock_report *r, struct wait *w, size_t n,
         for (size_t p = 0; p < len; p++)
             w[path[p]].color = 2;
     }
-    free(path);
+    real_free(path);
     return 0;
 }
 
@@ -411,7 +412,7 @@ static int chain_holder(const struct wait *w, const int *ends, int i,
 static int find_chains(struct deadlock_report *r, struct wait *w, size_t n,
                        int64_t now)
 {
-    int *ends = calloc(n ? n : 1, sizeof *ends);
+    int *ends = real_calloc(n ? n : 1, sizeof *ends);
     if (!ends)
         return -ENOMEM;
     for (size_t e = 0; e < n; e++)
@@ -434,7 +435,7 @@ static int find_chains(struct deadlock_report *r, struct wait *w, size_t n,
             }
         struct deadlock_group *g = new_group(r, DEADLOCK_CHAIN, members + 1);
         if (!g) {
-            free(ends);
+            real_free(ends);
             return -ENOMEM;
         }
         for (int want = far; want >= 0; want--)
@@ -444,7 +445,7 @@ static int find_chains(struct deadlock_report *r, struct wait *w, size_t n,
                     add_thread(g, &w[i], 0, now);
         add_thread(g, NULL, h, now);
     }
-    free(ends);
+    real_free(ends);
     return 0;
 }
 
@@ -471,7 +472,7 @@ int deadlock_look(int64_t min_ns, struct deadlock_report *out)
     out->min_ns = min_ns;
     out->time_ns = agent_now_ns();
     out->slots_lost = __atomic_load_n(&slots_lost, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&look_lock);
+    real_pthread_mutex_lock(&look_lock);
     look_prepare();
     int64_t now = contention_clock();
     struct wait *w;
@@ -483,9 +484,9 @@ int deadlock_look(int64_t min_ns, struct deadlock_report *out)
         err = find_cycles(out, w, n, now);
         if (err == 0)
             err = find_chains(out, w, n, now);
-        free(w);
+        real_free(w);
     }
-    pthread_mutex_unlock(&look_lock);
+    real_pthread_mutex_unlock(&look_lock);
     if (err)
         deadlock_report_free(out);
     return err;
@@ -494,8 +495,8 @@ int deadlock_look(int64_t min_ns, struct deadlock_report *out)
 void deadlock_report_free(struct deadlock_report *r)
 {
     for (size_t i = 0; i < r->n; i++)
-        free(r->groups[i].threads);
-    free(r->groups);
+        real_free(r->groups[i].threads);
+    real_free(r->groups);
     r->groups = NULL;
     r->n = 0;
 }

@@ -23,6 +23,7 @@
  */
 #include "agent/stacks/cfi.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/log.h"
 #include "agent/core/loader.h"
@@ -598,7 +599,7 @@ __thread uintptr_t cfi_stack_lo, cfi_stack_hi
  */
 static int main_stack(uintptr_t *lo, uintptr_t *hi)
 {
-    if (getpid() != (pid_t)syscall(SYS_gettid))
+    if (getpid() != (pid_t)real_syscall(SYS_gettid))
         return -1;
     const char *fn = (const char *)getauxval(AT_EXECFN);
     struct rlimit rl;

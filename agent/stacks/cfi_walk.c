@@ -15,6 +15,7 @@
  * address above it. That is also what libunwind does there.
  */
 #include "agent/stacks/cfi.h"
+#include "agent/core/real.h"
 
 #include "agent/stacks/cfi_arch.h"
 #include "agent/compiler.h"
@@ -385,7 +386,7 @@ static PPROF_SIGNAL_SAFE int read_code(uintptr_t addr, void *out, size_t n)
 {
     struct iovec local = {out, n};
     struct iovec remote = {(void *)addr, n};
-    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
+    return real_syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
                    1L, 0L) == (long)n;
 }
 

@@ -16,6 +16,7 @@
 #include "agent/guard.h"
 #include "agent/stacks/stack.h"
 #include "agent/core/loader.h"
+#include "agent/core/real.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -110,7 +111,7 @@ static void maps_each(int (*fn)(char *line, void *arg), void *arg)
     char buf[4096];
     size_t have = 0;
     for (;;) {
-        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        ssize_t n = real_read(fd, buf + have, sizeof buf - 1 - have);
         if (n <= 0)
             break;
         have += (size_t)n;

@@ -12,6 +12,7 @@
 #include "agent/core/hash.h"
 #include "agent/spinlock.h"
 #include "agent/stacks/stack_table.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -143,8 +144,8 @@ int stack_table_snapshot(struct stack_table *t, struct stack_snapshot *out)
         count++;
     if (count == 0)
         return 0;
-    out->entries = malloc(count * sizeof *out->entries);
-    out->values = malloc(count * (size_t)t->nvalues * sizeof *out->values);
+    out->entries = real_malloc(count * sizeof *out->entries);
+    out->values = real_malloc(count * (size_t)t->nvalues * sizeof *out->values);
     if (!out->entries || !out->values) {
         stack_snapshot_free(out);
         return -ENOMEM;
@@ -178,8 +179,8 @@ void stack_snapshot_subtract(struct stack_snapshot *later,
 
 void stack_snapshot_free(struct stack_snapshot *s)
 {
-    free(s->entries);
-    free(s->values);
+    real_free(s->entries);
+    real_free(s->values);
     s->entries = NULL;
     s->values = NULL;
     s->n = 0;

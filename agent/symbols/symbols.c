@@ -12,6 +12,7 @@
  */
 #include "agent/symbols/symbols.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/guard.h"
 #include "agent/log.h"
@@ -85,12 +86,12 @@ static int lock_users FORK_STATE;
 void symbols_lock(void)
 {
     __atomic_add_fetch(&lock_users, 1, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&lock);
+    real_pthread_mutex_lock(&lock);
 }
 
 void symbols_unlock(void)
 {
-    pthread_mutex_unlock(&lock);
+    real_pthread_mutex_unlock(&lock);
     __atomic_sub_fetch(&lock_users, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -107,13 +108,13 @@ char *symbols_demangle(const char *name)
     /* A PLT stub (symbols_plt.c): the target's name, then "@plt". */
     char *base = strndup(name, len - (sizeof plt - 1));
     char *d = base ? cplus_demangle(base, DMGL_PARAMS | DMGL_ANSI) : NULL;
-    free(base);
+    real_free(base);
     if (!d)
         return NULL;
     size_t dn = strlen(d);
-    char *out = realloc(d, dn + sizeof plt);
+    char *out = real_realloc(d, dn + sizeof plt);
     if (!out) {
-        free(d);
+        real_free(d);
         return NULL;
     }
     memcpy(out + dn, plt, sizeof plt);
@@ -146,12 +147,12 @@ static struct name_entry *name_entry_of(struct sym_object *o,
     if (opt_symbols_short) {
         const char *full = e->demangled ? e->demangled : mangled;
         size_t len = strlen(full);
-        char *sn = malloc(len + 1);
+        char *sn = real_malloc(len + 1);
         if (sn && symbols_short_name(full, sn, len + 1) > 0 &&
             strcmp(sn, full) != 0)
             e->short_name = sn;
         else
-            free(sn);
+            real_free(sn);
     }
     return e;
 }
@@ -178,16 +179,16 @@ static void frame_names(struct sym_object *o, const char *mangled,
 static void names_free(struct sym_object *o)
 {
     for (size_t i = 0; i < o->nmade; i++)
-        free(o->made[i]);
-    free(o->made);
-    free(o->made_at);
+        real_free(o->made[i]);
+    real_free(o->made);
+    real_free(o->made_at);
     o->made = NULL;
     o->made_at = NULL;
     o->nmade = 0;
     for (size_t i = 0; i < o->names.n; i++) {
         struct name_entry *e = group_at(&o->names, i);
-        free(e->demangled);
-        free(e->short_name);
+        real_free(e->demangled);
+        real_free(e->short_name);
     }
     group_table_free(&o->names);
 }
@@ -203,9 +204,9 @@ static void object_free(struct sym_object *o)
     symbols_debug_close(o);
     symbols_elf_close(o);
     names_free(o);
-    free(o->path);
-    free(o->build_id);
-    free(o);
+    real_free(o->path);
+    real_free(o->build_id);
+    real_free(o);
 }
 
 /* Finds a cached object for a maps entry. The same path on the same inode
@@ -221,7 +222,7 @@ static struct sym_object *object_for(const struct maps_entry *e)
             return o;
     }
 
-    struct sym_object *o = calloc(1, sizeof *o);
+    struct sym_object *o = real_calloc(1, sizeof *o);
     if (!o)
         return NULL;
     o->names.size = sizeof(struct name_entry);
@@ -258,7 +259,7 @@ static struct sym_object *object_for(const struct maps_entry *e)
             return c;
         }
     }
-    struct sym_object **nv = realloc(objects, (nobjects + 1) * sizeof *nv);
+    struct sym_object **nv = real_realloc(objects, (nobjects + 1) * sizeof *nv);
     if (!nv)
         goto fail;
     objects = nv;
@@ -321,8 +322,8 @@ static void main_first(struct maps_entry *e, size_t n)
 
 static void clear_slots(void)
 {
-    free(slots);
-    free(by_addr);
+    real_free(slots);
+    real_free(by_addr);
     slots = NULL;
     by_addr = NULL;
     nslots = 0;
@@ -345,11 +346,11 @@ int symbols_refresh(void)
         return err;
     main_first(e, n);
 
-    struct slot *ns = calloc(n ? n : 1, sizeof *ns);
-    size_t *nidx = calloc(n ? n : 1, sizeof *nidx);
+    struct slot *ns = real_calloc(n ? n : 1, sizeof *ns);
+    size_t *nidx = real_calloc(n ? n : 1, sizeof *nidx);
     if (!ns || !nidx) {
-        free(ns);
-        free(nidx);
+        real_free(ns);
+        real_free(nidx);
         maps_free(e, n);
         return -ENOMEM;
     }
@@ -489,14 +490,14 @@ static const char *unwind_name(struct sym_object *o, uint64_t fa,
     log_snprintf(buf, sizeof buf, "%s+0x%llx", base,
                  (unsigned long long)*start);
     char *name = strdup(buf);
-    char **nm = realloc(o->made, (o->nmade + 1) * sizeof *nm);
+    char **nm = real_realloc(o->made, (o->nmade + 1) * sizeof *nm);
     if (nm)
         o->made = nm;
-    uint64_t *na = realloc(o->made_at, (o->nmade + 1) * sizeof *na);
+    uint64_t *na = real_realloc(o->made_at, (o->nmade + 1) * sizeof *na);
     if (na)
         o->made_at = na;
     if (!name || !nm || !na) {
-        free(name);
+        real_free(name);
         return NULL;
     }
     o->made[o->nmade] = name;

@@ -19,6 +19,7 @@
  * decompressed MiniDebugInfo is bounded in size.
  */
 #include "agent/symbols/symbols.h"
+#include "agent/core/real.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,7 +128,7 @@ static int try_build_id(struct sym_object *o, const char *dir,
     else if (same && !usable_debug_elf(elf))
         note("debug file %s for %s has no symbols or is truncated; ignored",
              path, o->path);
-    free(id);
+    real_free(id);
     if (!same || !usable_debug_elf(elf)) {
         elf_end(elf);
         return 0;
@@ -292,7 +293,7 @@ static int unxz(const void *in, size_t in_size, void **out, size_t *out_size)
     size_t cap = in_size * 4 > 65536 ? in_size * 4 : 65536;
     if (cap > MINI_MAX)
         cap = MINI_MAX;
-    unsigned char *buf = malloc(cap);
+    unsigned char *buf = real_malloc(cap);
     int err = buf ? 0 : -ENOMEM;
     s.next_in = in;
     s.avail_in = in_size;
@@ -315,7 +316,7 @@ static int unxz(const void *in, size_t in_size, void **out, size_t *out_size)
             break;
         }
         size_t ncap = cap * 2 > MINI_MAX ? MINI_MAX : cap * 2;
-        unsigned char *nb = realloc(buf, ncap);
+        unsigned char *nb = real_realloc(buf, ncap);
         if (!nb) {
             err = -ENOMEM;
             break;
@@ -326,7 +327,7 @@ static int unxz(const void *in, size_t in_size, void **out, size_t *out_size)
     size_t total = (size_t)s.total_out;
     lzma_end(&s);
     if (err) {
-        free(buf);
+        real_free(buf);
         return err;
     }
     *out = buf;
@@ -361,7 +362,7 @@ static void find_minidebuginfo(struct sym_object *o)
              o->path);
         if (elf)
             elf_end(elf);
-        free(image);
+        real_free(image);
         return;
     }
     o->mini_elf = elf;
@@ -440,8 +441,8 @@ void symbols_debug_close(struct sym_object *o)
         elf_end(o->debug_elf);
     if (o->mini_elf)
         elf_end(o->mini_elf);
-    free(o->mini_image);
-    free(o->debug_path);
+    real_free(o->mini_image);
+    real_free(o->debug_path);
     o->debug_elf = o->mini_elf = NULL;
     o->mini_image = NULL;
     o->debug_path = NULL;
@@ -468,6 +469,6 @@ void symbols_debug_reopen(struct sym_object *o)
         elf_end(elf);
         elf = NULL;
     }
-    free(id);
+    real_free(id);
     o->debug_elf = elf;
 }

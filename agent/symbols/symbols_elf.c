@@ -12,6 +12,7 @@
  * mean fewer names: every libelf result is checked.
  */
 #include "agent/symbols/symbols.h"
+#include "agent/core/real.h"
 
 #include "agent/core/array.h"
 #include "agent/stacks/cfi.h"
@@ -31,7 +32,7 @@ static int describe(struct sym_object *o)
     size_t nph = 0;
     if (elf_getphdrnum(o->elf, &nph) != 0)
         nph = 0;
-    o->segs = calloc(nph ? nph : 1, sizeof *o->segs);
+    o->segs = real_calloc(nph ? nph : 1, sizeof *o->segs);
     if (!o->segs)
         return -ENOMEM;
     for (size_t i = 0; i < nph; i++) {
@@ -47,7 +48,7 @@ static int describe(struct sym_object *o)
             .filesz = ph.p_filesz,
         };
     }
-    free(o->build_id);
+    real_free(o->build_id);
     o->build_id = symbols_elf_build_id(o->elf);
     if (!o->build_id)
         return -ENOMEM;
@@ -74,7 +75,7 @@ int symbols_elf_open_memory(struct sym_object *o, const void *image,
     if (symbols_elf_init() != 0)
         return -ENOENT;
     /* libelf wants a writable image; the vdso is read-only and tiny. */
-    o->image = malloc(size);
+    o->image = real_malloc(size);
     if (!o->image)
         return -ENOMEM;
     memcpy(o->image, image, size);
@@ -180,7 +181,7 @@ static int collect_one(void *ctx, uint64_t value, uint64_t size,
 static void build_table(struct sym_object *o, struct func_tmp *v, size_t n)
 {
     qsort(v, n, sizeof *v, cmp_func);
-    o->funcs = malloc((n ? n : 1) * sizeof *o->funcs);
+    o->funcs = real_malloc((n ? n : 1) * sizeof *o->funcs);
     if (!o->funcs)
         return;
     size_t out = 0;
@@ -231,7 +232,7 @@ void symbols_elf_load(struct sym_object *o)
         err = symbols_plt_each(o->elf, &o->plt_names, collect_one, &c);
     if (c.n)
         build_table(o, c.v, c.n);
-    free(c.v);
+    real_free(c.v);
 }
 
 static const struct sym_segment *segment_of(const struct sym_object *o,
@@ -284,10 +285,10 @@ void symbols_elf_close(struct sym_object *o)
 {
     if (o->elf)
         elf_end(o->elf);
-    free(o->image);
-    free(o->funcs);
-    free(o->plt_names);
-    free(o->segs);
+    real_free(o->image);
+    real_free(o->funcs);
+    real_free(o->plt_names);
+    real_free(o->segs);
     o->elf = NULL;
     o->image = NULL;
     o->funcs = NULL;
@@ -299,8 +300,8 @@ void symbols_elf_unload(struct sym_object *o)
 {
     symbols_dwarf_close(o);
     symbols_debug_unload(o);
-    free(o->funcs);
-    free(o->plt_names);
+    real_free(o->funcs);
+    real_free(o->plt_names);
     o->funcs = NULL;
     o->plt_names = NULL;
     o->nfuncs = 0;

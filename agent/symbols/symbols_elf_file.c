@@ -13,6 +13,7 @@
  * mean fewer names: every libelf result is checked.
  */
 #include "agent/symbols/symbols.h"
+#include "agent/core/real.h"
 
 #include "agent/host/fds.h"
 #include "agent/core/libs.h"
@@ -54,7 +55,7 @@ Elf *symbols_elf_open_file(const char *path)
 static char *hex(const unsigned char *p, size_t n)
 {
     static const char digits[] = "0123456789abcdef";
-    char *s = malloc(2 * n + 1);
+    char *s = real_malloc(2 * n + 1);
     if (!s)
         return NULL;
     for (size_t i = 0; i < n; i++) {

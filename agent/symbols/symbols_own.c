@@ -20,6 +20,8 @@
  */
 #include "agent/symbols/symbols.h"
 #include "agent/core/libs.h"
+#include "agent/core/loader.h"
+#include "agent/core/real.h"
 
 #include <link.h>
 #include <stdlib.h>
@@ -110,12 +112,12 @@ static void mark(const struct list *l, unsigned char *marks, int i,
 
 size_t symbols_agent_only(struct sym_file_id *out, size_t max)
 {
-    struct list l = {calloc(OWN_MAX_OBJECTS, sizeof *l.o), 0};
-    unsigned char *marks = calloc(OWN_MAX_OBJECTS, 1);
+    struct list l = {real_calloc(OWN_MAX_OBJECTS, sizeof *l.o), 0};
+    unsigned char *marks = real_calloc(OWN_MAX_OBJECTS, 1);
     size_t n = 0;
     if (!l.o || !marks)
         goto out;
-    dl_iterate_phdr(collect, &l);
+    loader_iterate_phdr(collect, &l);
     uintptr_t self = (uintptr_t)&symbols_agent_only;
     mark(&l, marks, 0, 2); /* the main executable comes first */
     for (size_t i = 0; i < l.n; i++)
@@ -136,7 +138,7 @@ size_t symbols_agent_only(struct sym_file_id *out, size_t max)
             (uint64_t)st.st_ino};
     }
 out:
-    free(l.o);
-    free(marks);
+    real_free(l.o);
+    real_free(marks);
     return n;
 }

@@ -13,6 +13,7 @@
  * taken gives no names rather than wait). Not async-signal-safe.
  */
 #include "agent/symbols/symbols.h"
+#include "agent/core/real.h"
 
 #include "agent/host/fds.h"
 #include "agent/log.h"
@@ -98,7 +99,7 @@ static void scan(const size_t *want, size_t nwant)
                 n = len - 5;
             cache[i].pkg = strndup(e->d_name, n);
         }
-        free(text);
+        real_free(text);
     }
     fds_closedir(d);
 }
@@ -108,7 +109,7 @@ void symbols_packages(const char *const *paths, size_t n, const char **pkgs)
     size_t want[PKG_CACHE], nwant = 0;
     /* Busy (another page, or a fork child of a process whose thread held
      * it): no names this time rather than a wait. */
-    if (pthread_mutex_trylock(&lock) != 0) {
+    if (real_pthread_mutex_trylock(&lock) != 0) {
         for (size_t i = 0; i < n; i++)
             pkgs[i] = NULL;
         return;
@@ -127,5 +128,5 @@ void symbols_packages(const char *const *paths, size_t n, const char **pkgs)
         size_t k = cached(paths[i]);
         pkgs[i] = k == SIZE_MAX ? NULL : cache[k].pkg;
     }
-    pthread_mutex_unlock(&lock);
+    real_pthread_mutex_unlock(&lock);
 }

@@ -20,6 +20,7 @@
 #include "agent/core/array.h"
 #include "agent/symbols/symbols.h"
 #include "agent/core/libs.h"
+#include "agent/core/real.h"
 
 #include <gelf.h>
 #include <libelf.h>
@@ -137,7 +138,7 @@ int symbols_plt_each(Elf *elf, char **names,
         }
     }
     int r = 0;
-    char *block = nstubs ? malloc(bytes) : NULL;
+    char *block = nstubs ? real_malloc(bytes) : NULL;
     if (block) {
         char *at = block;
         for (size_t i = 0; i < nstubs && r == 0; i++) {
@@ -150,8 +151,8 @@ int symbols_plt_each(Elf *elf, char **names,
         }
         *names = block;
     }
-    free(stubs);
-    free(slots);
+    real_free(stubs);
+    real_free(slots);
     return r;
 #else
     (void)elf, (void)fn, (void)ctx;

@@ -19,6 +19,7 @@
  */
 #include "agent/threads/blocked.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/guard.h"
 
@@ -60,7 +61,7 @@ static int32_t my_slot(void)
     uint32_t gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
     if (mine.gen == gen)
         return mine.idx;
-    int tid = (int)syscall(SYS_gettid);
+    int tid = (int)real_syscall(SYS_gettid);
     uint64_t want = (uint64_t)gen << 32 | (uint32_t)tid;
     for (uint32_t i = 0; i < PROBE_MAX; i++) {
         struct slot *s = &slots[(home(tid) + i) & (SLOTS - 1)];
@@ -197,8 +198,8 @@ int blocked_notes_check(void)
      * still reads the files it owns (a root process that said
      * PR_SET_DUMPABLE 0): nothing to note for. */
     if (!__atomic_load_n(&blocked_notes_on, __ATOMIC_RELAXED) &&
-        syscall(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 &&
-        syscall(SYS_geteuid) != 0)
+        real_syscall(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 &&
+        real_syscall(SYS_geteuid) != 0)
         blocked_notes_switch_on();
     return __atomic_load_n(&blocked_notes_on, __ATOMIC_RELAXED);
 }

@@ -43,7 +43,7 @@
 #pragma weak __pthread_register_cancel
 #pragma weak __pthread_unregister_cancel
 
-int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
+int (*next_pthread_create)(pthread_t *, const pthread_attr_t *,
                            void *(*)(void *), void *);
 
 struct stack_table *threadcreate_table;
@@ -117,8 +117,8 @@ extern __typeof__(pthread_create) own_pthread_create
 
 void thread_hooks_init(void)
 {
-    if (!real_pthread_create)
-        real_pthread_create = next_symbol("pthread_create");
+    if (!next_pthread_create)
+        next_pthread_create = next_symbol("pthread_create");
     void *first = dlsym(RTLD_DEFAULT, "pthread_create");
     start_bare = dlsym(RTLD_DEFAULT, "__tsan_init") && first &&
                  first != (void *)own_pthread_create;
@@ -298,13 +298,13 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                void *(*fn)(void *), void *arg)
 {
     arm_poke(ARM_WAIT, 0);
-    if (unlikely(!real_pthread_create)) {
+    if (unlikely(!next_pthread_create)) {
         thread_hooks_init();
-        if (!real_pthread_create)
+        if (!next_pthread_create)
             return EAGAIN;
     }
     if (!agent_ready)
-        return real_pthread_create(thread, attr, fn, arg);
+        return next_pthread_create(thread, attr, fn, arg);
 
     int agent = guard_active();
     guard_enter();
@@ -313,7 +313,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     struct start_record *r = record_take();
     guard_leave();
     if (!r)
-        return real_pthread_create(thread, attr, fn, arg);
+        return next_pthread_create(thread, attr, fn, arg);
     r->fn = fn;
     r->arg = arg;
     r->agent_thread = agent;
@@ -329,13 +329,13 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr,
      * symbolization: libdw recurses deeply on large compile units. */
     pthread_attr_t big;
     if (agent && own_thread_attr(attr, &big) == 0) {
-        int err = real_pthread_create(thread, &big, thread_start, r);
+        int err = next_pthread_create(thread, &big, thread_start, r);
         pthread_attr_destroy(&big);
         if (err)
             record_give(r);
         return err;
     }
-    int err = real_pthread_create(thread, attr, thread_start, r);
+    int err = next_pthread_create(thread, attr, thread_start, r);
     if (err)
         record_give(r);
     return err;

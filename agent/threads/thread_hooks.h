@@ -12,10 +12,10 @@ extern struct stack_table *threadcreate_table;
 /* Number of host threads created since the agent loaded. */
 extern long threads_created;
 
-/* Real pthread_create, resolved on first use. */
-extern int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
+/* The next pthread_create (the C library's), resolved on first use. */
+extern int (*next_pthread_create)(pthread_t *, const pthread_attr_t *,
                                   void *(*)(void *), void *);
-/* Resolves the real_* pointers of this file. Not async-signal-safe. */
+/* Resolves the next_* pointers of this file. Not async-signal-safe. */
 void thread_hooks_init(void);
 
 /* The next thread the agent creates from this thread does not note its

@@ -40,6 +40,7 @@
  */
 #include "agent/threads/threads.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/threads/blocked.h"
 
@@ -278,7 +279,7 @@ static int add_tid(void *arg, int tid, int dir_fd)
         return 0;
     }
     if (l->n == l->cap) {
-        int *more = realloc(l->tids, l->cap * 2 * sizeof *l->tids);
+        int *more = real_realloc(l->tids, l->cap * 2 * sizeof *l->tids);
         if (!more)
             return -ENOMEM;
         l->tids = more;
@@ -291,9 +292,9 @@ static int add_tid(void *arg, int tid, int dir_fd)
 int *threads_list_tids(size_t *n, size_t *agent)
 {
     struct tid_list l = {.cap = 64};
-    l.tids = malloc(l.cap * sizeof *l.tids);
+    l.tids = real_malloc(l.cap * sizeof *l.tids);
     if (l.tids && proc_list("/proc/self/task", add_tid, &l) != 0) {
-        free(l.tids);
+        real_free(l.tids);
         l.tids = NULL;
     }
     *n = l.tids ? l.n : 0;
@@ -311,7 +312,7 @@ long threads_host_count(void)
 {
     size_t n, agent;
     int *tids = threads_list_tids(&n, &agent);
-    free(tids);
+    real_free(tids);
     return (long)n;
 }
 
@@ -345,7 +346,7 @@ static int ask(int tid, int sig, uint32_t gen, uint32_t slot)
     si.si_pid = getpid();
     si.si_uid = getuid();
     si.si_value.sival_ptr = (void *)(uintptr_t)threads_value(gen, slot);
-    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &si) != 0)
+    if (real_syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &si) != 0)
         return -errno;
     return 0;
 }
@@ -580,7 +581,7 @@ static void walk_blocked(struct thread_dump *d, struct thread_info *t,
                 if (!patience_left(d))
                     break;
                 struct timespec pause = {0, 100000};
-                nanosleep(&pause, NULL);
+                real_nanosleep(&pause, NULL);
             }
             /* From where it is now; between two calls it runs, and is
              * left a moment to reach the next one. Its CPU clock first:
@@ -673,14 +674,14 @@ static int list_threads(struct thread_dump *out)
     if (!tids)
         return -ENOMEM;
     qsort(tids, n, sizeof *tids, by_tid);
-    struct thread_info *th = calloc(n ? n : 1, sizeof *th);
+    struct thread_info *th = real_calloc(n ? n : 1, sizeof *th);
     if (!th) {
-        free(tids);
+        real_free(tids);
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
         th[i].tid = tids[i];
-    free(tids);
+    real_free(tids);
     out->threads = th;
     out->n = n;
     return 0;
@@ -792,7 +793,7 @@ static void wait_answers(const struct thread_dump *out, size_t asked,
         if (done == asked || mono_ms() >= deadline)
             break;
         struct timespec nap = {0, 200000};
-        nanosleep(&nap, NULL);
+        real_nanosleep(&nap, NULL);
     }
 }
 
@@ -847,7 +848,7 @@ int threads_dump(struct thread_dump *out)
     struct thread_info *th = out->threads;
 
     __atomic_add_fetch(&dump_lock_users, 1, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&dump_lock);
+    real_pthread_mutex_lock(&dump_lock);
     int sig = begin_questions(out, n);
     uint32_t gen = ++generation & 0xffff;
     struct thread_slot *slots = threads_slots;
@@ -866,7 +867,7 @@ int threads_dump(struct thread_dump *out)
         __atomic_store_n(&threads_slots, NULL, __ATOMIC_SEQ_CST);
         slots_cap = 0;
     }
-    pthread_mutex_unlock(&dump_lock);
+    real_pthread_mutex_unlock(&dump_lock);
     __atomic_sub_fetch(&dump_lock_users, 1, __ATOMIC_SEQ_CST);
 
     /* Threads that ended since the listing are not part of "now". */
@@ -895,7 +896,7 @@ FORK_PATH void threads_fork_child(void)
 
 void threads_dump_free(struct thread_dump *d)
 {
-    free(d->threads);
+    real_free(d->threads);
     d->threads = NULL;
     d->n = 0;
 }

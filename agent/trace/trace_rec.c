@@ -17,6 +17,7 @@
  */
 #include "agent/trace/trace.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/config.h"
 #include "agent/cpu/cpu.h"
@@ -100,7 +101,7 @@ uint64_t trace_next_key(void)
 static uint32_t self_tid(void)
 {
     if (!my_tid)
-        my_tid = (uint32_t)syscall(SYS_gettid);
+        my_tid = (uint32_t)real_syscall(SYS_gettid);
     return my_tid;
 }
 
@@ -243,7 +244,7 @@ static void find_tid_offset(void)
 {
     if (tid_offset >= 0)
         return;
-    int32_t tid = (int32_t)syscall(SYS_gettid);
+    int32_t tid = (int32_t)real_syscall(SYS_gettid);
     const int32_t *self = (const int32_t *)pthread_self();
     if (tid == getpid())
         return;

@@ -63,6 +63,7 @@
  * Context: the HTTP worker holding the session (wall_timer.c). Allocates.
  */
 #include "agent/wall/wall.h"
+#include "agent/core/real.h"
 
 #include "agent/threads/blocked.h"
 #include "agent/core/clock.h"
@@ -137,7 +138,7 @@ void wall_look_free(struct wall_looker *l)
         own_memory_remove(l->copy, THREADS_COPY_MAX);
         munmap(l->copy, THREADS_COPY_MAX);
     }
-    free(l->tids);
+    real_free(l->tids);
     memset(l, 0, sizeof *l);
 }
 
@@ -895,7 +896,7 @@ static int relist(struct wall_looker *l, int64_t now, charge_fn fn,
         l->owed[kept++] = l->owed[i];
     }
     l->nowed = kept;
-    free(l->tids);
+    real_free(l->tids);
     l->tids = tids;
     l->n = n;
     l->cursor = n ? l->cursor % n : 0;

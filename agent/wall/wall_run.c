@@ -13,6 +13,7 @@
  * Context: the calling thread, for the length of the profile; allocates.
  */
 #include "agent/wall/wall.h"
+#include "agent/core/real.h"
 
 #include "agent/core/clock.h"
 #include "agent/config.h"
@@ -24,7 +25,7 @@
 static void sleep_until(int64_t when_ns)
 {
     struct timespec ts = {when_ns / 1000000000, when_ns % 1000000000};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    while (real_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
 }
 

@@ -15,6 +15,7 @@
  * the handler cannot nest in itself (its signal is blocked while it runs).
  */
 #include "agent/wall/wall.h"
+#include "agent/core/real.h"
 
 #include "agent/compiler.h"
 #include "agent/guard.h"
@@ -64,7 +65,7 @@ static PPROF_SIGNAL_SAFE void wall_signal_take(int sig, siginfo_t *si, void *ucv
     /* How many times it has slept so far: a stack taken before its last
      * sleep is not what it does after it (wall_look.c). */
     struct rusage ru;
-    uint64_t nvcsw = syscall(SYS_getrusage, RUSAGE_THREAD, &ru) == 0
+    uint64_t nvcsw = real_syscall(SYS_getrusage, RUSAGE_THREAD, &ru) == 0
                          ? (uint64_t)ru.ru_nvcsw
                          : ~0ULL;
     uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);

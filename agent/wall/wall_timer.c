@@ -33,6 +33,7 @@
  */
 #include "agent/wall/wall.h"
 #include "agent/fork_step.h"
+#include "agent/core/real.h"
 
 #include "agent/threads/blocked.h"
 
@@ -80,7 +81,7 @@ static long table_full;
 
 static pid_t my_tid(void)
 {
-    return (pid_t)syscall(SYS_gettid);
+    return (pid_t)real_syscall(SYS_gettid);
 }
 
 /* ---- the index (sigmask_lock held) --------------------------------------- */
@@ -145,7 +146,7 @@ static int timer_new(int tid, uint32_t slot)
 static void drop_timer(struct wall_thread *t)
 {
     if (t->timer >= 0)
-        syscall(SYS_timer_delete, t->timer);
+        real_syscall(SYS_timer_delete, t->timer);
     t->timer = -1;
     t->armed = 0;
 }
