@@ -123,7 +123,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:test/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_DEPS := http/auth.c http/parse.c http/respond.c http/routes.c agent/core/config.c agent/core/config_push.c encoder/buf.c \
-        agent/core/log.c test/fuzz/stubs.c
+        agent/core/log.c agent/core/real.c agent/core/next_symbol.c test/fuzz/stubs.c
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 

@@ -328,7 +328,7 @@ void push_collect_stop(void)
     stack_snapshot_free(&prev_mutex);
     for (size_t i = 0; i < nprev_custom; i++)
         stack_snapshot_free(&prev_custom[i]);
-    free(prev_custom);
+    real_free(prev_custom);
     prev_custom = NULL;
     nprev_custom = 0;
 }

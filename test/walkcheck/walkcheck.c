@@ -35,12 +35,14 @@
 #include "agent/log.h"
 #include "agent/stacks/objects.h"
 #include "agent/stacks/phdr_cache.h"
+#include "agent/core/real.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,20 @@ void log_msg(int level, const char *fmt, ...)
 {
     (void)level;
     (void)fmt;
+}
+
+/* The agent's way to the C library's syscall (agent/core/real.h); no
+ * doors here, so the C library's own. Six arguments, as syscall passes
+ * them on. */
+long real_syscall(long nr, ...)
+{
+    va_list ap;
+    va_start(ap, nr);
+    long a[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    return syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ---- libunwind, loaded privately (its _Unwind_* must not take C++
