@@ -204,6 +204,24 @@ STARTUP static int look_in(const struct link_map *l, const struct object_tables 
     return r;
 }
 
+/* The first definition of name in l and the objects after it in the
+ * loader's list; NULL when there is none, or to leave it to dlsym. */
+STARTUP static void *look_from(const struct link_map *l, const char *name,
+                               uint32_t h)
+{
+    void *addr = NULL;
+    for (; l; l = l->l_next) {
+        struct object_tables t;
+        if (tables_of(l, &t) != 0)
+            return NULL;
+        switch (look_in(l, &t, name, h, &addr)) {
+        case FOUND: return addr;
+        case ASK_DLSYM: return NULL;
+        }
+    }
+    return NULL;
+}
+
 /* The address, or NULL to leave the question to dlsym. */
 STARTUP static void *fast_next(const char *name)
 {
@@ -226,16 +244,7 @@ STARTUP static void *fast_next(const char *name)
         }
     /* Then those not cached (or all, while the cache is being read). */
     const struct link_map *l = n > 0 ? cached[n - 1].map : self_map();
-    for (l = l ? l->l_next : NULL; l; l = l->l_next) {
-        struct object_tables t;
-        if (tables_of(l, &t) != 0)
-            return NULL;
-        switch (look_in(l, &t, name, h, &addr)) {
-        case FOUND: return addr;
-        case ASK_DLSYM: return NULL;
-        }
-    }
-    return NULL;
+    return look_from(l ? l->l_next : NULL, name, h);
 }
 
 /* 1 when the C library comes after the agent in the list (preloaded);
@@ -259,18 +268,7 @@ STARTUP static void *fast_first(const char *name)
 {
     if (!loader_is_glibc())
         return NULL;
-    uint32_t h = gnu_hash(name);
-    void *addr = NULL;
-    for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-        struct object_tables t;
-        if (tables_of(l, &t) != 0)
-            return NULL;
-        switch (look_in(l, &t, name, h, &addr)) {
-        case FOUND: return addr;
-        case ASK_DLSYM: return NULL;
-        }
-    }
-    return NULL;
+    return look_from(_r_debug.r_map, name, gnu_hash(name));
 }
 
 STARTUP void *first_symbol(const char *name)

@@ -97,39 +97,41 @@ REAL_FN(int, pthread_sigmask,
  * six words after the number (the kernel reads as many as the call has),
  * prctl four. Reading a word the caller did not pass reads a register or
  * a stack slot of its frame, as the C library's own syscall does. */
-static long (*next_syscall)(long, ...);
-static int (*next_prctl)(int, ...);
+static void *next_syscall, *next_prctl;
+
+/* *slot, resolved from name at the first call. */
+static void *resolved(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    if (unlikely(!f)) {
+        f = resolve(name);
+        __atomic_store_n(slot, f, __ATOMIC_RELAXED);
+    }
+    return f;
+}
 
 long real_syscall(long nr, ...)
 {
-    long (*f)(long, ...) = __atomic_load_n(&next_syscall, __ATOMIC_RELAXED);
-    if (unlikely(!f)) {
-        f = (long (*)(long, ...))resolve("syscall");
-        __atomic_store_n(&next_syscall, f, __ATOMIC_RELAXED);
-    }
+    long (*f)(long, ...) = (long (*)(long, ...))resolved(&next_syscall, "syscall");
+    long a[6];
     va_list ap;
     va_start(ap, nr);
-    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
-    long d = va_arg(ap, long), e = va_arg(ap, long), g = va_arg(ap, long);
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
     va_end(ap);
-    return f(nr, a, b, c, d, e, g);
+    return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 int real_prctl(int option, ...)
 {
-    int (*f)(int, ...) = __atomic_load_n(&next_prctl, __ATOMIC_RELAXED);
-    if (unlikely(!f)) {
-        f = (int (*)(int, ...))resolve("prctl");
-        __atomic_store_n(&next_prctl, f, __ATOMIC_RELAXED);
-    }
+    int (*f)(int, ...) = (int (*)(int, ...))resolved(&next_prctl, "prctl");
+    unsigned long a[4];
     va_list ap;
     va_start(ap, option);
-    unsigned long a = va_arg(ap, unsigned long);
-    unsigned long b = va_arg(ap, unsigned long);
-    unsigned long c = va_arg(ap, unsigned long);
-    unsigned long d = va_arg(ap, unsigned long);
+    for (int i = 0; i < 4; i++)
+        a[i] = va_arg(ap, unsigned long);
     va_end(ap);
-    return f(option, a, b, c, d);
+    return f(option, a[0], a[1], a[2], a[3]);
 }
 
 /* pthread_create as the process binds it, the agent's door included: the
@@ -259,8 +261,7 @@ void *real_realloc(void *p, size_t n)
 
 __attribute__((constructor(101))) static void real_init(void)
 {
-    if (!next_syscall)
-        next_syscall = (long (*)(long, ...))resolve("syscall");
+    resolved(&next_syscall, "syscall");
     if (next_write == stub_write)
         next_write = (ssize_t (*)(int, const void *, size_t))resolve("write");
 }
