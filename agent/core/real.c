@@ -167,22 +167,22 @@ static const struct real_allocator *door_allocator(void)
     return start != __stop_pprof_real_allocator ? start[0] : NULL;
 }
 
-static struct real_allocator process_allocator;
-static const struct real_allocator *allocator;
-
-STARTUP static const struct real_allocator *allocator_resolve(void)
+/* The process's allocator: the agent's door's side where the process's
+ * malloc is the agent's own, else the process's definitions. The same
+ * answer on every thread and at every call: the first definition in the
+ * loader's list does not change as objects are loaded after it. */
+STARTUP static struct real_allocator allocator_resolve(void)
 {
     void *m = first_symbol("malloc");
     if (m && in_agent(m) && door_allocator())
-        return door_allocator();
+        return *door_allocator();
     struct real_allocator a = {
         m ? m : next_symbol("malloc"),
         m ? first_symbol("free") : next_symbol("free"),
         m ? first_symbol("calloc") : next_symbol("calloc"),
         m ? first_symbol("realloc") : next_symbol("realloc"),
     };
-    process_allocator = a;
-    return &process_allocator;
+    return a;
 }
 
 static void *stub_malloc(size_t n);
@@ -196,27 +196,18 @@ static struct real_allocator current = {
     stub_malloc, stub_free, stub_calloc, stub_realloc,
 };
 
-/* Resolved once, by the first thread to get here: blocks of two
- * allocators must never meet, so there is no second answer; a thread
- * that comes meanwhile waits for the first's. */
+/* Each thread that calls before the pointers are set resolves the
+ * allocator itself and stores the same four addresses: no thread waits
+ * for another, so a child forked meanwhile never inherits a resolution
+ * half done (blocks of two allocators never meet: there is one answer). */
 STARTUP static const struct real_allocator *the_allocator(void)
 {
-    const struct real_allocator *a =
-        __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);
-    if (a)
-        return a;
-    static int resolving;
-    if (__atomic_exchange_n(&resolving, 1, __ATOMIC_ACQ_REL) == 0) {
-        a = allocator_resolve();
-        __atomic_store_n(&current.malloc, a->malloc, __ATOMIC_RELAXED);
-        __atomic_store_n(&current.free, a->free, __ATOMIC_RELAXED);
-        __atomic_store_n(&current.calloc, a->calloc, __ATOMIC_RELAXED);
-        __atomic_store_n(&current.realloc, a->realloc, __ATOMIC_RELAXED);
-        __atomic_store_n(&allocator, a, __ATOMIC_RELEASE);
-    }
-    while (!(a = __atomic_load_n(&allocator, __ATOMIC_ACQUIRE)))
-        ;
-    return a;
+    struct real_allocator a = allocator_resolve();
+    __atomic_store_n(&current.malloc, a.malloc, __ATOMIC_RELAXED);
+    __atomic_store_n(&current.free, a.free, __ATOMIC_RELAXED);
+    __atomic_store_n(&current.calloc, a.calloc, __ATOMIC_RELAXED);
+    __atomic_store_n(&current.realloc, a.realloc, __ATOMIC_RELAXED);
+    return &current;
 }
 
 STARTUP static void *stub_malloc(size_t n)
