@@ -21,7 +21,10 @@ SRC
 cc -O1 -g -fno-omit-frame-pointer -shared -fPIC -o "$WORK/libplug.so" "$WORK/plug.c"
 
 export PPROF_HEAP_RATE=16384 PPROF_CPU_HZ=1000
-start_agent dl "$BUILD/test/programs/hostile" dlheap "$WORK/libplug.so" 8
+# Until the profiles below are read (SIGUSR1), 120 s at most: a fixed 8 s
+# ended before them on a loaded machine (the UBSan build beside the other
+# sanitizer lane: the host had exited, normally, and the port refused).
+start_agent dl "$BUILD/test/programs/hostile" dlheap "$WORK/libplug.so" 120
 sleep 1
 curl -s -o "$WORK/cpu.pb.gz" "http://$ADDR/debug/pprof/profile?seconds=3" &
 CURL=$!
@@ -38,6 +41,7 @@ head -n 12 "$WORK/cpu.top"
 top=$(pprof -top -sample_index=alloc_space "$WORK/heap3.pb.gz")
 echo "$top" | head -n 12
 expect_contains "$top" "run_dlheap" "heap profile across dlclose"
+kill -USR1 "$PID"
 if wait "$PID"; then status=0; else status=$?; fi
 [ "$status" = 0 ] || fail "host exited with $status"
 grep -qx 'dl rounds>100: 1' "$WORK/dl.out" || fail "the dlopen loop stalled: $(cat "$WORK/dl.out")"

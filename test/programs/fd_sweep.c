@@ -10,10 +10,11 @@
  * puts it over 3..63): it writes nothing there itself, and at the end
  * prints its size ("written=N"), which anything else writing to one of
  * its descriptors would make non-zero.
- * Prints "fd_sweep: N rounds" and exits 0 after SECONDS.
+ * Prints "fd_sweep: N rounds" and exits 0 after SECONDS, or at SIGUSR1.
  */
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
@@ -26,12 +27,21 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* SIGUSR1: the test is done. The handler only sets the flag. */
+static volatile sig_atomic_t done;
+static void on_usr1(int sig)
+{
+    (void)sig;
+    done = 1;
+}
+
 int main(int argc, char **argv)
 {
     double secs = argc > 1 ? (double)atoi(argv[1]) : 10;
     double end = now() + secs;
     long rounds = 0;
-    while (now() < end) {
+    signal(SIGUSR1, on_usr1);
+    while (now() < end && !done) {
         close_range(3, ~0U, 0);
         int fds[4];
         for (int i = 0; i < 4; i++)

@@ -23,6 +23,7 @@
  *                               for SECS or until SIGUSR1
  *   hostile dlheap PLUGIN SECS  dlopen, call plug_alloc (allocations kept
  *                               after the plugin is gone), dlclose, in a loop
+ *                               for SECS or until SIGUSR1
  *   hostile forks SECONDS [STOP] a thread forks children that malloc, lock,
  *                               create a thread, print and exit 0, while two
  *                               threads allocate and lock without pause,
@@ -221,7 +222,7 @@ static int run_dlheap(const char *plugin, double secs)
 {
     double end = now() + secs;
     long rounds = 0;
-    while (now() < end) {
+    while (now() < end && !usr1) {
         void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
         if (!h)
             return 1;
@@ -605,8 +606,10 @@ int main(int argc, char **argv)
         free(deep_kept);
         return 0;
     }
-    if (argc >= 4 && strcmp(argv[1], "dlheap") == 0)
+    if (argc >= 4 && strcmp(argv[1], "dlheap") == 0) {
+        signal(SIGUSR1, on_usr1);
         return run_dlheap(argv[2], atof(argv[3]));
+    }
     if (argc >= 3 && strcmp(argv[1], "loader") == 0)
         return run_loader(atof(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "forks") == 0)
