@@ -403,12 +403,19 @@ requests() {
     cut -c1-2000 "$GOT" | grep -c "^{\"resourceProfiles\":\[{\"resource\":{\"attributes\":\[[^]]*\"intValue\":\"$1\"" || true
 }
 
+# at_least MIN SECS CMD...: until the number CMD prints reaches MIN;
+# 1 when it has not within SECS.
+at_least() {
+    _min=$1; _end=$(($(date +%s) + $2)); shift 2
+    while [ "$(date +%s)" -le "$_end" ]; do
+        [ "$("$@")" -ge "$_min" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # wait_requests PID MIN SECS: until GOT holds MIN requests of PID.
 wait_requests() {
-    end=$(($(date +%s) + $3))
-    while [ "$(date +%s)" -le "$end" ]; do
-        [ "$(requests "$1")" -ge "$2" ] && return 0
-        sleep 0.2
-    done
-    fail "the Collector got fewer than $2 requests of pid $1 within $3 s"
+    at_least "$2" "$3" requests "$1" ||
+        fail "the Collector got fewer than $2 requests of pid $1 within $3 s"
 }

@@ -39,11 +39,7 @@ retries() {
 }
 # wait_stat FIELD MIN SECS: until the counter reaches MIN.
 wait_stat() {
-    end=$(($(date +%s) + $3))
-    while [ "$(date +%s)" -le "$end" ]; do
-        [ "$(stat "$1")" -ge "$2" ] && return 0
-        sleep 0.1
-    done
+    at_least "$2" "$3" stat "$1" && return 0
     fetch debug/stats >&2
     fail "push $1 did not reach $2 within $3 s"
 }
