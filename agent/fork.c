@@ -4,11 +4,13 @@
  * _parent / _child; the order is here, and only here.
  *
  * Why this order:
- * - Registered in a constructor of priority 101, before the agent's main
- *   constructor, so that the child's first step is guard_fork_child(): the
- *   forking thread's cached thread id is forgotten before any child step
- *   (or a child handler registered later, whose malloc enters the agent)
- *   takes a spinlock, which records its owner's id.
+ * - Registered by fork_init, in the agent's constructor (or an attach),
+ *   before any other library's constructor that runs after it registers
+ *   its own handlers, so that the child's first step is
+ *   guard_fork_child(): the forking thread's cached thread id is
+ *   forgotten before any child step (or a child handler registered later,
+ *   whose malloc enters the agent) takes a spinlock, which records its
+ *   owner's id. A process where the agent is off registers nothing.
  * - prepare: the shell first (it notes the forking pid, takes no lock),
  *   then the heap table's shard locks (after waiting for samplers in
  *   flight), then the fork gate (loader.c: the agent's calls that take the
@@ -47,9 +49,8 @@
  * differs (agent/fork_step.h): each page a step writes or first reads
  * after the fork is a page fault in every fork of the host.
  *
- * Before fork_init() (the constructor's end) and when the agent is off,
- * only guard_fork_child() runs; under a C library other than glibc
- * (musl), nothing is registered at all. Contexts: prepare and parent on the
+ * When the agent is off, and under a C library other than glibc (musl),
+ * nothing is registered at all. Contexts: prepare and parent on the
  * forking thread, child and after on the child's only thread.
  */
 #include "agent/fork.h"
@@ -150,16 +151,18 @@ extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void),
                              void *) __attribute__((weak));
 extern void *__dso_handle;
 
-__attribute__((constructor(101))) static void fork_register(void)
-{
-    if (!loader_is_glibc())
-        return;
-    __register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
-}
-
 void fork_init(void (*prepare)(void), void (*child)(void),
                void (*after)(void))
 {
+    /* Once (an attach after a detach calls this again), and only in a
+     * process where the agent is on: a pass-through (an exec'd
+     * descendant, PPROF_ENABLE=0) takes none of the agent's locks, and
+     * the registration cost each such process two page faults in the C
+     * library. */
+    static int registered;
+    if (!registered++ && loader_is_glibc())
+        __register_atfork(fork_prepare, fork_parent, fork_child,
+                          __dso_handle);
     shell_prepare = prepare;
     shell_child = child;
     shell_after = after;

@@ -23,6 +23,7 @@
 #include "process/push.h"
 #include "agent/symbols/symbols.h"
 #include "agent/core/next_symbol.h"
+#include "agent/core/real.h"
 #include "agent/host/proc.h"
 #include "http/server.h"
 
@@ -68,6 +69,7 @@ STARTUP static void stand_aside(void)
 
 STARTUP void init_tables(int defer_tables)
 {
+    real_init();
     agent_start_ns = agent_now_ns();
     symbols_short_init();
     thread_hooks_init();

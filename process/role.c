@@ -121,7 +121,7 @@ static int pid_now(void)
 
 /* The children of pid's main thread (world-readable): how many, the
  * first in *first. -1 when unreadable. */
-static int children_of(int pid, int *first)
+STARTUP static int children_of(int pid, int *first)
 {
     char path[80], buf[256];
     log_snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, pid);

@@ -6,8 +6,8 @@
  * (first_symbol) unless it lies in the agent itself, else the next one
  * (next_symbol). Both read the loader's hash tables, without a lock or an
  * allocation; two threads resolving at once store the same address. The
- * names the agent's signal handlers call are resolved before main too
- * (constructor 101), so that no handler ever resolves one.
+ * names the agent's signal handlers call are resolved before any of them
+ * is installed (real_init), so that no handler ever resolves one.
  *
  * This file and the doors are the only ones that name the interposed
  * functions (test/integration/doors.sh): it is where the rest of the
@@ -250,7 +250,7 @@ void *real_realloc(void *p, size_t n)
     return __atomic_load_n(&current.realloc, __ATOMIC_RELAXED)(p, n);
 }
 
-__attribute__((constructor(101))) static void real_init(void)
+STARTUP void real_init(void)
 {
     resolved(&next_syscall, "syscall");
     if (next_write == stub_write)

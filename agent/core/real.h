@@ -64,7 +64,13 @@ int real_setuid(uid_t uid);
 int real_setgid(gid_t gid);
 int real_setgroups(size_t n, const gid_t *groups);
 
-/* Async-signal-safe (resolved before main, as the C library's are). */
+/* Resolves the names below before the agent installs a signal handler:
+ * called first by init_tables, in a process where the agent is on (one
+ * where it is off resolves them at their first call, never in a handler
+ * of the agent's). Not async-signal-safe. */
+void real_init(void);
+
+/* Async-signal-safe once real_init ran. */
 long real_syscall(long nr, ...);
 ssize_t real_read(int fd, void *buf, size_t n);
 ssize_t real_write(int fd, const void *buf, size_t n);

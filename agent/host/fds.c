@@ -43,9 +43,12 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#pragma weak __libc_single_threaded
 
 /* Numbers the registry can hold (a bit each in `watch` and `lost`). */
 #define FDS_MAX 65536
@@ -77,6 +80,11 @@ static uint64_t lost[FDS_MAX / 64];
 static struct fds_slot slots[FDS_SLOTS];
 static int in_flight;  /* agent descriptors between creation and move */
 static int registered; /* number of slots in use */
+/* Slots ever filled, from the first: the lookups read no further. A
+ * process that registers one descriptor (an exec'd descendant reading a
+ * /proc file in its constructor) touches one page of the slots, not
+ * their 16 KB of never-written zeros (a fault each). Only grows. */
+static int slots_high;
 static int owner_pid;  /* the process whose registry this is */
 /* 1 once a number went to `lost` (set with it, cleared by a fork child's
  * sweep): a child of a process that lost none touches no page of the
@@ -165,15 +173,32 @@ static inline void bit_clear(uint64_t *map, int fd)
                            __ATOMIC_RELEASE);
 }
 
+/* 1 when the host took fd over. A process that lost none reads no page
+ * of `lost` (each a fault the first time). */
+static inline int is_lost(int fd)
+{
+    return __atomic_load_n(&lost_any, __ATOMIC_ACQUIRE) && bit_get(lost, fd);
+}
+
+/* 1 when fd is registered or lost. A process that never registered one
+ * reads no page of the bitmaps: the host's close and dup2 in an exec'd
+ * descendant cost no page fault. */
+static inline int watched(int fd)
+{
+    return __atomic_load_n(&slots_high, __ATOMIC_ACQUIRE) &&
+           bit_get(watch, fd);
+}
+
 /* 1 when fd is registered (owned, not lost). */
 static inline int owned(int fd)
 {
-    return bit_get(watch, fd) && !bit_get(lost, fd);
+    return watched(fd) && !is_lost(fd);
 }
 
 static struct fds_slot *slot_find(int fd)
 {
-    for (int i = 0; i < FDS_SLOTS; i++)
+    int high = __atomic_load_n(&slots_high, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < high; i++)
         if (__atomic_load_n(&slots[i].fd1, __ATOMIC_ACQUIRE) == fd + 1)
             return &slots[i];
     return NULL;
@@ -188,6 +213,8 @@ static void slot_release(struct fds_slot *s)
 /* Unregisters fd (its number is free or the host's from now on). */
 static void forget(int fd)
 {
+    if (!__atomic_load_n(&slots_high, __ATOMIC_ACQUIRE))
+        return; /* nothing was ever registered */
     bit_clear(watch, fd);
     struct fds_slot *s = slot_find(fd);
     if (s)
@@ -215,9 +242,16 @@ static void enroll(int fd, enum fds_kind kind, int *holder)
         slots[i].holder = holder;
         slots[i].dev = st.st_dev;
         slots[i].ino = st.st_ino;
+        int high = __atomic_load_n(&slots_high, __ATOMIC_RELAXED);
+        while (high <= i &&
+               !__atomic_compare_exchange_n(&slots_high, &high, i + 1, 1,
+                                            __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+            ;
         __atomic_store_n(&slots[i].fd1, fd + 1, __ATOMIC_RELEASE);
         __atomic_fetch_add(&registered, 1, __ATOMIC_RELAXED);
-        bit_clear(lost, fd);
+        if (is_lost(fd))
+            bit_clear(lost, fd);
         bit_set(watch, fd);
         return;
     }
@@ -299,6 +333,12 @@ int fds_open(const char *path, int flags, ...)
         mode = (mode_t)va_arg(ap, int);
         va_end(ap);
     }
+    /* In the constructor, on the process's only thread, no host code
+     * runs until the file is closed again: nothing to protect it from,
+     * and an exec'd descendant's look at /proc (process/role.c) costs
+     * three system calls and no page of the registry. */
+    if (!agent_ready && &__libc_single_threaded && __libc_single_threaded)
+        return open(path, flags | O_CLOEXEC, mode);
     fds_begin();
     int fd = fds_adopt(open(path, flags | O_CLOEXEC, mode), FDS_TRANSIENT,
                        NULL);
@@ -312,7 +352,7 @@ int fds_close(int fd)
         errno = EBADF;
         return -1;
     }
-    if (bit_get(lost, fd)) {
+    if (is_lost(fd)) {
         /* The host's now: only the agent's claim goes. */
         bit_clear(lost, fd);
         bit_clear(watch, fd);
@@ -406,7 +446,8 @@ FORK_PATH void fds_fork_child(void)
 {
     FORK_SET(in_flight, 0);
     owner_pid = (int)getpid();
-    for (int i = 0; i < FDS_SLOTS; i++) {
+    int high = slots_high;
+    for (int i = 0; i < high; i++) {
         int fd1 = slots[i].fd1;
         if (fd1 <= 0 || slots[i].kind == FDS_HELD)
             continue;
@@ -473,7 +514,7 @@ static __attribute__((noinline)) int host_close(int fd, const void *pc)
 
 __attribute__((visibility("default"))) int close(int fd)
 {
-    if (unlikely(bit_get(watch, fd) |
+    if (unlikely(watched(fd) |
                  __atomic_load_n(&in_flight, __ATOMIC_RELAXED)))
         return host_close(fd, __builtin_return_address(0));
     return do_close(fd);
@@ -585,7 +626,7 @@ static __attribute__((noinline)) int host_dup(int oldfd, int newfd,
 
 __attribute__((visibility("default"))) int dup2(int oldfd, int newfd)
 {
-    if (unlikely(bit_get(watch, newfd) | bit_get(watch, oldfd) |
+    if (unlikely(watched(newfd) | watched(oldfd) |
                  __atomic_load_n(&in_flight, __ATOMIC_RELAXED)))
         return host_dup(oldfd, newfd, 0, 0);
     return do_dup(oldfd, newfd, 0, 0);
@@ -594,7 +635,7 @@ __attribute__((visibility("default"))) int dup2(int oldfd, int newfd)
 __attribute__((visibility("default"))) int dup3(int oldfd, int newfd,
                                                 int flags)
 {
-    if (unlikely(bit_get(watch, newfd) | bit_get(watch, oldfd) |
+    if (unlikely(watched(newfd) | watched(oldfd) |
                  __atomic_load_n(&in_flight, __ATOMIC_RELAXED)))
         return host_dup(oldfd, newfd, 1, flags);
     return do_dup(oldfd, newfd, 1, flags);

@@ -332,7 +332,7 @@ size_t rundir_list(void (*fn)(void *arg, const struct rundir_entry *e),
 
 /* 1 when s can be a family id: 1 to RUNDIR_FAMILY_MAX - 1 characters of
  * [A-Za-z0-9._-] (it is one field of an announcement line). */
-static int family_valid(const char *s)
+STARTUP static int family_valid(const char *s)
 {
     size_t n = 0;
     for (char c = s[0]; (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -347,7 +347,7 @@ static int family_valid(const char *s)
  * strspn: rundir_env_from_ancestor runs in every exec'd process, where
  * strspn was a lazy binding and a page of the C library's code more than
  * a process without the agent pays. */
-static size_t digits_at(const char *s)
+STARTUP static size_t digits_at(const char *s)
 {
     size_t n = 0;
     while (s[n] >= '0' && s[n] <= '9')
