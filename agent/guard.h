@@ -125,6 +125,27 @@ void guard_fork_child(void);
  * Returns 0 or -errno. Not async-signal-safe. */
 int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable);
 
+/* A thread an attached agent ends at its detach (the watch, the dumps,
+ * the rescanner): started joinable when the agent was attached, told to
+ * stop through a flag it reads at each wake, then joined. */
+struct agent_stoppable {
+    pthread_t tid;
+    int joinable; /* started joinable, not joined yet */
+    int told;     /* told to stop */
+};
+
+/* agent_thread_spawn(fn, NULL) for t, joinable when joinable is set, not
+ * told to stop. Returns 0 or -errno. Not async-signal-safe. */
+int stoppable_spawn(struct agent_stoppable *t, void *(*fn)(void *),
+                    int joinable);
+/* Tells t to stop; 1 once it was told (the thread's look at each wake).
+ * Async-signal-safe. */
+void stoppable_tell(struct agent_stoppable *t);
+int stoppable_told(struct agent_stoppable *t);
+/* Waits for t's end when it is joinable, which it is not after. Not
+ * async-signal-safe. */
+void stoppable_join(struct agent_stoppable *t);
+
 /* First thing on each of the agent's own threads (their functions, and
  * civetweb's init_thread): under ThreadSanitizer the thread's memory
  * accesses are ignored. What TSan sees of them comes from its interceptors

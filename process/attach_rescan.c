@@ -32,11 +32,9 @@
 
 #define RESCAN_MS 250
 
-/* Set by the detacher, read by the rescanner at each wake; the detacher
- * then joins it (within RESCAN_MS). */
-static int stopping;
-static int running; /* started and not joined: the starter, the detacher */
-static pthread_t rescanner;
+/* Started by the starter, told to stop by the detacher, which then joins
+ * it (within RESCAN_MS). */
+static struct agent_stoppable rescanner;
 
 /* Sleeps RESCAN_MS; 1 when asked to stop. */
 static int nap(void)
@@ -44,7 +42,7 @@ static int nap(void)
     struct timespec ts = {0, RESCAN_MS * 1000000L};
     while (real_nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
-    return __atomic_load_n(&stopping, __ATOMIC_ACQUIRE);
+    return stoppable_told(&rescanner);
 }
 
 /* The loader's count of additions at the last look. */
@@ -66,34 +64,25 @@ static void look(void)
         seen_adds = ~0ULL;
 }
 
-AGENT_THREAD_MAIN(rescan_thread)
-static void *rescan_thread_run(void *arg)
+SHELL_THREAD_MAIN(rescan_thread, "pprof-rescan")
+static void *rescan_thread_body(void *arg)
 {
     (void)arg;
-    /* Created by the C library's pthread_create (the agent's own calls
-     * bind there when attached): recorded here. */
-    cpu_agent_thread();
-    real_pthread_setname_np(pthread_self(), "pprof-rescan");
     guard_enter();
     while (!nap())
         look();
     guard_leave();
-    cpu_agent_thread_end();
     return NULL;
 }
 
 void attach_rescan_start(void)
 {
-    __atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
     seen_adds = ~0ULL; /* an object loaded since the bind: the first look */
-    running = agent_thread_spawn(rescan_thread, NULL, &rescanner) == 0;
+    stoppable_spawn(&rescanner, rescan_thread, 1);
 }
 
 void attach_rescan_stop(void)
 {
-    if (!running)
-        return;
-    __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-    real_pthread_join(rescanner, NULL);
-    running = 0;
+    stoppable_tell(&rescanner);
+    stoppable_join(&rescanner);
 }

@@ -402,23 +402,19 @@ int dump_memory(const char *summary)
 
 /* ---- the dump thread --------------------------------------------------------- */
 
-/* An attached agent's dump thread: joinable, ended by dump_stop (the
- * detacher) through stopping, which the thread reads at each wake. */
-static int stopping, joinable;
-static pthread_t dump_tid;
+/* The dump thread; an attached agent's is joinable, ended by dump_stop
+ * (the detacher). */
+static struct agent_stoppable dumper;
 
-AGENT_THREAD_MAIN(dump_thread)
-static void *dump_thread_run(void *unused)
+SHELL_THREAD_MAIN(dump_thread, "pprof-dump")
+static void *dump_thread_body(void *unused)
 {
     (void)unused;
-    real_pthread_setname_np(pthread_self(), "pprof-dump");
-    /* Attached, the C library's pthread_create made it: recorded here. */
-    cpu_agent_thread();
     int64_t next = opt_dump_interval > 0
                        ? agent_now_ns() + opt_dump_interval * 1000000000LL
                        : 0;
     int replaced_logged = 0;
-    while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
+    while (!stoppable_told(&dumper)) {
         /* The program cannot close or replace the pipe (agent/host/fds.c)
          * except by raw system calls: then it is dropped, not read. */
         if (dump_wake_pipe[0] >= 0 && fds_check(dump_wake_pipe[0]) != 0)
@@ -431,7 +427,7 @@ static void *dump_thread_run(void *unused)
             while (real_read(dump_wake_pipe[0], buf, sizeof buf) > 0)
                 signalled = 1;
         }
-        if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+        if (stoppable_told(&dumper))
             break; /* the detach writes the last dump */
         spin_lock(&dump_lock);
         if (exited) {
@@ -455,7 +451,6 @@ static void *dump_thread_run(void *unused)
                      opt_dump_signal);
         }
     }
-    cpu_agent_thread_end();
     return NULL;
 }
 
@@ -477,7 +472,7 @@ FORK_PATH void dump_fork_child(void)
     FORK_SET(cpu_running, 0);
     FORK_SET(cpu_agg, NULL); /* the parent's samples: not this child's */
     FORK_SET(exited, 0);
-    FORK_SET(joinable, 0); /* an attached parent's thread: not here */
+    FORK_SET(dumper.joinable, 0); /* an attached parent's thread: not here */
     /* A child of an attached agent starts no dumps of its own (its fork
      * is not one of the doors, the start after it never comes): the
      * signal goes back to what the host had, not to a handler that
@@ -537,10 +532,7 @@ void dump_start(void)
         atexit(dump_at_exit);
     }
 
-    __atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
-    err = -agent_thread_spawn(dump_thread, NULL,
-                              start_attached ? &dump_tid : NULL);
-    joinable = start_attached && !err;
+    err = -stoppable_spawn(&dumper, dump_thread, start_attached);
     if (err)
         log_info("PPROF_DUMP_DIR: cannot start the dump thread (%s); "
                  "profiles are written at exit only",
@@ -570,15 +562,13 @@ void dump_stop(void)
     if (!started)
         return;
     guard_enter();
-    __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-    if (joinable && dump_wake_pipe[1] >= 0) {
+    stoppable_tell(&dumper);
+    if (dumper.joinable && dump_wake_pipe[1] >= 0) {
         char c = 's';
         ssize_t r = real_write(dump_wake_pipe[1], &c, 1);
         (void)r;
     }
-    if (joinable)
-        real_pthread_join(dump_tid, NULL);
-    joinable = 0;
+    stoppable_join(&dumper);
     /* The signal first: no dump asked for after the last one. */
     if (handler_installed)
         signals_give_back(opt_dump_signal, dump_on_signal, &host_action);

@@ -238,6 +238,31 @@ void start_wait_done(void);
  * Not async-signal-safe. */
 void start_attached_reset(void);
 
+/* ---- the shell's threads (start.c) ---------------------------------------- */
+
+/* Each of the shell's threads (the starter, watch, dumps, push, rescanner)
+ * begins named title (NULL: the name it inherited) and recorded as one
+ * of the agent's, so that a CPU profile never takes it for a host thread
+ * (attached, the C library's pthread_create made it, past the door that
+ * records the agent's threads), and is forgotten as it ends. Not
+ * async-signal-safe. */
+void shell_thread_begin(const char *title);
+void shell_thread_end(void);
+
+/* Defines the thread function name(arg) of one of the shell's threads:
+ * name_body(arg), defined after it, between agent_thread_begin/end
+ * (agent/guard.h) and shell_thread_begin/end. */
+#define SHELL_THREAD_MAIN(name, title)                                         \
+    static void *name##_body(void *);                                          \
+    AGENT_THREAD_MAIN(name)                                                    \
+    static void *name##_run(void *arg)                                         \
+    {                                                                          \
+        shell_thread_begin(title);                                             \
+        void *ret_ = name##_body(arg);                                         \
+        shell_thread_end();                                                    \
+        return ret_;                                                           \
+    }
+
 /* ---- deferred start (start.c) ------------------------------------------- */
 
 /* Arms the deferred start (agent/core/arm.h) for process pid: nothing is

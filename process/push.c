@@ -135,13 +135,10 @@ static void collect(int final)
     real_pthread_mutex_unlock(&lock);
 }
 
-AGENT_THREAD_MAIN(collector)
-static void *collector_run(void *unused)
+SHELL_THREAD_MAIN(collector, "pprofagent-push")
+static void *collector_body(void *unused)
 {
     (void)unused;
-    real_pthread_setname_np(pthread_self(), "pprofagent-push");
-    /* Attached, the C library's pthread_create made it: recorded here. */
-    cpu_agent_thread();
     push_collect_start();
     int64_t period = opt_push.interval_s * 1000000000LL;
     int64_t next = push_mono_ns() + period;
@@ -160,7 +157,6 @@ static void *collector_run(void *unused)
             collector_done = 1;
             pthread_cond_broadcast(&wake);
             real_pthread_mutex_unlock(&lock);
-            cpu_agent_thread_end();
             return NULL;
         }
         now = push_mono_ns();
@@ -259,12 +255,10 @@ static void send_one(struct item *it)
     real_pthread_mutex_unlock(&lock);
 }
 
-AGENT_THREAD_MAIN(sender)
-static void *sender_run(void *unused)
+SHELL_THREAD_MAIN(sender, "pprofagent-send")
+static void *sender_body(void *unused)
 {
     (void)unused;
-    real_pthread_setname_np(pthread_self(), "pprofagent-send");
-    cpu_agent_thread();
     real_pthread_mutex_lock(&lock);
     for (;;) {
         if (exiting && collector_done && qlen == 0)
@@ -288,7 +282,6 @@ static void *sender_run(void *unused)
     sender_done = 1;
     pthread_cond_broadcast(&wake);
     real_pthread_mutex_unlock(&lock);
-    cpu_agent_thread_end();
     return NULL;
 }
 

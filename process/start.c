@@ -293,9 +293,12 @@ static void start_work_here(void)
     start_work_done();
 }
 
-/* The starter's work from its start to its end (starter_run). */
-static void *starter_body(void)
+/* The starter (unnamed: the host's name, as a thread of the process it
+ * waits in), from its start to its end. */
+SHELL_THREAD_MAIN(starter, NULL)
+static void *starter_body(void *unused)
 {
+    (void)unused;
     real_pthread_mutex_lock(&wait_lock);
     __atomic_store_n(&starter_tid, (int)real_syscall(SYS_gettid), __ATOMIC_RELEASE);
     while (starter_state == STARTER_WAITING && !nothing_to_start() &&
@@ -328,17 +331,16 @@ static void *starter_body(void)
     return NULL;
 }
 
-AGENT_THREAD_MAIN(starter)
-static void *starter_run(void *arg)
+void shell_thread_begin(const char *title)
 {
-    (void)arg;
-    /* Attached, the C library's pthread_create made it: recorded, so that
-     * the CPU profile the dumps or the push start here does not take it
-     * for a host thread blocking the profiling signal. */
+    if (title)
+        real_pthread_setname_np(pthread_self(), title);
     cpu_agent_thread();
-    void *ret = starter_body();
+}
+
+void shell_thread_end(void)
+{
     cpu_agent_thread_end();
-    return ret;
 }
 
 /* Creates the starter, waiting until the deadline. Under wait_lock. */

@@ -41,10 +41,9 @@
 #define LIMIT_EVERY (5000 / WATCH_TICK_MS)
 
 static pid_t started_in; /* the process whose watch runs */
-/* An attached agent's watch: joinable, ended by watch_stop (the detacher)
- * through stopping, which the thread reads at each wake. */
-static int stopping, joinable;
-static pthread_t watch_tid;
+/* The thread; an attached agent's is joinable, ended by watch_stop (the
+ * detacher). */
+static struct agent_stoppable watcher;
 
 /* PPROF_DUMP_DIR's work. */
 static int dumps_on(void)
@@ -103,18 +102,14 @@ static void memory_tick(long tick)
 
 /* ---- the thread ------------------------------------------------------------------ */
 
-AGENT_THREAD_MAIN(watch_thread)
-static void *watch_thread_run(void *unused)
+SHELL_THREAD_MAIN(watch_thread, "pprof-watch")
+static void *watch_thread_body(void *unused)
 {
     (void)unused;
-    real_pthread_setname_np(pthread_self(), "pprof-watch");
-    /* Attached, the C library's pthread_create made it: recorded here. */
-    cpu_agent_thread();
     /* Without dumps there is no memory to watch: one wake a second. */
     long period_ms = dumps_on() ? WATCH_TICK_MS : 1000;
     long deadlock_every = 1000 / period_ms;
-    for (long tick = 0; !__atomic_load_n(&stopping, __ATOMIC_ACQUIRE);
-         tick++) {
+    for (long tick = 0; !stoppable_told(&watcher); tick++) {
         struct timespec nap = {period_ms / 1000, period_ms % 1000 * 1000000L};
         if (tick % deadlock_every == 0 && opt_deadlock_seconds > 0) {
             struct deadlock_report r;
@@ -128,7 +123,6 @@ static void *watch_thread_run(void *unused)
             memory_tick(tick);
         real_nanosleep(&nap, NULL);
     }
-    cpu_agent_thread_end();
     return NULL;
 }
 
@@ -145,10 +139,7 @@ void watch_start(void)
     started_in = getpid();
     limit_said = above = 0;
     last_dump = 0;
-    __atomic_store_n(&stopping, 0, __ATOMIC_RELEASE);
-    int err = agent_thread_spawn(watch_thread, NULL,
-                                 start_attached ? &watch_tid : NULL);
-    joinable = start_attached && !err;
+    int err = stoppable_spawn(&watcher, watch_thread, start_attached);
     if (err)
         log_info("cannot start the watch thread (%s): no deadlock watch, no "
                  "memory-limit dumps",
@@ -157,10 +148,9 @@ void watch_start(void)
 
 void watch_stop(void)
 {
-    if (!joinable)
+    if (!watcher.joinable)
         return;
-    __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-    real_pthread_join(watch_tid, NULL);
-    joinable = 0;
+    stoppable_tell(&watcher);
+    stoppable_join(&watcher);
     started_in = 0; /* a later attach starts it again */
 }

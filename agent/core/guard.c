@@ -159,3 +159,29 @@ int agent_thread_spawn(void *(*fn)(void *), void *arg, pthread_t *joinable)
     real_pthread_sigmask(SIG_SETMASK, &old, NULL);
     return -err;
 }
+
+int stoppable_spawn(struct agent_stoppable *t, void *(*fn)(void *),
+                    int joinable)
+{
+    __atomic_store_n(&t->told, 0, __ATOMIC_RELEASE);
+    int err = agent_thread_spawn(fn, NULL, joinable ? &t->tid : NULL);
+    t->joinable = joinable && !err;
+    return err;
+}
+
+void stoppable_tell(struct agent_stoppable *t)
+{
+    __atomic_store_n(&t->told, 1, __ATOMIC_RELEASE);
+}
+
+int stoppable_told(struct agent_stoppable *t)
+{
+    return __atomic_load_n(&t->told, __ATOMIC_ACQUIRE);
+}
+
+void stoppable_join(struct agent_stoppable *t)
+{
+    if (t->joinable)
+        real_pthread_join(t->tid, NULL);
+    t->joinable = 0;
+}
