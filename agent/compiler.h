@@ -23,6 +23,16 @@
  * nothing else with the agent. */
 #define STARTUP __attribute__((cold))
 
+/* Code that nearly every process or forked child runs after its start,
+ * the agent on or off: the doors most programs call (the allocator's,
+ * close, dup2, the mask calls, the blocking calls' jumps) and the exit
+ * path. Kept beside the loading code and the fork steps
+ * (agent/fork_step.h: the linker gathers .text.hot.*), where the page
+ * faults that map those (64 KiB at a time) map these too: a forked
+ * child's first calls found their code unmapped in the child, a fault
+ * each (perf record -e page-faults -d). */
+#define COMMON_PATH __attribute__((section(".text.hot.pprof_common")))
+
 /* A variable that the constructor writes in every process, a pass-through
  * exec'd descendant's included: kept in a section of its own, which the
  * link puts after the initialized data, on the last page of the data the

@@ -61,7 +61,7 @@
 
 static struct mg_context *server_ctx FORK_STATE;
 /* Why this process serves (server_role_note): "" or ", <text>". */
-static char role_note[160];
+static char role_note[160] FORK_STATE;
 /* The port listened on, 0 before (or after server_stop). */
 static int serving_port;
 

@@ -42,6 +42,7 @@
  * Contexts: the prepare and parent steps run in the host's forking thread;
  * the child and after steps in the child's only thread.
  */
+#include "agent/compiler.h"
 #include "process/process.h"
 #include "agent/fork_step.h"
 #include "agent/core/real.h"
@@ -235,8 +236,8 @@ FORK_PATH void children_fork_child(void)
     FORK_SET(listen_fd, -1);
     int serve = opt_serve && opt_children == CHILDREN_SERVE &&
                 !children_passive();
-    int push = opt_push.on && opt_children == CHILDREN_SERVE &&
-               !children_passive();
+    int push = opt_children == CHILDREN_SERVE && !children_passive() &&
+               opt_push.on;
     FORK_SET(start_pending, agent_ready && (serve || push || opt_dump_dir[0]));
     FORK_SET(start_dumps, opt_dump_dir[0] != '\0');
     /* The configured port first: free again when the parent exited (a
@@ -271,7 +272,7 @@ void children_take_role(void)
         opt_log_level = LOG_INFO;
 }
 
-static void at_exit(void)
+COMMON_PATH static void at_exit(void)
 {
     start_leave();
     rundir_leave();

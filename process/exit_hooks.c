@@ -12,6 +12,7 @@
  * then the C library's _exit. Safe in a vfork child: it shares its
  * parent's memory but not its pid, so it never removes the parent's file.
  */
+#include "agent/compiler.h"
 #include "agent/core/next_symbol.h"
 #include "agent/core/ops.h"
 #include "process/process.h"
@@ -29,7 +30,7 @@ void exit_hooks_init(void)
     real_exit = (exit_fn)next_symbol("_exit");
 }
 
-static __attribute__((noreturn)) void leave(int status)
+COMMON_PATH static __attribute__((noreturn)) void leave(int status)
 {
     rundir_remove();
     exit_fn f = __atomic_load_n(&real_exit, __ATOMIC_RELAXED);
@@ -41,12 +42,12 @@ static __attribute__((noreturn)) void leave(int status)
         syscall(SYS_exit_group, status);
 }
 
-EXPORT void _exit(int status)
+EXPORT COMMON_PATH void _exit(int status)
 {
     leave(status);
 }
 
-EXPORT void _Exit(int status)
+EXPORT COMMON_PATH void _Exit(int status)
 {
     leave(status);
 }

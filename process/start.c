@@ -29,6 +29,7 @@
  * blocked (the host's signals and the profiler's never land on it, and
  * the server's threads it creates inherit that mask).
  */
+#include "agent/compiler.h"
 #include "process/process.h"
 #include "agent/core/real.h"
 #include "agent/fork_step.h"
@@ -427,7 +428,7 @@ int start_later(int dumps, int64_t from_ns)
 /* Makes a waiting starter leave and joins it; returns 1 when it was
  * waiting. Nothing in a process the starter was not started in (its lock
  * may be held by a thread that is not there). Guard entered. */
-static int starter_leave(void)
+COMMON_PATH static int starter_leave(void)
 {
     int pid = __atomic_load_n(&starter_pid, __ATOMIC_RELAXED);
     if (pid == 0 || pid != pid_now())
@@ -444,7 +445,7 @@ static int starter_leave(void)
     return waiting;
 }
 
-void start_leave(void)
+COMMON_PATH void start_leave(void)
 {
     guard_enter();
     starter_leave();

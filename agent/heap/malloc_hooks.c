@@ -573,14 +573,14 @@ static const struct real_allocator *const agent_allocator_entry
 
 /* ---- interposers ---------------------------------------------------------- */
 
-EXPORT void *malloc(size_t n)
+EXPORT COMMON_PATH void *malloc(size_t n)
 {
     if (likely(countdown((uint64_t)n + 1)))
         return next_malloc(n);
     return malloc_slow(n);
 }
 
-EXPORT void free(void *p)
+EXPORT COMMON_PATH void free(void *p)
 {
     if (unlikely(filter_maybe(p))) {
         free_slow(p);
@@ -589,7 +589,7 @@ EXPORT void free(void *p)
     next_free(p);
 }
 
-EXPORT void *calloc(size_t a, size_t b)
+EXPORT COMMON_PATH void *calloc(size_t a, size_t b)
 {
     size_t n;
     if (unlikely(__builtin_mul_overflow(a, b, &n)))
@@ -599,7 +599,7 @@ EXPORT void *calloc(size_t a, size_t b)
     return calloc_slow(a, b, n);
 }
 
-EXPORT void *realloc(void *p, size_t n)
+EXPORT COMMON_PATH void *realloc(void *p, size_t n)
 {
     if (unlikely(filter_maybe(p)))
         return realloc_slow(p, n);

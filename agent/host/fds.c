@@ -85,7 +85,7 @@ static int registered; /* number of slots in use */
  * /proc file in its constructor) touches one page of the slots, not
  * their 16 KB of never-written zeros (a fault each). Only grows. */
 static int slots_high;
-static int owner_pid;  /* the process whose registry this is */
+static int owner_pid FORK_STATE; /* the process whose registry this is */
 /* 1 once a number went to `lost` (set with it, cleared by a fork child's
  * sweep): a child of a process that lost none touches no page of the
  * bitmaps (each is a copy-on-write fault in parent and child alike). */
@@ -512,7 +512,7 @@ static __attribute__((noinline)) int host_close(int fd, const void *pc)
     return do_close(fd);
 }
 
-__attribute__((visibility("default"))) int close(int fd)
+__attribute__((visibility("default"))) COMMON_PATH int close(int fd)
 {
     if (unlikely(watched(fd) |
                  __atomic_load_n(&in_flight, __ATOMIC_RELAXED)))
@@ -624,7 +624,8 @@ static __attribute__((noinline)) int host_dup(int oldfd, int newfd,
     return do_dup(oldfd, newfd, is_dup3, flags);
 }
 
-__attribute__((visibility("default"))) int dup2(int oldfd, int newfd)
+__attribute__((visibility("default"))) COMMON_PATH int dup2(int oldfd,
+                                                             int newfd)
 {
     if (unlikely(watched(newfd) | watched(oldfd) |
                  __atomic_load_n(&in_flight, __ATOMIC_RELAXED)))
@@ -632,7 +633,7 @@ __attribute__((visibility("default"))) int dup2(int oldfd, int newfd)
     return do_dup(oldfd, newfd, 0, 0);
 }
 
-__attribute__((visibility("default"))) int dup3(int oldfd, int newfd,
+__attribute__((visibility("default"))) COMMON_PATH int dup3(int oldfd, int newfd,
                                                 int flags)
 {
     if (unlikely(watched(newfd) | watched(oldfd) |

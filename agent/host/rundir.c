@@ -292,7 +292,7 @@ void rundir_adopt(void)
     own_pid = (int)getpid();
 }
 
-void rundir_remove(void)
+COMMON_PATH void rundir_remove(void)
 {
     /* Only the process that reserved the file removes it: a forked child
      * that never reserved its own must not remove its parent's. A process
@@ -312,7 +312,7 @@ static int family_first(void)
     return !family_inherited && strncmp(own_family, head, n) == 0;
 }
 
-void rundir_leave(void)
+COMMON_PATH void rundir_leave(void)
 {
     int announced = own_path[0] && own_pid == (int)getpid();
     rundir_remove();

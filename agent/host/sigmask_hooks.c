@@ -224,12 +224,12 @@ static inline int change(mask_fn real, int how, const sigset_t *set,
     return change_watched(real, how, set, old);
 }
 
-EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+EXPORT COMMON_PATH int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     return change(sigmask_real, how, set, old);
 }
 
-EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+EXPORT COMMON_PATH int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
     if (unlikely(!real_sigprocmask)) {
         resolve();

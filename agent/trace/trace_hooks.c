@@ -216,7 +216,7 @@ static void resolve(void);
     }
 #define DECLARE(ret, name, params, args, kind, obj, arm, arm_safe)             \
     TWINS(ret, name, params, args, kind, obj, arm, arm_safe)                   \
-    EXPORT FAST ret name params                                                \
+    EXPORT FAST COMMON_PATH ret name params                                    \
     {                                                                          \
         return route_##name args;                                              \
     }
