@@ -209,6 +209,24 @@ static int read_state(pid_t pid, uintptr_t at, int *state)
     return peek(pid, at, state, sizeof *state);
 }
 
+/* Reads the agent's state every 20 ms while it is `from`, for seconds at
+ * most: 0 with *state the one it left for (or still `from`), -1 when it
+ * could no longer be read (said). */
+static int wait_while(pid_t pid, const char *agent, uintptr_t at, int from,
+                      int seconds, int *state)
+{
+    *state = from;
+    for (int i = 0; i < seconds * 50 && *state == from; i++) {
+        if (read_state(pid, at, state) != 0) {
+            say_lost(pid, agent);
+            return -1;
+        }
+        if (*state == from)
+            nap_ms(20);
+    }
+    return 0;
+}
+
 
 static void explain(int code, pid_t pid)
 {
@@ -405,15 +423,9 @@ static int do_attach(pid_t pid, const char *agent)
     if (agent_symbol(pid, agent, "pprof_attach_state", &state_at) != 0 ||
         agent_symbol(pid, agent, "pprof_attach_address", &addr_at) != 0)
         return 1;
-    int state = S_ON;
-    for (int i = 0; i < WAIT_SERVE_S * 50 && state == S_ON; i++) {
-        if (read_state(pid, state_at, &state) != 0) {
-            say_lost(pid, agent);
-            return 1;
-        }
-        if (state == S_ON)
-            nap_ms(20);
-    }
+    int state;
+    if (wait_while(pid, agent, state_at, S_ON, WAIT_SERVE_S, &state) != 0)
+        return 1;
     if (state == S_FAILED) {
         say("the agent in pid %d could not serve (its stderr says why: the "
             "address in use?); it is detached", (int)pid);
@@ -468,15 +480,9 @@ static int do_detach(pid_t pid, const char *agent)
         explain((int)code, pid);
         return 1;
     }
-    int state = S_LEAVING;
-    for (int i = 0; i < WAIT_DETACH_S * 50 && state == S_LEAVING; i++) {
-        if (read_state(pid, state_at, &state) != 0) {
-            say_lost(pid, agent);
-            return 1;
-        }
-        if (state == S_LEAVING)
-            nap_ms(20);
-    }
+    int state;
+    if (wait_while(pid, agent, state_at, S_LEAVING, WAIT_DETACH_S, &state) != 0)
+        return 1;
     if (state != S_NONE) {
         say("the agent in pid %d did not stop within %d s", (int)pid,
             WAIT_DETACH_S);
