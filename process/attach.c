@@ -33,7 +33,6 @@
 
 #include "agent/stacks/objects.h"
 #include "agent/core/clock.h"
-#include "agent/cpu/cpu.h"
 #include "agent/config.h"
 #include "agent/locks/contention.h"
 #include "agent/fork.h"
@@ -288,8 +287,9 @@ static void *detacher_run(void *arg)
     (void)arg;
     /* The C library's pthread_create made it: recorded, so that the
      * last drain of the dumps' CPU profile does not count it as a host
-     * thread blocking the profiling signal. */
-    cpu_agent_thread();
+     * thread blocking the profiling signal. Not SHELL_THREAD_MAIN: its
+     * state goes back after its end (below). */
+    shell_thread_begin(NULL);
     /* The starter may still be starting the server: a detach right after
      * an attach waits for it rather than racing it. */
     start_wait_done();
@@ -310,7 +310,7 @@ static void *detacher_run(void *arg)
              "back (pid %d)",
              restored, (int)getpid());
     pprof_attach_address[0] = '\0';
-    cpu_agent_thread_end();
+    shell_thread_end();
     __atomic_store_n(&pprof_attach_state, ATTACH_NONE, __ATOMIC_RELEASE);
     return NULL;
 }
